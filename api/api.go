@@ -1,0 +1,304 @@
+// Package api is the box's HTTP edge for the /api routes: authentication and
+// scopes, the {data, error} envelope, strict JSON decoding, and the one table
+// that maps domain errors to HTTP statuses.
+//
+//	h := api.New(api.Config{Pool: pool, Keys: keys, Memory: svc, ...})
+//	http.ListenAndServe(addr, h)
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/runs"
+)
+
+// Config wires the API.
+type Config struct {
+	Pool     *pgxpool.Pool
+	Keys     *auth.Store
+	Memory   *memory.Service
+	Settings *memory.Settings
+	Runs     *runs.Store
+	// Config is the loaded configuration, for the agent catalog.
+	Config *config.Config
+	// Logger receives one line per request: method, route, status, duration
+	// and key name. Never bodies.
+	Logger *slog.Logger
+}
+
+// Server serves the API.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// New returns the API handler.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+// Handle registers an extra route on the server's mux (used by later
+// transports that live in other packages). Routes under /api/ must wrap
+// their handler with Authed.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+
+	s.route("POST /api/memory/add", auth.ScopeMemoryWrite, s.memoryAdd)
+	s.route("POST /api/memory/recall", auth.ScopeMemoryRead, s.memoryRecall)
+	s.route("POST /api/memory/delete-all", auth.ScopeMemoryWrite, s.memoryDeleteAll)
+	s.route("GET /api/memory/settings/{agentId}", auth.ScopeConfigRead, s.settingsGet)
+	s.route("PUT /api/memory/settings/{agentId}", auth.ScopeConfigWrite, s.settingsPut)
+	s.route("DELETE /api/memory/settings/{agentId}", auth.ScopeConfigWrite, s.settingsDelete)
+
+	s.route("GET /api/system/memory-extraction", auth.ScopeConfigRead, s.extractionGet)
+	s.route("PUT /api/system/memory-extraction", auth.ScopeConfigWrite, s.extractionPut)
+	s.route("PUT /api/system/memory-extraction/prompt", auth.ScopeConfigWrite, s.promptPut)
+	s.route("POST /api/system/memory-extraction/prompt/publish", auth.ScopeConfigWrite, s.promptPublish)
+	s.route("DELETE /api/system/memory-extraction/prompt", auth.ScopeConfigWrite, s.promptReset)
+
+	s.route("GET /api/agents", auth.ScopeConfigRead, s.agentsList)
+	s.route("GET /api/runs", auth.ScopeRunsRead, s.runsList)
+	s.route("GET /api/runs/{id}", auth.ScopeRunsRead, s.runsGet)
+	s.route("GET /api/activity", auth.ScopeConfigRead, s.activityList)
+
+	// Anything else under /api is an unknown route, still behind auth so the
+	// route table is not probeable without a key.
+	s.route("/api/", "", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
+	})
+}
+
+// ServeHTTP logs and serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	s.mux.ServeHTTP(sw, r)
+	s.log.LogAttrs(r.Context(), slog.LevelDebug, "request", slog.String("method", r.Method),
+		slog.String("route", r.Pattern), slog.Int("status", sw.status), slog.Duration("duration", time.Since(start)))
+}
+
+type keyCtx struct{}
+
+// KeyFrom returns the authenticated key of a request served through Authed.
+func KeyFrom(ctx context.Context) (auth.Key, bool) {
+	k, ok := ctx.Value(keyCtx{}).(auth.Key)
+	return k, ok
+}
+
+// Authed wraps h: a valid bearer key is required (401 otherwise), holding
+// scope when scope is not "" (403 otherwise).
+func (s *Server) Authed(scope string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secret, ok := bearer(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="stackbone"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <API key>")
+			return
+		}
+		key, err := s.cfg.Keys.Authenticate(r.Context(), secret)
+		if errors.Is(err, auth.ErrUnauthenticated) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="stackbone", error="invalid_token"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "the API key is invalid or revoked")
+			return
+		}
+		if err != nil {
+			s.log.Error("auth lookup failed", "error", err)
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "the key store is unavailable")
+			return
+		}
+		if scope != "" && !key.Has(scope) {
+			writeError(w, http.StatusForbidden, "forbidden", "the API key lacks the scope "+scope)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), keyCtx{}, key)))
+	})
+}
+
+func (s *Server) route(pattern, scope string, h http.HandlerFunc) {
+	s.mux.Handle(pattern, s.Authed(scope, h))
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+func actor(r *http.Request) string {
+	if k, ok := KeyFrom(r.Context()); ok {
+		return "key:" + k.Name
+	}
+	return "unknown"
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.cfg.Pool.Ping(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// envelope is the shape of every /api response.
+type envelope struct {
+	Data  any       `json:"data"`
+	Error *apiError `json:"error"`
+}
+
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeData(w http.ResponseWriter, status int, data any) {
+	writeJSON(w, status, envelope{Data: data})
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, envelope{Error: &apiError{Code: code, Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// errorStatus is the one table from domain error codes to HTTP statuses.
+var errorStatus = map[string]int{
+	"memory_invalid_request":      http.StatusBadRequest,
+	"memory_model_failed":         http.StatusBadGateway,
+	"memory_invalid_model_output": http.StatusBadGateway,
+	"memory_conflict":             http.StatusConflict,
+	"memory_persist_failed":       http.StatusInternalServerError,
+	"memory_schema_missing":       http.StatusServiceUnavailable,
+	"memory_unavailable":          http.StatusServiceUnavailable,
+	"memory_identity_key_fixed":   http.StatusConflict,
+	"agent_not_found":             http.StatusNotFound,
+	"not_found":                   http.StatusNotFound,
+	"invalid_request":             http.StatusBadRequest,
+}
+
+// fail writes err in the envelope with its code and status. Errors with no
+// code are internal: logged, and answered without detail.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := memory.Code(err)
+	if code == "" && errors.Is(err, runs.ErrNotFound) {
+		code = "not_found"
+	}
+	status, ok := errorStatus[code]
+	if !ok {
+		s.log.Error("internal error", "route", r.Pattern, "error", err)
+		writeError(w, http.StatusInternalServerError, "internal", "internal error")
+		return
+	}
+	if status >= 500 {
+		s.log.Warn("request failed", "route", r.Pattern, "code", code)
+	}
+	writeError(w, status, code, err.Error())
+}
+
+// decodeError is a malformed body, reported with the route's invalid-request
+// code.
+type decodeError struct{ msg string }
+
+func (e *decodeError) Error() string { return e.msg }
+
+// decode reads one JSON object into v: unknown fields, trailing data and
+// bodies over limit bytes are errors.
+func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		return &decodeError{"the body must be JSON (Content-Type: application/json)"}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &decodeError{describeDecode(err, limit)}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &decodeError{"the body must be one JSON object"}
+	}
+	return nil
+}
+
+func describeDecode(err error, limit int64) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.Is(err, io.EOF):
+		return "the body is empty; send a JSON object"
+	case errors.As(err, &tooBig):
+		return fmt.Sprintf("the body is larger than %d bytes", limit)
+	case errors.As(err, &syn):
+		return fmt.Sprintf("invalid JSON at byte %d", syn.Offset)
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return "the body must be a JSON object"
+		}
+		return fmt.Sprintf("%s must be a %s", typ.Field, jsonKind(typ.Type.Kind().String()))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return "invalid JSON body"
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "int", "int64", "float64":
+		return "number"
+	case "slice":
+		return "array"
+	}
+	return "object"
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,173 @@
+// Package auth holds the box's API keys: random secrets stored only as
+// SHA-256 hashes, each with a set of scopes.
+//
+//	keys := auth.NewStore(pool)
+//	secret, key, err := keys.Create(ctx, "ci", []string{auth.ScopeMemoryRead})
+//	key, err = keys.Authenticate(ctx, secret)
+//	if !key.Has(auth.ScopeConfigWrite) { ... 403 ... }
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Errors of the key store.
+var (
+	// ErrUnauthenticated: no key, or a key that is unknown or revoked.
+	ErrUnauthenticated = errors.New("auth: invalid or missing API key")
+	// ErrInvalidScope: a scope name the box does not know.
+	ErrInvalidScope = errors.New("auth: unknown scope")
+	// ErrNotFound: no key of that name.
+	ErrNotFound = errors.New("auth: key not found")
+	// ErrExists: a key of that name exists.
+	ErrExists = errors.New("auth: key exists")
+)
+
+// Scopes.
+const (
+	ScopeMemoryRead  = "memory:read"
+	ScopeMemoryWrite = "memory:write"
+	ScopeConfigRead  = "config:read"
+	ScopeConfigWrite = "config:write"
+	ScopeRunsRead    = "runs:read"
+)
+
+// AllScopes is every scope; the dev key `local-dev` holds them all.
+var AllScopes = []string{ScopeMemoryRead, ScopeMemoryWrite, ScopeConfigRead, ScopeConfigWrite, ScopeRunsRead}
+
+// DevKey is the key `stackbone dev` creates; `serve` never does.
+const DevKey = "local-dev"
+
+// Key is an API key without its secret.
+type Key struct {
+	ID        uuid.UUID  `json:"id"`
+	Name      string     `json:"name"`
+	Scopes    []string   `json:"scopes"`
+	CreatedAt time.Time  `json:"createdAt"`
+	RevokedAt *time.Time `json:"revokedAt"`
+}
+
+// Has reports whether the key holds scope.
+func (k Key) Has(scope string) bool { return slices.Contains(k.Scopes, scope) }
+
+// Store reads and writes keys.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// NewStore returns a Store on pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Hash is how a secret is stored.
+func Hash(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+// Create makes a key with a fresh random secret, returned once.
+// It returns ErrInvalidScope or ErrExists.
+func (s *Store) Create(ctx context.Context, name string, scopes []string) (string, Key, error) {
+	if err := checkScopes(scopes); err != nil {
+		return "", Key{}, err
+	}
+	if name == "" || len(name) > 100 {
+		return "", Key{}, fmt.Errorf("auth: a key name must be 1 to 100 characters")
+	}
+	var b [20]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", Key{}, fmt.Errorf("auth: random: %w", err)
+	}
+	secret := "sbk_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+	k := Key{ID: uuid.New(), Name: name, Scopes: scopes}
+	err := s.pool.QueryRow(ctx, `INSERT INTO stackbone_platform.api_keys (id, name, key_hash, scopes) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (name) DO NOTHING RETURNING created_at`, k.ID, name, Hash(secret), scopes).Scan(&k.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", Key{}, fmt.Errorf("%w: %s", ErrExists, name)
+	}
+	if err != nil {
+		return "", Key{}, fmt.Errorf("auth: create: %w", err)
+	}
+	return secret, k, nil
+}
+
+// Ensure makes the key name hold exactly secret and scopes, creating or
+// un-revoking it. `stackbone dev` uses it for the well-known dev key.
+func (s *Store) Ensure(ctx context.Context, name, secret string, scopes []string) error {
+	if err := checkScopes(scopes); err != nil {
+		return err
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO stackbone_platform.api_keys (id, name, key_hash, scopes) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (name) DO UPDATE SET key_hash = $3, scopes = $4, revoked_at = NULL`,
+		uuid.New(), name, Hash(secret), scopes)
+	if err != nil {
+		return fmt.Errorf("auth: ensure %s: %w", name, err)
+	}
+	return nil
+}
+
+// Authenticate returns the live key whose secret this is, or ErrUnauthenticated.
+func (s *Store) Authenticate(ctx context.Context, secret string) (Key, error) {
+	if secret == "" || len(secret) > 200 {
+		return Key{}, ErrUnauthenticated
+	}
+	var k Key
+	err := s.pool.QueryRow(ctx, `SELECT id, name, scopes, created_at FROM stackbone_platform.api_keys
+		WHERE key_hash = $1 AND revoked_at IS NULL`, Hash(secret)).Scan(&k.ID, &k.Name, &k.Scopes, &k.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Key{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return Key{}, fmt.Errorf("auth: lookup: %w", err)
+	}
+	return k, nil
+}
+
+// Revoke ends a key; it returns ErrNotFound when no live key has that name.
+func (s *Store) Revoke(ctx context.Context, name string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE stackbone_platform.api_keys SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL`, name)
+	if err != nil {
+		return fmt.Errorf("auth: revoke: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
+	return nil
+}
+
+// List returns every key, newest first.
+func (s *Store) List(ctx context.Context) ([]Key, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, name, scopes, created_at, revoked_at FROM stackbone_platform.api_keys ORDER BY created_at DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("auth: list: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
+		var k Key
+		err := r.Scan(&k.ID, &k.Name, &k.Scopes, &k.CreatedAt, &k.RevokedAt)
+		return k, err
+	})
+}
+
+func checkScopes(scopes []string) error {
+	if len(scopes) == 0 {
+		return fmt.Errorf("%w: a key needs at least one scope (%s)", ErrInvalidScope, strings.Join(AllScopes, ", "))
+	}
+	for _, sc := range scopes {
+		if !slices.Contains(AllScopes, sc) {
+			return fmt.Errorf("%w %q; known: %s", ErrInvalidScope, sc, strings.Join(AllScopes, ", "))
+		}
+	}
+	return nil
+}

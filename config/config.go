@@ -1,0 +1,297 @@
+// Package config loads the box's YAML configuration: the HTTP address, the
+// database, model providers and the agents with their memory defaults.
+//
+// The agent declarations here are what the product specification calls
+// "code": Studio overrides stored in the database win over them, and they win
+// over the platform defaults.
+//
+//	cfg, err := config.Load("configs/dev.yaml")
+//	cfg.ApplyEnv(os.Getenv)
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Errors returned by Load and Parse.
+var (
+	ErrInvalid = errors.New("config: invalid")
+)
+
+// DefaultHTTPAddr is where the box listens when nothing says otherwise.
+const DefaultHTTPAddr = "127.0.0.1:4242"
+
+// Config is the whole configuration of one box.
+type Config struct {
+	// HTTP holds the listener settings.
+	HTTP HTTP `yaml:"http"`
+	// Database holds the Postgres connection. Empty URL in `dev` means: start
+	// a private cluster under .stackbone/.
+	Database Database `yaml:"database"`
+	// Providers are OpenAI-compatible endpoints by name; a model id
+	// "openai/gpt-4o-mini" picks provider "openai", model "gpt-4o-mini".
+	// A provider "openai" always exists, filled from OPENAI_BASE_URL and
+	// OPENAI_API_KEY when the file does not set it.
+	Providers map[string]Provider `yaml:"providers"`
+	// Memory holds box-wide person-memory settings.
+	Memory Memory `yaml:"memory"`
+	// Agents by catalog name.
+	Agents map[string]Agent `yaml:"agents"`
+}
+
+// HTTP holds the listener settings.
+type HTTP struct {
+	// Addr defaults to 127.0.0.1:4242; STACKBONE_HTTP_ADDR overrides it.
+	Addr string `yaml:"addr"`
+}
+
+// Database holds the Postgres connection.
+type Database struct {
+	// URL is a Postgres connection URL; STACKBONE_DATABASE_URL overrides it.
+	URL string `yaml:"url"`
+}
+
+// Provider is one OpenAI-compatible endpoint.
+type Provider struct {
+	// BaseURL of the API, such as http://127.0.0.1:8080/v1.
+	BaseURL string `yaml:"baseURL"`
+	// APIKey is sent as a bearer token. Prefer APIKeyEnv in files.
+	APIKey string `yaml:"apiKey"`
+	// APIKeyEnv names an environment variable holding the key.
+	APIKeyEnv string `yaml:"apiKeyEnv"`
+	// Prices per million tokens by model, used to record the cost of runs.
+	// A model without a price records no cost.
+	Prices map[string]Price `yaml:"prices"`
+}
+
+// Price of one model in US dollars per million tokens.
+type Price struct {
+	Input  float64 `yaml:"input"`
+	Output float64 `yaml:"output"`
+}
+
+// Memory holds box-wide person-memory settings.
+type Memory struct {
+	// Model is the extraction model fallback after a Studio selection, the
+	// request's model and STACKBONE_MEMORY_MODEL. Empty means the platform
+	// default.
+	Model string `yaml:"model"`
+	// ReasoningEffort is the fallback after Studio, the request and
+	// STACKBONE_MEMORY_REASONING_EFFORT. Empty means the platform default.
+	ReasoningEffort string `yaml:"reasoningEffort"`
+}
+
+// Agent is one declared agent.
+type Agent struct {
+	// Model is a provider/model id.
+	Model string `yaml:"model"`
+	// Instructions are the agent's system instructions.
+	Instructions string `yaml:"instructions"`
+	// Memory holds the agent's memory defaults ("code" in the settings
+	// origins). Nil means the agent declares none.
+	Memory *AgentMemory `yaml:"memory"`
+}
+
+// AgentMemory is an agent's declared memory defaults. A nil field is not
+// declared and falls back to the platform default.
+type AgentMemory struct {
+	// IdentityKey names the identity field that selects the person, such as
+	// phoneNumber or customerId. The first accepted key is fixed for good.
+	IdentityKey string `yaml:"identityKey"`
+	// Read recalls the person's memory in built-in integrations.
+	Read *bool `yaml:"read"`
+	// Save saves the conversation to memory in built-in integrations.
+	Save *bool `yaml:"save"`
+	// Instructions is the agent's extraction policy.
+	Instructions *string `yaml:"instructions"`
+}
+
+var (
+	agentNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	providerRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+)
+
+// Load reads and validates the file at path.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes and validates YAML. Unknown keys are errors, so a typo does
+// not silently drop a setting.
+func Parse(b []byte) (*Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Validate checks names and values that the box relies on.
+func (c *Config) Validate() error {
+	var problems []string
+	for name := range c.Providers {
+		if !providerRe.MatchString(name) {
+			problems = append(problems, fmt.Sprintf("provider name %q must match %s", name, providerRe))
+		}
+	}
+	for name, a := range c.Agents {
+		if !agentNameRe.MatchString(name) {
+			problems = append(problems, fmt.Sprintf("agent name %q must match %s", name, agentNameRe))
+			continue
+		}
+		if a.Model != "" {
+			if _, _, err := SplitModel(a.Model); err != nil {
+				problems = append(problems, fmt.Sprintf("agent %s: %v", name, err))
+			}
+		}
+		if m := a.Memory; m != nil {
+			if m.IdentityKey != "" {
+				if err := ValidateIdentityKey(m.IdentityKey); err != nil {
+					problems = append(problems, fmt.Sprintf("agent %s: memory.identityKey: %v", name, err))
+				}
+			}
+			if m.Instructions != nil {
+				if n := utf8.RuneCountInString(*m.Instructions); n < 1 || n > MaxMemoryInstructions {
+					problems = append(problems, fmt.Sprintf("agent %s: memory.instructions must be 1 to %d characters", name, MaxMemoryInstructions))
+				}
+			}
+		}
+	}
+	if c.Memory.Model != "" {
+		if _, _, err := SplitModel(c.Memory.Model); err != nil {
+			problems = append(problems, fmt.Sprintf("memory.model: %v", err))
+		}
+	}
+	if e := c.Memory.ReasoningEffort; e != "" && !ValidReasoningEffort(e) {
+		problems = append(problems, fmt.Sprintf("memory.reasoningEffort %q is not one of %s", e, strings.Join(ReasoningEfforts, ", ")))
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// ApplyEnv lets the environment override the file: STACKBONE_HTTP_ADDR,
+// STACKBONE_DATABASE_URL, OPENAI_BASE_URL and OPENAI_API_KEY (provider
+// "openai"), STACKBONE_MEMORY_MODEL and STACKBONE_MEMORY_REASONING_EFFORT.
+// It returns an error when an environment value is invalid.
+func (c *Config) ApplyEnv(getenv func(string) string) error {
+	if v := getenv("STACKBONE_HTTP_ADDR"); v != "" {
+		c.HTTP.Addr = v
+	}
+	if c.HTTP.Addr == "" {
+		c.HTTP.Addr = DefaultHTTPAddr
+	}
+	if v := getenv("STACKBONE_DATABASE_URL"); v != "" {
+		c.Database.URL = v
+	}
+	if c.Providers == nil {
+		c.Providers = map[string]Provider{}
+	}
+	p := c.Providers["openai"]
+	if v := getenv("OPENAI_BASE_URL"); v != "" {
+		p.BaseURL = v
+	}
+	if v := getenv("OPENAI_API_KEY"); v != "" {
+		p.APIKey = v
+	}
+	c.Providers["openai"] = p
+	for name, p := range c.Providers {
+		if p.APIKey == "" && p.APIKeyEnv != "" {
+			p.APIKey = getenv(p.APIKeyEnv)
+			c.Providers[name] = p
+		}
+	}
+	if v := getenv("STACKBONE_MEMORY_MODEL"); v != "" {
+		if _, _, err := SplitModel(v); err != nil {
+			return fmt.Errorf("%w: STACKBONE_MEMORY_MODEL: %v", ErrInvalid, err)
+		}
+		c.Memory.Model = v
+	}
+	if v := getenv("STACKBONE_MEMORY_REASONING_EFFORT"); v != "" {
+		if !ValidReasoningEffort(v) {
+			return fmt.Errorf("%w: STACKBONE_MEMORY_REASONING_EFFORT %q is not one of %s", ErrInvalid, v, strings.Join(ReasoningEfforts, ", "))
+		}
+		c.Memory.ReasoningEffort = v
+	}
+	return nil
+}
+
+// AgentNames returns the declared agents in name order.
+func (c *Config) AgentNames() []string {
+	names := make([]string, 0, len(c.Agents))
+	for n := range c.Agents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// MaxMemoryInstructions is the longest extraction policy, in characters.
+const MaxMemoryInstructions = 20000
+
+// ReasoningEfforts are the accepted reasoning effort values.
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
+// ValidReasoningEffort reports whether e is one of ReasoningEfforts.
+func ValidReasoningEffort(e string) bool {
+	for _, v := range ReasoningEfforts {
+		if v == e {
+			return true
+		}
+	}
+	return false
+}
+
+// SplitModel splits a "provider/model" id. The model part may itself contain
+// slashes ("openrouter/meta/llama-3").
+func SplitModel(id string) (provider, model string, err error) {
+	p, m, ok := strings.Cut(id, "/")
+	if !ok || p == "" || m == "" || !providerRe.MatchString(p) || len(id) > 200 {
+		return "", "", fmt.Errorf("model id %q must look like provider/model", truncate(id, 80))
+	}
+	return p, m, nil
+}
+
+// ValidateIdentityKey checks an identity field name: a literal name of 1 to
+// 100 characters (not an object path; "contact.email" names one field).
+func ValidateIdentityKey(k string) error {
+	if n := utf8.RuneCountInString(k); n < 1 || n > 100 {
+		return errors.New("must be 1 to 100 characters")
+	}
+	if strings.TrimSpace(k) != k || strings.ContainsRune(k, 0) {
+		return errors.New("must not have surrounding whitespace or NUL")
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,514 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/stackbone/box/provider"
+	"github.com/stackbone/box/runs"
+)
+
+// Models resolves provider/model ids. *provider.Registry implements it.
+type Models interface {
+	Resolve(id string) (provider.Model, error)
+}
+
+// RunRecorder writes run history. *runs.Store implements it.
+type RunRecorder interface {
+	Insert(ctx context.Context, r runs.Run) error
+}
+
+// Config wires a Service.
+type Config struct {
+	// Pool is the box's database. Required.
+	Pool *pgxpool.Pool
+	// Models resolves the extraction model. Required for Add.
+	Models Models
+	// Logger receives ids, sizes, codes and timings, never content.
+	// Defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+	// FallbackModel is the extraction model after a System selection and the
+	// request's model: STACKBONE_MEMORY_MODEL or the config file. Empty means
+	// PlatformDefaultModel.
+	FallbackModel string
+	// FallbackReasoningEffort likewise; empty means
+	// PlatformDefaultReasoningEffort.
+	FallbackReasoningEffort string
+	// ModelTimeout bounds one extraction request. Defaults to 2 minutes.
+	ModelTimeout time.Duration
+}
+
+// Platform defaults of the extraction model.
+const (
+	PlatformDefaultModel           = "openai/gpt-5.6-luna"
+	PlatformDefaultReasoningEffort = "high"
+)
+
+// Service is person memory. It is safe for concurrent use.
+type Service struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// NewService returns a Service.
+func NewService(cfg Config) *Service {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ModelTimeout == 0 {
+		cfg.ModelTimeout = 2 * time.Minute
+	}
+	if cfg.FallbackModel == "" {
+		cfg.FallbackModel = PlatformDefaultModel
+	}
+	if cfg.FallbackReasoningEffort == "" {
+		cfg.FallbackReasoningEffort = PlatformDefaultReasoningEffort
+	}
+	return &Service{cfg: cfg, log: cfg.Logger.With("component", "memory")}
+}
+
+// Add updates a person's memory from one conversation and stores one call
+// record. It returns ErrInvalidRequest, ErrModelFailed, ErrInvalidModelOutput,
+// ErrConflict (the memory changed while the model was asked), ErrPersistFailed,
+// ErrSchemaMissing or ErrUnavailable; on any error nothing is written.
+func (s *Service) Add(ctx context.Context, req AddRequest) (AddResult, error) {
+	if err := validateAdd(&req); err != nil {
+		return AddResult{}, err
+	}
+	ex, err := s.extraction(ctx, req.Model, req.ReasoningEffort)
+	if err != nil {
+		return AddResult{}, err
+	}
+	policy := GenericPolicy
+	if req.Instructions != nil {
+		policy = *req.Instructions
+	}
+
+	revision, facts, err := s.snapshot(ctx, req.AgentID, req.UserID)
+	if err != nil {
+		return AddResult{}, err
+	}
+	pr, err := buildPrompt(ex.guidance, policy, facts, req.Transcript)
+	if err != nil {
+		return AddResult{}, fmt.Errorf("%w: build prompt: %v", ErrInvalidRequest, err)
+	}
+
+	run := runs.Run{ID: uuid.New(), Kind: runs.KindMemoryExtraction, AgentID: req.AgentID, Model: ex.model, StartedAt: s.cfg.Now()}
+	answer, usage, model, err := s.ask(ctx, ex, pr)
+	finish := func(code string) {
+		end := s.cfg.Now()
+		ms := int(end.Sub(run.StartedAt).Milliseconds())
+		run.FinishedAt, run.DurationMS = &end, &ms
+		run.InputTokens, run.OutputTokens = usage.PromptTokens, usage.CompletionTokens
+		run.CostUSD = model.Cost(usage.PromptTokens, usage.CompletionTokens)
+		run.Status, run.ErrorCode = runs.StatusSucceeded, code
+		if code != "" {
+			run.Status = runs.StatusFailed
+		}
+	}
+	// recordFailure keeps the failed run in history; the add's own error
+	// matters more than a failure to record it.
+	recordFailure := func(cause error) error {
+		finish(Code(cause))
+		if rerr := s.insertRun(context.WithoutCancel(ctx), run); rerr != nil {
+			s.log.Warn("memory: record failed run", "run", run.ID, "error", rerr)
+		}
+		s.log.Info("memory add failed", "agent", req.AgentID, "run", run.ID, "code", Code(cause), "facts", len(facts))
+		return cause
+	}
+	if err != nil {
+		return AddResult{}, recordFailure(err)
+	}
+	p, err := parseAnswer(answer, len(facts))
+	if err != nil {
+		return AddResult{}, recordFailure(err)
+	}
+	kept, updates, deletes, adds, err := applyPlan(facts, p)
+	if err != nil {
+		return AddResult{}, recordFailure(err)
+	}
+	finish("")
+	run.Metadata = map[string]any{
+		"factsBefore": len(facts), "factsAfter": len(kept) + len(adds),
+		"added": len(adds), "updated": len(updates), "deleted": len(deletes),
+		"transcriptChars": req.Transcript.chars(),
+	}
+
+	now := s.cfg.Now().UTC()
+	call := Call{
+		ID:              uuid.New(),
+		StartedAt:       now,
+		DurationSeconds: req.Call.DurationSeconds,
+		Outcome:         req.Call.Outcome,
+		Summary:         p.summary,
+		RunID:           req.Call.RunID,
+	}
+	if req.Call.StartedAt != nil {
+		call.StartedAt = req.Call.StartedAt.UTC()
+	}
+	result, err := s.commit(ctx, req, revision, facts, kept, updates, deletes, adds, call, run, now)
+	if err != nil {
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrPersistFailed) || errors.Is(err, ErrSchemaMissing) {
+			run.Status, run.ErrorCode = runs.StatusFailed, Code(err)
+			if rerr := s.insertRun(context.WithoutCancel(ctx), run); rerr != nil {
+				s.log.Warn("memory: record failed run", "run", run.ID, "error", rerr)
+			}
+		}
+		s.log.Info("memory add failed", "agent", req.AgentID, "run", run.ID, "code", Code(err))
+		return AddResult{}, err
+	}
+	s.log.Info("memory add", "agent", req.AgentID, "run", run.ID, "added", len(adds), "updated", len(updates),
+		"deleted", len(deletes), "facts", len(result.Facts), "model_ms", *run.DurationMS)
+	return result, nil
+}
+
+func (t Transcript) chars() int {
+	if t.Messages == nil {
+		return utf8.RuneCountInString(t.Text)
+	}
+	n := 0
+	for _, m := range t.Messages {
+		n += utf8.RuneCountInString(m.Content)
+	}
+	return n
+}
+
+// snapshot reads the revision and the facts in one statement, so both come
+// from one consistent view of the database.
+func (s *Service) snapshot(ctx context.Context, agentID, userID string) (int64, []Fact, error) {
+	rows, err := s.cfg.Pool.Query(ctx, `
+		SELECT coalesce((SELECT revision FROM stackbone_platform.memory_revisions
+		                 WHERE agent_id = $1 AND user_id = $2), 0),
+		       f.id, f.content, f.created_at, f.updated_at
+		FROM (SELECT 1) AS one
+		LEFT JOIN stackbone_platform.memory_facts f ON f.agent_id = $1 AND f.user_id = $2
+		ORDER BY f.seq`, agentID, userID)
+	if err != nil {
+		return 0, nil, dbError(ErrUnavailable, "read memory", err)
+	}
+	defer rows.Close()
+	var rev int64
+	var facts []Fact
+	for rows.Next() {
+		var id *uuid.UUID
+		var content *string
+		var created, updated *time.Time
+		if err := rows.Scan(&rev, &id, &content, &created, &updated); err != nil {
+			return 0, nil, dbError(ErrUnavailable, "read memory", err)
+		}
+		if id != nil {
+			facts = append(facts, Fact{ID: *id, Content: *content, CreatedAt: *created, UpdatedAt: *updated})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, dbError(ErrUnavailable, "read memory", err)
+	}
+	return rev, facts, nil
+}
+
+// ask sends the extraction request.
+func (s *Service) ask(ctx context.Context, ex extraction, pr prompt) (string, openai.Usage, provider.Model, error) {
+	m, err := s.cfg.Models.Resolve(ex.model)
+	if err != nil {
+		return "", openai.Usage{}, m, fmt.Errorf("%w: %v", ErrModelFailed, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ModelTimeout)
+	defer cancel()
+	resp, err := m.Client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
+		Model: m.Name,
+		Messages: []openai.ChatCompletionMessage{
+			{Role: openai.ChatMessageRoleSystem, Content: pr.System},
+			{Role: openai.ChatMessageRoleUser, Content: pr.User},
+		},
+		ResponseFormat:  &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
+		ReasoningEffort: ex.reasoningEffort,
+	})
+	if err != nil {
+		return "", openai.Usage{}, m, fmt.Errorf("%w: %s", ErrModelFailed, describeProviderError(err))
+	}
+	if len(resp.Choices) == 0 {
+		return "", resp.Usage, m, badOutput("the model returned no choice")
+	}
+	return resp.Choices[0].Message.Content, resp.Usage, m, nil
+}
+
+// describeProviderError keeps the status and the provider's message, which
+// describe the request's failure and not its content.
+func describeProviderError(err error) string {
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		return fmt.Sprintf("provider answered %d: %s", apiErr.HTTPStatusCode, clip(apiErr.Message, 200))
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		return fmt.Sprintf("provider answered %d", reqErr.HTTPStatusCode)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "the provider did not answer in time"
+	}
+	if errors.Is(err, context.Canceled) {
+		return "the request was cancelled"
+	}
+	return "the provider could not be reached"
+}
+
+// commit applies a validated plan. The revision upsert takes the person's
+// row lock first and must land exactly one past the snapshot's revision;
+// otherwise another add or an erasure committed since the snapshot, and the
+// whole transaction is rolled back.
+func (s *Service) commit(ctx context.Context, req AddRequest, revision int64, snapshot, kept []Fact,
+	updates map[int]string, deletes []int, adds []string, call Call, run runs.Run, now time.Time) (AddResult, error) {
+	tx, err := s.cfg.Pool.Begin(ctx)
+	if err != nil {
+		return AddResult{}, dbError(ErrPersistFailed, "begin", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	var b pgx.Batch
+	b.Queue(`
+		INSERT INTO stackbone_platform.memory_revisions AS r (agent_id, user_id, revision) VALUES ($1, $2, 1)
+		ON CONFLICT (agent_id, user_id) DO UPDATE SET revision = r.revision + 1
+		RETURNING revision`, req.AgentID, req.UserID)
+	if len(deletes) > 0 {
+		ids := make([]uuid.UUID, len(deletes))
+		for i, idx := range deletes {
+			ids[i] = snapshot[idx].ID
+		}
+		b.Queue(`DELETE FROM stackbone_platform.memory_facts WHERE agent_id = $1 AND user_id = $2 AND id = ANY($3)`,
+			req.AgentID, req.UserID, ids)
+	}
+	for i := range kept {
+		if _, ok := updates[indexOf(snapshot, kept[i].ID)]; ok {
+			kept[i].UpdatedAt = now
+			b.Queue(`UPDATE stackbone_platform.memory_facts SET content = $4, updated_at = $5
+			         WHERE agent_id = $1 AND user_id = $2 AND id = $3`,
+				req.AgentID, req.UserID, kept[i].ID, kept[i].Content, now)
+		}
+	}
+	for _, c := range adds {
+		f := Fact{ID: uuid.New(), Content: c, CreatedAt: now, UpdatedAt: now}
+		kept = append(kept, f)
+		b.Queue(`INSERT INTO stackbone_platform.memory_facts (id, agent_id, user_id, content, created_at, updated_at)
+		         VALUES ($1, $2, $3, $4, $5, $5)`, f.ID, req.AgentID, req.UserID, f.Content, now)
+	}
+	b.Queue(`INSERT INTO stackbone_platform.memory_calls
+	           (id, agent_id, user_id, started_at, duration_seconds, outcome, summary, run_id)
+	         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		call.ID, req.AgentID, req.UserID, call.StartedAt, call.DurationSeconds, call.Outcome, call.Summary, call.RunID)
+	queueRun(&b, run)
+
+	br := tx.SendBatch(ctx, &b)
+	var got int64
+	if err := br.QueryRow().Scan(&got); err != nil {
+		br.Close()
+		return AddResult{}, dbError(ErrPersistFailed, "lock revision", err)
+	}
+	if got != revision+1 {
+		br.Close()
+		return AddResult{}, fmt.Errorf("%w: the memory changed while the model was asked (revision %d, now %d)", ErrConflict, revision, got-1)
+	}
+	if err := br.Close(); err != nil {
+		return AddResult{}, dbError(ErrPersistFailed, "write", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return AddResult{}, dbError(ErrPersistFailed, "commit", err)
+	}
+	if kept == nil {
+		kept = []Fact{}
+	}
+	return AddResult{Facts: kept, Call: call}, nil
+}
+
+func indexOf(facts []Fact, id uuid.UUID) int {
+	for i := range facts {
+		if facts[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func queueRun(b *pgx.Batch, r runs.Run) {
+	meta, _ := json.Marshal(r.Metadata)
+	b.Queue(`
+		INSERT INTO stackbone_platform.runs
+		  (id, kind, agent_id, status, model, input_tokens, output_tokens, cost_usd, error_code,
+		   started_at, finished_at, duration_ms, metadata)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $12, coalesce($13::jsonb, '{}'))`,
+		r.ID, r.Kind, r.AgentID, r.Status, r.Model, r.InputTokens, r.OutputTokens, r.CostUSD, r.ErrorCode,
+		r.StartedAt, r.FinishedAt, r.DurationMS, meta)
+}
+
+func (s *Service) insertRun(ctx context.Context, r runs.Run) error {
+	var b pgx.Batch
+	queueRun(&b, r)
+	return s.cfg.Pool.SendBatch(ctx, &b).Close()
+}
+
+// Recall returns every fact of the person (oldest first) and their newest
+// call records first. An unknown person has two empty lists. It returns
+// ErrInvalidRequest, ErrSchemaMissing or ErrUnavailable.
+func (s *Service) Recall(ctx context.Context, req RecallRequest) (RecallResult, error) {
+	if err := validateScope(req.AgentID, req.UserID); err != nil {
+		return RecallResult{}, err
+	}
+	n := DefaultRecallCalls
+	if req.Calls != nil {
+		n = *req.Calls
+		if n < 0 || n > MaxRecallCalls {
+			return RecallResult{}, invalid("calls must be an integer from 0 to %d", MaxRecallCalls)
+		}
+	}
+	// One statement: facts and calls from one consistent view, one round trip.
+	var factsJSON, callsJSON []byte
+	err := s.cfg.Pool.QueryRow(ctx, `
+		SELECT
+		  coalesce((SELECT json_agg(json_build_object('id', id, 'content', content,
+		                   'createdAt', created_at, 'updatedAt', updated_at) ORDER BY seq)
+		            FROM stackbone_platform.memory_facts WHERE agent_id = $1 AND user_id = $2), '[]'),
+		  coalesce((SELECT json_agg(json_build_object('id', id, 'startedAt', started_at,
+		                   'durationSeconds', duration_seconds, 'outcome', outcome, 'summary', summary,
+		                   'runId', run_id) ORDER BY started_at DESC, seq DESC)
+		            FROM (SELECT * FROM stackbone_platform.memory_calls WHERE agent_id = $1 AND user_id = $2
+		                  ORDER BY started_at DESC, seq DESC LIMIT $3) c), '[]')`,
+		req.AgentID, req.UserID, n).Scan(&factsJSON, &callsJSON)
+	if err != nil {
+		return RecallResult{}, dbError(ErrUnavailable, "recall", err)
+	}
+	res := RecallResult{Facts: []Fact{}, Calls: []Call{}}
+	if err := json.Unmarshal(factsJSON, &res.Facts); err != nil {
+		return RecallResult{}, fmt.Errorf("%w: decode facts: %v", ErrUnavailable, err)
+	}
+	if err := json.Unmarshal(callsJSON, &res.Calls); err != nil {
+		return RecallResult{}, fmt.Errorf("%w: decode calls: %v", ErrUnavailable, err)
+	}
+	return res, nil
+}
+
+// DeleteAll erases every fact and call record of one (agent, person) and
+// bumps the revision, so an add already in flight fails with ErrConflict
+// instead of restoring erased data. It returns the number of rows deleted, or
+// ErrInvalidRequest, ErrSchemaMissing or ErrUnavailable.
+func (s *Service) DeleteAll(ctx context.Context, agentID, userID string) (int64, error) {
+	if err := validateScope(agentID, userID); err != nil {
+		return 0, err
+	}
+	tx, err := s.cfg.Pool.Begin(ctx)
+	if err != nil {
+		return 0, dbError(ErrUnavailable, "begin", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var b pgx.Batch
+	b.Queue(`INSERT INTO stackbone_platform.memory_revisions AS r (agent_id, user_id, revision) VALUES ($1, $2, 1)
+	         ON CONFLICT (agent_id, user_id) DO UPDATE SET revision = r.revision + 1`, agentID, userID)
+	b.Queue(`DELETE FROM stackbone_platform.memory_facts WHERE agent_id = $1 AND user_id = $2`, agentID, userID)
+	b.Queue(`DELETE FROM stackbone_platform.memory_calls WHERE agent_id = $1 AND user_id = $2`, agentID, userID)
+	br := tx.SendBatch(ctx, &b)
+	var deleted int64
+	for i := 0; i < 3; i++ {
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			return 0, dbError(ErrUnavailable, "erase", err)
+		}
+		if i > 0 {
+			deleted += tag.RowsAffected()
+		}
+	}
+	if err := br.Close(); err != nil {
+		return 0, dbError(ErrUnavailable, "erase", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, dbError(ErrUnavailable, "commit", err)
+	}
+	s.log.Info("memory erased", "agent", agentID, "rows", deleted)
+	return deleted, nil
+}
+
+func validateScope(agentID, userID string) error {
+	if agentID == "" {
+		return invalid("agentId is required")
+	}
+	if utf8.RuneCountInString(agentID) > MaxAgentIDChars || !utf8.ValidString(agentID) || strings.ContainsRune(agentID, 0) {
+		return invalid("agentId must be valid text of at most %d characters", MaxAgentIDChars)
+	}
+	if userID == "" {
+		return invalid("userId is required")
+	}
+	if utf8.RuneCountInString(userID) > MaxUserIDChars || !utf8.ValidString(userID) || strings.ContainsRune(userID, 0) {
+		return invalid("userId must be valid text of at most %d characters without NUL", MaxUserIDChars)
+	}
+	return nil
+}
+
+func validateAdd(req *AddRequest) error {
+	if err := validateScope(req.AgentID, req.UserID); err != nil {
+		return err
+	}
+	t := req.Transcript
+	if t.Messages == nil {
+		if strings.TrimSpace(t.Text) == "" {
+			return invalid("content is required: a transcript string or an array of messages")
+		}
+	} else {
+		if len(t.Messages) == 0 {
+			return invalid("content must not be an empty array")
+		}
+		if len(t.Messages) > MaxMessages {
+			return invalid("content has %d messages, more than %d", len(t.Messages), MaxMessages)
+		}
+		for i, m := range t.Messages {
+			switch m.Role {
+			case "system", "developer", "user", "assistant", "tool", "function":
+			default:
+				return invalid("content[%d].role must be system, developer, user, assistant, tool or function", i)
+			}
+		}
+	}
+	if c := t.chars(); c > MaxTranscriptChars {
+		return invalid("content has %d characters, more than %d", c, MaxTranscriptChars)
+	}
+	if !utf8.ValidString(t.Text) {
+		return invalid("content must be valid UTF-8")
+	}
+	for _, m := range t.Messages {
+		if !utf8.ValidString(m.Content) {
+			return invalid("content must be valid UTF-8")
+		}
+	}
+	if in := req.Instructions; in != nil {
+		if c := utf8.RuneCountInString(*in); c < 1 || c > MaxInstructionsChars || strings.TrimSpace(*in) == "" {
+			return invalid("instructions must be 1 to %d characters", MaxInstructionsChars)
+		}
+	}
+	c := req.Call
+	if d := c.DurationSeconds; d != nil && (*d < 0 || *d > 7*24*3600 || *d != *d) {
+		return invalid("call.durationSeconds must be a number from 0 to %d", 7*24*3600)
+	}
+	if o := c.Outcome; o != nil && (*o == "" || utf8.RuneCountInString(*o) > MaxOutcomeChars || strings.ContainsRune(*o, 0)) {
+		return invalid("call.outcome must be 1 to %d characters", MaxOutcomeChars)
+	}
+	if r := c.RunID; r != nil && (*r == "" || utf8.RuneCountInString(*r) > MaxRunIDChars || strings.ContainsRune(*r, 0)) {
+		return invalid("call.runId must be 1 to %d characters", MaxRunIDChars)
+	}
+	if st := c.StartedAt; st != nil && (st.Year() < 1970 || st.Year() > 9999) {
+		return invalid("call.startedAt is out of range")
+	}
+	return nil
+}

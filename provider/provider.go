@@ -1,0 +1,117 @@
+// Package provider resolves "provider/model" ids to OpenAI-compatible clients
+// (github.com/sashabaranov/go-openai). Chat, embeddings, speech-to-text and
+// text-to-speech all go through the endpoint a provider names.
+//
+//	reg := provider.NewRegistry(cfg.Providers, nil)
+//	m, err := reg.Resolve("openai/gpt-4o-mini")
+//	resp, err := m.Client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: m.Name, ...})
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/stackbone/box/config"
+)
+
+// Errors returned by Resolve.
+var (
+	// ErrNotConfigured: the model names a provider with no endpoint or key.
+	ErrNotConfigured = errors.New("provider: not configured")
+	// ErrUnknownProvider: the model names a provider the box does not know.
+	ErrUnknownProvider = errors.New("provider: unknown provider")
+	// ErrInvalidModel: the id is not of the form provider/model.
+	ErrInvalidModel = errors.New("provider: invalid model id")
+)
+
+// Registry holds one client per configured provider. It is safe for
+// concurrent use and immutable after NewRegistry.
+type Registry struct {
+	providers map[string]*entry
+}
+
+type entry struct {
+	client     *openai.Client
+	configured bool
+	prices     map[string]config.Price
+}
+
+// NewRegistry builds clients for every provider in cfg. httpClient may be nil
+// for http.DefaultClient; calls are bounded by their context, not a client
+// timeout, because streams can be long.
+func NewRegistry(cfg map[string]config.Provider, httpClient *http.Client) *Registry {
+	r := &Registry{providers: map[string]*entry{}}
+	for name, p := range cfg {
+		cc := openai.DefaultConfig(p.APIKey)
+		if p.BaseURL != "" {
+			cc.BaseURL = p.BaseURL
+		}
+		if httpClient != nil {
+			cc.HTTPClient = httpClient
+		}
+		r.providers[name] = &entry{
+			client:     openai.NewClientWithConfig(cc),
+			configured: p.BaseURL != "" || p.APIKey != "",
+			prices:     p.Prices,
+		}
+	}
+	return r
+}
+
+// Model is a resolved model id.
+type Model struct {
+	// ID is the full provider/model id.
+	ID string
+	// Provider is the provider part of the id.
+	Provider string
+	// Name is what the provider's API calls the model.
+	Name string
+	// Client talks to the provider.
+	Client *openai.Client
+	price  *config.Price
+}
+
+// Resolve finds the client for a provider/model id. It returns
+// ErrInvalidModel, ErrUnknownProvider or ErrNotConfigured (each wrapped with
+// the id) when the model cannot be used.
+func (r *Registry) Resolve(id string) (Model, error) {
+	p, name, err := config.SplitModel(id)
+	if err != nil {
+		return Model{}, fmt.Errorf("%w: %v", ErrInvalidModel, err)
+	}
+	e, ok := r.providers[p]
+	if !ok {
+		return Model{}, fmt.Errorf("%w %q (model %s); known: %v", ErrUnknownProvider, p, id, r.names())
+	}
+	if !e.configured {
+		return Model{}, fmt.Errorf("%w: model %s needs provider %q; set OPENAI_BASE_URL or OPENAI_API_KEY (or providers.%s in the config)", ErrNotConfigured, id, p, p)
+	}
+	m := Model{ID: id, Provider: p, Name: name, Client: e.client}
+	if pr, ok := e.prices[name]; ok {
+		m.price = &pr
+	}
+	return m, nil
+}
+
+// Cost returns the price of a call in US dollars, or nil when the model has no
+// configured price.
+func (m Model) Cost(inputTokens, outputTokens int) *float64 {
+	if m.price == nil {
+		return nil
+	}
+	c := (float64(inputTokens)*m.price.Input + float64(outputTokens)*m.price.Output) / 1e6
+	return &c
+}
+
+func (r *Registry) names() []string {
+	var n []string
+	for k := range r.providers {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}

@@ -1,0 +1,258 @@
+// Package providertest is the one stand-in the box's tests use: a scripted
+// OpenAI-compatible HTTP server that plays the model provider at its wire and
+// records every request it was sent.
+//
+//	srv := providertest.New(t)
+//	srv.Script(providertest.Reply{Content: `{"operations":[],"summary":"hi"}`})
+//	cfg.Providers["openai"] = config.Provider{BaseURL: srv.URL()}
+//	... run the code under test ...
+//	got := srv.ChatRequests()[0]
+package providertest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Reply is one scripted answer to a chat completion request.
+type Reply struct {
+	// Content is the assistant message text.
+	Content string
+	// Status, when not 0 or 200, answers an OpenAI-shaped error with Message.
+	Status  int
+	Message string
+	// Delay holds the answer back; the wait ends early if the client goes away.
+	Delay time.Duration
+	// Gate, when non-nil, holds the answer until the channel is closed or
+	// receives a value.
+	Gate <-chan struct{}
+	// PromptTokens and CompletionTokens are reported as usage (defaults 10 and 5).
+	PromptTokens, CompletionTokens int
+}
+
+// Request is one recorded request.
+type Request struct {
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+	// Chat is the decoded body of a chat completion request.
+	Chat *openai.ChatCompletionRequest
+}
+
+// Server is a scripted provider. Its methods are safe for concurrent use.
+type Server struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	script   []Reply
+	fallback func(*openai.ChatCompletionRequest) Reply
+	requests []Request
+}
+
+// New starts a server on 127.0.0.1 and closes it when the test ends.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.record(r, nil)
+		writeError(w, http.StatusNotFound, "providertest: no handler for "+r.Method+" "+r.URL.Path)
+	})
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// URL is the base URL to configure as the provider's baseURL (ends in /v1).
+func (s *Server) URL() string { return s.srv.URL + "/v1" }
+
+// Script queues replies, answered in order, one per chat request.
+func (s *Server) Script(replies ...Reply) {
+	s.mu.Lock()
+	s.script = append(s.script, replies...)
+	s.mu.Unlock()
+}
+
+// Respond sets the answer for chat requests that find the script empty. Without
+// it such requests get a 500 saying the script ran out.
+func (s *Server) Respond(fn func(*openai.ChatCompletionRequest) Reply) {
+	s.mu.Lock()
+	s.fallback = fn
+	s.mu.Unlock()
+}
+
+// Requests returns a copy of everything received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// ChatRequests returns the decoded chat completion requests received so far.
+func (s *Server) ChatRequests() []*openai.ChatCompletionRequest {
+	var out []*openai.ChatCompletionRequest
+	for _, r := range s.Requests() {
+		if r.Chat != nil {
+			out = append(out, r.Chat)
+		}
+	}
+	return out
+}
+
+func (s *Server) record(r *http.Request, body []byte) Request {
+	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	s.mu.Lock()
+	s.requests = append(s.requests, rec)
+	s.mu.Unlock()
+	return rec
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req openai.ChatCompletionRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		s.record(r, body)
+		writeError(w, http.StatusBadRequest, "providertest: bad JSON: "+err.Error())
+		return
+	}
+	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Chat: &req}
+	s.mu.Lock()
+	s.requests = append(s.requests, rec)
+	var reply Reply
+	var ok bool
+	if len(s.script) > 0 {
+		reply, s.script, ok = s.script[0], s.script[1:], true
+	} else if s.fallback != nil {
+		fn := s.fallback
+		s.mu.Unlock()
+		reply, ok = fn(&req), true
+		s.mu.Lock()
+	}
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "providertest: the script has no reply left")
+		return
+	}
+	if reply.Gate != nil {
+		select {
+		case <-reply.Gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if reply.Delay > 0 {
+		select {
+		case <-time.After(reply.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if reply.Status != 0 && reply.Status != http.StatusOK {
+		writeError(w, reply.Status, reply.Message)
+		return
+	}
+	pt, ct := reply.PromptTokens, reply.CompletionTokens
+	if pt == 0 && ct == 0 {
+		pt, ct = 10, 5
+	}
+	if req.Stream {
+		streamChat(w, req.Model, reply.Content, pt, ct, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return
+	}
+	resp := openai.ChatCompletionResponse{
+		ID:      "chatcmpl-test",
+		Object:  "chat.completion",
+		Created: time.Now().Unix(),
+		Model:   req.Model,
+		Choices: []openai.ChatCompletionChoice{{
+			Index:        0,
+			Message:      openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: reply.Content},
+			FinishReason: openai.FinishReasonStop,
+		}},
+		Usage: openai.Usage{PromptTokens: pt, CompletionTokens: ct, TotalTokens: pt + ct},
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// streamChat answers server-sent events the way OpenAI streams: a role chunk,
+// content chunks of a few words, a finish chunk, usage when asked, [DONE].
+func streamChat(w http.ResponseWriter, model, content string, pt, ct int, usage bool) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl, _ := w.(http.Flusher)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	chunk := func(delta openai.ChatCompletionStreamChoiceDelta, finish openai.FinishReason) openai.ChatCompletionStreamResponse {
+		return openai.ChatCompletionStreamResponse{
+			ID: "chatcmpl-test", Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: model,
+			Choices: []openai.ChatCompletionStreamChoice{{Index: 0, Delta: delta, FinishReason: finish}},
+		}
+	}
+	send(chunk(openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant}, ""))
+	for _, piece := range splitKeep(content, 3) {
+		send(chunk(openai.ChatCompletionStreamChoiceDelta{Content: piece}, ""))
+	}
+	send(chunk(openai.ChatCompletionStreamChoiceDelta{}, openai.FinishReasonStop))
+	if usage {
+		send(openai.ChatCompletionStreamResponse{
+			ID: "chatcmpl-test", Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: model,
+			Choices: []openai.ChatCompletionStreamChoice{},
+			Usage:   &openai.Usage{PromptTokens: pt, CompletionTokens: ct, TotalTokens: pt + ct},
+		})
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+// splitKeep cuts s into pieces of about n words, keeping every byte, so the
+// concatenation of the pieces is s.
+func splitKeep(s string, n int) []string {
+	var out []string
+	var b strings.Builder
+	words := 0
+	for _, r := range s {
+		b.WriteRune(r)
+		if r == ' ' {
+			words++
+			if words == n {
+				out = append(out, b.String())
+				b.Reset()
+				words = 0
+			}
+		}
+	}
+	if b.Len() > 0 {
+		out = append(out, b.String())
+	}
+	return out
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	var buf bytes.Buffer
+	_ = json.NewEncoder(&buf).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "providertest_error", "code": nil}})
+	_, _ = w.Write(buf.Bytes())
+}

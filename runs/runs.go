@@ -1,0 +1,156 @@
+// Package runs keeps run history: one row for every model-backed unit of work
+// (a memory extraction now; agent turns and learning runs as they arrive).
+// A run records ids, model, token usage, cost, timing and an error code, and
+// never prompt or response content.
+//
+//	rec := runs.NewStore(pool)
+//	err := rec.Insert(ctx, runs.Run{ID: id, Kind: runs.KindMemoryExtraction, ...})
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Errors returned by the store.
+var (
+	ErrNotFound = errors.New("runs: not found")
+)
+
+// Kinds of run.
+const (
+	KindMemoryExtraction = "memory_extraction"
+)
+
+// Statuses of a run.
+const (
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Run is one row of run history.
+type Run struct {
+	ID           uuid.UUID      `json:"id"`
+	Kind         string         `json:"kind"`
+	AgentID      string         `json:"agentId,omitempty"`
+	Status       string         `json:"status"`
+	Model        string         `json:"model,omitempty"`
+	InputTokens  int            `json:"inputTokens"`
+	OutputTokens int            `json:"outputTokens"`
+	CostUSD      *float64       `json:"costUsd"`
+	ErrorCode    string         `json:"errorCode,omitempty"`
+	StartedAt    time.Time      `json:"startedAt"`
+	FinishedAt   *time.Time     `json:"finishedAt"`
+	DurationMS   *int           `json:"durationMs"`
+	Metadata     map[string]any `json:"metadata"`
+}
+
+// Store reads and writes run history.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// NewStore returns a Store on pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Insert writes a run, usually once it has finished. Metadata must hold ids,
+// counts and codes only, never prompt or response text.
+func (s *Store) Insert(ctx context.Context, r Run) error {
+	if r.ID == uuid.Nil {
+		r.ID = uuid.New()
+	}
+	meta, err := json.Marshal(orEmpty(r.Metadata))
+	if err != nil {
+		return fmt.Errorf("runs: metadata: %w", err)
+	}
+	_, err = s.pool.Exec(ctx, `
+		INSERT INTO stackbone_platform.runs
+		  (id, kind, agent_id, status, model, input_tokens, output_tokens, cost_usd, error_code,
+		   started_at, finished_at, duration_ms, metadata)
+		VALUES ($1, $2, NULLIF($3, ''), $4, NULLIF($5, ''), $6, $7, $8, NULLIF($9, ''), $10, $11, $12, $13)`,
+		r.ID, r.Kind, r.AgentID, r.Status, r.Model, r.InputTokens, r.OutputTokens, r.CostUSD, r.ErrorCode,
+		r.StartedAt, r.FinishedAt, r.DurationMS, meta)
+	if err != nil {
+		return fmt.Errorf("runs: insert: %w", err)
+	}
+	return nil
+}
+
+// Filter narrows List. Zero values do not filter.
+type Filter struct {
+	Kind    string
+	AgentID string
+	Status  string
+	// Before lists runs started strictly before this run (a cursor).
+	Before uuid.UUID
+	// Limit defaults to 50, at most 200.
+	Limit int
+}
+
+// List returns runs newest first.
+func (s *Store) List(ctx context.Context, f Filter) ([]Run, error) {
+	if f.Limit <= 0 || f.Limit > 200 {
+		f.Limit = 50
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, kind, coalesce(agent_id, ''), status, coalesce(model, ''), input_tokens, output_tokens,
+		       cost_usd::float8, coalesce(error_code, ''), started_at, finished_at, duration_ms, metadata
+		FROM stackbone_platform.runs
+		WHERE ($1 = '' OR kind = $1) AND ($2 = '' OR agent_id = $2) AND ($3 = '' OR status = $3)
+		  AND ($4::uuid IS NULL OR (started_at, id) < (SELECT started_at, id FROM stackbone_platform.runs WHERE id = $4))
+		ORDER BY started_at DESC, id DESC
+		LIMIT $5`, f.Kind, f.AgentID, f.Status, nullUUID(f.Before), f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("runs: list: %w", err)
+	}
+	return pgx.CollectRows(rows, scanRun)
+}
+
+// Get returns one run or ErrNotFound.
+func (s *Store) Get(ctx context.Context, id uuid.UUID) (Run, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, kind, coalesce(agent_id, ''), status, coalesce(model, ''), input_tokens, output_tokens,
+		       cost_usd::float8, coalesce(error_code, ''), started_at, finished_at, duration_ms, metadata
+		FROM stackbone_platform.runs WHERE id = $1`, id)
+	if err != nil {
+		return Run{}, fmt.Errorf("runs: get: %w", err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, scanRun)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Run{}, ErrNotFound
+	}
+	return r, err
+}
+
+func scanRun(row pgx.CollectableRow) (Run, error) {
+	var r Run
+	err := row.Scan(&r.ID, &r.Kind, &r.AgentID, &r.Status, &r.Model, &r.InputTokens, &r.OutputTokens,
+		&r.CostUSD, &r.ErrorCode, &r.StartedAt, &r.FinishedAt, &r.DurationMS, &r.Metadata)
+	if err != nil {
+		return Run{}, fmt.Errorf("runs: scan: %w", err)
+	}
+	return r, nil
+}
+
+func nullUUID(id uuid.UUID) any {
+	if id == uuid.Nil {
+		return nil
+	}
+	return id
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
