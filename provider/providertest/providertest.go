@@ -55,6 +55,7 @@ type Server struct {
 	srv *httptest.Server
 
 	mu       sync.Mutex
+	discard  bool
 	script   []Reply
 	fallback func(*openai.ChatCompletionRequest) Reply
 	requests []Request
@@ -63,6 +64,14 @@ type Server struct {
 // New starts a server on 127.0.0.1 and closes it when the test ends.
 func New(t testing.TB) *Server {
 	t.Helper()
+	s := Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server on 127.0.0.1 outside a test (the load command uses
+// it); call Close when done.
+func Start() *Server {
 	s := &Server{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
@@ -71,9 +80,11 @@ func New(t testing.TB) *Server {
 		writeError(w, http.StatusNotFound, "providertest: no handler for "+r.Method+" "+r.URL.Path)
 	})
 	s.srv = httptest.NewServer(mux)
-	t.Cleanup(s.srv.Close)
 	return s
 }
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
 
 // URL is the base URL to configure as the provider's baseURL (ends in /v1).
 func (s *Server) URL() string { return s.srv.URL + "/v1" }
@@ -90,6 +101,13 @@ func (s *Server) Script(replies ...Reply) {
 func (s *Server) Respond(fn func(*openai.ChatCompletionRequest) Reply) {
 	s.mu.Lock()
 	s.fallback = fn
+	s.mu.Unlock()
+}
+
+// DiscardRequests stops recording, for long load runs.
+func (s *Server) DiscardRequests() {
+	s.mu.Lock()
+	s.discard, s.requests = true, nil
 	s.mu.Unlock()
 }
 
@@ -114,7 +132,9 @@ func (s *Server) ChatRequests() []*openai.ChatCompletionRequest {
 func (s *Server) record(r *http.Request, body []byte) Request {
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	s.mu.Lock()
-	s.requests = append(s.requests, rec)
+	if !s.discard {
+		s.requests = append(s.requests, rec)
+	}
 	s.mu.Unlock()
 	return rec
 }
@@ -129,7 +149,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Chat: &req}
 	s.mu.Lock()
-	s.requests = append(s.requests, rec)
+	if !s.discard {
+		s.requests = append(s.requests, rec)
+	}
 	var reply Reply
 	var ok bool
 	if len(s.script) > 0 {

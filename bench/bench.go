@@ -1,0 +1,114 @@
+// Package bench is the box's load tool: it drives real code paths (the Go
+// services and the HTTP API on loopback) against a real PostgreSQL, and
+// reports latency percentiles side by side with a baseline measured in the
+// same run, because this machine is shared and noisy.
+//
+//	rep, err := bench.Memory(ctx, bench.MemoryConfig{AdminURL: url})
+//	rep.Print(os.Stdout)
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// Figures are the latency percentiles of one scenario.
+type Figures struct {
+	Name     string
+	Baseline bool
+	N        int
+	Errors   int
+	P50      time.Duration
+	P95      time.Duration
+	P99      time.Duration
+	Max      time.Duration
+}
+
+// Report is the result of one load run.
+type Report struct {
+	Title   string
+	Setup   []string
+	Figures []Figures
+}
+
+// Print writes the report as a table.
+func (r Report) Print(w io.Writer) {
+	fmt.Fprintln(w, r.Title)
+	for _, s := range r.Setup {
+		fmt.Fprintln(w, "  "+s)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tn\terrors\tp50 ms\tp95 ms\tp99 ms\tmax ms\t")
+	for _, f := range r.Figures {
+		name := f.Name
+		if f.Baseline {
+			name = "(baseline) " + name
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t\n", name, f.N, f.Errors, ms(f.P50), ms(f.P95), ms(f.P99), ms(f.Max))
+	}
+	tw.Flush()
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// recorder collects latencies from many goroutines.
+type recorder struct {
+	mu     sync.Mutex
+	lat    []time.Duration
+	errors int
+}
+
+func (r *recorder) add(d time.Duration, err error) {
+	r.mu.Lock()
+	if err != nil {
+		r.errors++
+	} else {
+		r.lat = append(r.lat, d)
+	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) figures(name string, baseline bool) Figures {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := slices.Clone(r.lat)
+	slices.Sort(l)
+	f := Figures{Name: name, Baseline: baseline, N: len(l), Errors: r.errors}
+	if len(l) == 0 {
+		return f
+	}
+	f.P50, f.P95, f.P99, f.Max = pct(l, 50), pct(l, 95), pct(l, 99), l[len(l)-1]
+	return f
+}
+
+// pct is the nearest-rank percentile of sorted l.
+func pct(l []time.Duration, p int) time.Duration {
+	i := (len(l)*p + 99) / 100
+	if i < 1 {
+		i = 1
+	}
+	return l[i-1]
+}
+
+// drive runs op n times from c goroutines, recording each latency. worker is
+// the goroutine's index, i the operation's index within that worker.
+func drive(n, c int, rec *recorder, op func(worker, i int) error) {
+	var wg sync.WaitGroup
+	per := n / c
+	for w := 0; w < c; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				start := time.Now()
+				err := op(w, i)
+				rec.add(time.Since(start), err)
+			}
+		}(w)
+	}
+	wg.Wait()
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/configs"
+	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/migrations"
+	"github.com/stackbone/box/provider"
+	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/store/pgcluster"
+)
+
+// boxOptions says how runBox differs between dev and serve.
+type boxOptions struct {
+	// devKey creates the key local-dev with every scope.
+	devKey bool
+	// migrate applies pending migrations; otherwise pending ones are an error.
+	migrate bool
+}
+
+// runBox wires every part of the box once and serves until ctx ends.
+func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.Logger) error {
+	if opt.migrate {
+		if err := migrations.Apply(ctx, cfg.Database.URL, log); err != nil {
+			return err
+		}
+	} else {
+		n, err := migrations.Pending(ctx, cfg.Database.URL)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("the database lacks %d migration(s): run `stackbone migrate` (or serve --migrate)", n)
+		}
+	}
+	pool, err := pgxpool.New(ctx, cfg.Database.URL)
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	defer pool.Close()
+
+	keys := auth.NewStore(pool)
+	if opt.devKey {
+		if err := keys.Ensure(ctx, auth.DevKey, auth.DevKey, auth.AllScopes); err != nil {
+			return err
+		}
+	}
+	registry := provider.NewRegistry(cfg.Providers, nil)
+	if _, err := registry.Resolve("openai/x"); errors.Is(err, provider.ErrNotConfigured) {
+		log.Warn("no model provider configured: set OPENAI_BASE_URL and/or OPENAI_API_KEY; requests that need a model will say so")
+	}
+	runStore := runs.NewStore(pool)
+	mem := memory.NewService(memory.Config{
+		Pool: pool, Models: registry, Logger: log,
+		FallbackModel: cfg.Memory.Model, FallbackReasoningEffort: cfg.Memory.ReasoningEffort,
+	})
+	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
+	if err := settings.FixDeclaredKeys(ctx); err != nil {
+		return err
+	}
+	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Config: cfg, Logger: log})
+
+	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("the box is serving", "http", "http://"+ln.Addr().String(), "agents", cfg.AgentNames())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("stopping")
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("http shutdown", "error", err)
+	}
+	return nil
+}
+
+func devCmd() *cobra.Command {
+	var configPath, dataDir string
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the box locally: a private PostgreSQL under .stackbone/, the dev key local-dev, configs/dev.yaml",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log := newLogger()
+			cfg, err := loadDevConfig(configPath)
+			if err != nil {
+				return err
+			}
+			if err := cfg.ApplyEnv(os.Getenv); err != nil {
+				return err
+			}
+			if cfg.Database.URL == "" {
+				dir, err := filepath.Abs(filepath.Join(dataDir, "postgres"))
+				if err != nil {
+					return err
+				}
+				log.Info("starting the private PostgreSQL cluster", "dir", dir)
+				cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: dir, Logger: log})
+				if err != nil {
+					return err
+				}
+				defer func() {
+					if err := cluster.Stop(context.WithoutCancel(ctx)); err != nil {
+						log.Warn("stopping PostgreSQL", "error", err)
+					} else {
+						log.Info("PostgreSQL stopped")
+					}
+				}()
+				cfg.Database.URL = cluster.URL(pgcluster.DefaultDatabase)
+			}
+			return runBox(ctx, cfg, boxOptions{devKey: true, migrate: true}, log)
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "", "config file (default: configs/dev.yaml if present, else the embedded copy)")
+	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "where the private PostgreSQL cluster lives")
+	return cmd
+}
+
+// loadDevConfig reads path, else configs/dev.yaml in the working directory,
+// else the copy embedded in the binary.
+func loadDevConfig(path string) (*config.Config, error) {
+	if path != "" {
+		return config.Load(path)
+	}
+	if _, err := os.Stat("configs/dev.yaml"); err == nil {
+		return config.Load("configs/dev.yaml")
+	}
+	return config.Parse(configs.Dev)
+}
+
+func serveCmd() *cobra.Command {
+	var configPath string
+	var migrate bool
+	cmd := &cobra.Command{
+		Use:   "serve --config FILE",
+		Short: "Run the box in production: database URL required, no dev key",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if configPath == "" {
+				return errors.New("serve needs --config FILE")
+			}
+			cfg, err := config.Load(configPath)
+			if err != nil {
+				return err
+			}
+			if err := cfg.ApplyEnv(os.Getenv); err != nil {
+				return err
+			}
+			if cfg.Database.URL == "" {
+				return errors.New("serve needs a database: set database.url in the config or STACKBONE_DATABASE_URL")
+			}
+			return runBox(cmd.Context(), cfg, boxOptions{migrate: migrate}, newLogger())
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "", "config file (required)")
+	cmd.Flags().BoolVar(&migrate, "migrate", false, "apply pending migrations before serving")
+	return cmd
+}
+
+func migrateCmd() *cobra.Command {
+	var configPath string
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply pending migrations to the database (STACKBONE_DATABASE_URL or database.url of --config)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			url, err := databaseURL(configPath)
+			if err != nil {
+				return err
+			}
+			log := newLogger()
+			if err := migrations.Apply(cmd.Context(), url, log); err != nil {
+				return err
+			}
+			log.Info("the database is up to date")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "", "config file holding database.url")
+	return cmd
+}
+
+// databaseURL is STACKBONE_DATABASE_URL, else database.url of the config file.
+func databaseURL(configPath string) (string, error) {
+	if u := os.Getenv("STACKBONE_DATABASE_URL"); u != "" {
+		return u, nil
+	}
+	if configPath != "" {
+		cfg, err := config.Load(configPath)
+		if err != nil {
+			return "", err
+		}
+		if cfg.Database.URL != "" {
+			return cfg.Database.URL, nil
+		}
+	}
+	return "", errors.New("no database: set STACKBONE_DATABASE_URL or pass --config with database.url")
+}

@@ -1,0 +1,47 @@
+// Command stackbone is the box: `stackbone dev` runs it on a fresh machine
+// with a private PostgreSQL cluster, `stackbone serve --config FILE` runs it
+// in production, and the other commands operate it.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := &cobra.Command{
+		Use:           "stackbone",
+		Short:         "The box: agents by phone, browser and text, with memory",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(devCmd(), serveCmd(), migrateCmd(), keysCmd(), runsCmd(), benchCmd())
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "stackbone:", err)
+		os.Exit(1)
+	}
+}
+
+// newLogger logs text to stderr at STACKBONE_LOG_LEVEL (debug, info, warn,
+// error; default info).
+func newLogger() *slog.Logger {
+	level := slog.LevelInfo
+	switch strings.ToLower(os.Getenv("STACKBONE_LOG_LEVEL")) {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/runs"
+)
+
+func keysCmd() *cobra.Command {
+	var configPath string
+	cmd := &cobra.Command{Use: "keys", Short: "Manage API keys (talks to the database directly)"}
+	cmd.PersistentFlags().StringVar(&configPath, "config", "", "config file holding database.url (else STACKBONE_DATABASE_URL)")
+	open := func(cmd *cobra.Command) (*auth.Store, func(), error) {
+		u, err := databaseURL(configPath)
+		if err != nil {
+			return nil, nil, err
+		}
+		pool, err := pgxpool.New(cmd.Context(), u)
+		if err != nil {
+			return nil, nil, err
+		}
+		return auth.NewStore(pool), pool.Close, nil
+	}
+	var scopes []string
+	create := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a key; its secret is printed once",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, done, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			secret, k, err := store.Create(cmd.Context(), args[0], scopes)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "created key %s with scopes %s; the secret is shown once:\n", k.Name, strings.Join(k.Scopes, ","))
+			fmt.Println(secret)
+			return nil
+		},
+	}
+	create.Flags().StringSliceVar(&scopes, "scope", auth.AllScopes, "scopes: "+strings.Join(auth.AllScopes, ", "))
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List keys",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, done, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			keys, err := store.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSCOPES\tCREATED\tREVOKED")
+			for _, k := range keys {
+				rev := "-"
+				if k.RevokedAt != nil {
+					rev = k.RevokedAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Name, strings.Join(k.Scopes, ","), k.CreatedAt.Format(time.RFC3339), rev)
+			}
+			return tw.Flush()
+		},
+	}
+	revoke := &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "Revoke a key",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, done, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return store.Revoke(cmd.Context(), args[0])
+		},
+	}
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}
+
+// boxClient talks to a running box at STACKBONE_URL (default
+// http://127.0.0.1:4242) with STACKBONE_API_KEY (default local-dev).
+type boxClient struct {
+	base, key string
+	http      *http.Client
+}
+
+func newBoxClient() *boxClient {
+	c := &boxClient{base: os.Getenv("STACKBONE_URL"), key: os.Getenv("STACKBONE_API_KEY"), http: &http.Client{Timeout: 30 * time.Second}}
+	if c.base == "" {
+		c.base = "http://127.0.0.1:4242"
+	}
+	if c.key == "" {
+		c.key = auth.DevKey
+	}
+	c.base = strings.TrimRight(c.base, "/")
+	return c
+}
+
+// get fetches path and decodes the envelope's data into v.
+func (c *boxClient) get(cmd *cobra.Command, path string, v any) error {
+	req, err := http.NewRequestWithContext(cmd.Context(), http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the box at %s (set STACKBONE_URL): %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	var env struct {
+		Data  json.RawMessage `json:"data"`
+		Error *struct{ Code, Message string }
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return fmt.Errorf("the box answered %s with a body that is not the API envelope", resp.Status)
+	}
+	if env.Error != nil {
+		return fmt.Errorf("%s: %s", env.Error.Code, env.Error.Message)
+	}
+	if resp.StatusCode >= 300 {
+		return errors.New("the box answered " + resp.Status)
+	}
+	return json.Unmarshal(env.Data, v)
+}
+
+func runsCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "runs", Short: "Read run history from a running box"}
+	var kind, agent, status string
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, newest first",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{}
+			for k, v := range map[string]string{"kind": kind, "agent": agent, "status": status} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			q.Set("limit", fmt.Sprint(limit))
+			var list []runs.Run
+			if err := newBoxClient().get(cmd, "/api/runs?"+q.Encode(), &list); err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tKIND\tAGENT\tSTATUS\tMODEL\tTOKENS IN/OUT\tMS\tSTARTED\tERROR")
+			for _, r := range list {
+				ms := "-"
+				if r.DurationMS != nil {
+					ms = fmt.Sprint(*r.DurationMS)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.ID, r.Kind, dash(r.AgentID), r.Status, dash(r.Model),
+					r.InputTokens, r.OutputTokens, ms, r.StartedAt.Local().Format(time.DateTime), dash(r.ErrorCode))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&kind, "kind", "", "only runs of this kind (memory_extraction, ...)")
+	list.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
+	list.Flags().StringVar(&status, "status", "", "only runs with this status (running, succeeded, failed, cancelled)")
+	list.Flags().IntVar(&limit, "limit", 50, "how many (1 to 200)")
+	cmd.AddCommand(list)
+	return cmd
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
