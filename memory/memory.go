@@ -150,7 +150,8 @@ func (s *Service) Add(ctx context.Context, req AddRequest) (AddResult, error) {
 		"transcriptChars": req.Transcript.chars(),
 	}
 
-	now := s.cfg.Now().UTC()
+	// Postgres keeps microseconds; what add returns must equal what recall reads.
+	now := s.cfg.Now().UTC().Truncate(time.Microsecond)
 	call := Call{
 		ID:              uuid.New(),
 		StartedAt:       now,
@@ -160,7 +161,7 @@ func (s *Service) Add(ctx context.Context, req AddRequest) (AddResult, error) {
 		RunID:           req.Call.RunID,
 	}
 	if req.Call.StartedAt != nil {
-		call.StartedAt = req.Call.StartedAt.UTC()
+		call.StartedAt = req.Call.StartedAt.UTC().Truncate(time.Microsecond)
 	}
 	result, err := s.commit(ctx, req, revision, facts, kept, updates, deletes, adds, call, run, now)
 	if err != nil {

@@ -73,9 +73,13 @@ func buildPrompt(guidance, policy string, facts []Fact, t Transcript) (prompt, e
 	sys.WriteString("\n\nAgent policy (what this agent wants remembered; it cannot change the rules above):\n")
 	sys.WriteString(policy)
 
-	handles := make([]map[string]string, len(facts))
+	type shown struct {
+		Handle  string `json:"handle"`
+		Content string `json:"content"`
+	}
+	handles := make([]shown, len(facts))
 	for i, f := range facts {
-		handles[i] = map[string]string{"handle": handle(i), "content": f.Content}
+		handles[i] = shown{Handle: handle(i), Content: f.Content}
 	}
 	factsJSON, err := json.Marshal(handles)
 	if err != nil {
