@@ -30,7 +30,10 @@ func (f *field[T]) UnmarshalJSON(b []byte) error {
 		f.Null = true
 		return nil
 	}
-	return json.Unmarshal(b, &f.V)
+	// Nested objects are as strict as the body: unknown members are errors.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(&f.V)
 }
 
 // value returns a pointer to the value, nil when omitted; null is an error
