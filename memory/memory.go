@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
@@ -91,18 +92,17 @@ func (s *Service) Add(ctx context.Context, req AddRequest) (AddResult, error) {
 	if err := validateAdd(&req); err != nil {
 		return AddResult{}, err
 	}
-	ex, err := s.extraction(ctx, req.Model, req.ReasoningEffort)
+	settings, revision, facts, err := s.snapshot(ctx, req.AgentID, req.UserID)
+	if err != nil {
+		return AddResult{}, err
+	}
+	ex, err := s.extraction(settings, req.Model, req.ReasoningEffort)
 	if err != nil {
 		return AddResult{}, err
 	}
 	policy := GenericPolicy
 	if req.Instructions != nil {
 		policy = *req.Instructions
-	}
-
-	revision, facts, err := s.snapshot(ctx, req.AgentID, req.UserID)
-	if err != nil {
-		return AddResult{}, err
 	}
 	pr, err := buildPrompt(ex.guidance, policy, facts, req.Transcript)
 	if err != nil {
@@ -190,37 +190,47 @@ func (t Transcript) chars() int {
 	return n
 }
 
-// snapshot reads the revision and the facts in one statement, so both come
-// from one consistent view of the database.
-func (s *Service) snapshot(ctx context.Context, agentID, userID string) (int64, []Fact, error) {
-	rows, err := s.cfg.Pool.Query(ctx, `
+// snapshot reads, in one round trip, the extraction settings and then the
+// person's revision and facts in one statement, so those two come from one
+// consistent view of the database.
+func (s *Service) snapshot(ctx context.Context, agentID, userID string) (map[string][]byte, int64, []Fact, error) {
+	var b pgx.Batch
+	b.Queue(settingsQuery, settingsKeys)
+	b.Queue(`
 		SELECT coalesce((SELECT revision FROM stackbone_platform.memory_revisions
 		                 WHERE agent_id = $1 AND user_id = $2), 0),
 		       f.id, f.content, f.created_at, f.updated_at
 		FROM (SELECT 1) AS one
 		LEFT JOIN stackbone_platform.memory_facts f ON f.agent_id = $1 AND f.user_id = $2
 		ORDER BY f.seq`, agentID, userID)
+	br := s.cfg.Pool.SendBatch(ctx, &b)
+	defer br.Close()
+	rows, err := br.Query()
 	if err != nil {
-		return 0, nil, dbError(ErrUnavailable, "read memory", err)
+		return nil, 0, nil, dbError(ErrUnavailable, "read extraction settings", err)
 	}
-	defer rows.Close()
+	settings, err := readSettings(rows)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if rows, err = br.Query(); err != nil {
+		return nil, 0, nil, dbError(ErrUnavailable, "read memory", err)
+	}
 	var rev int64
 	var facts []Fact
-	for rows.Next() {
-		var id *uuid.UUID
-		var content *string
-		var created, updated *time.Time
-		if err := rows.Scan(&rev, &id, &content, &created, &updated); err != nil {
-			return 0, nil, dbError(ErrUnavailable, "read memory", err)
-		}
+	var id *uuid.UUID
+	var content *string
+	var created, updated *time.Time
+	_, err = pgx.ForEachRow(rows, []any{&rev, &id, &content, &created, &updated}, func() error {
 		if id != nil {
 			facts = append(facts, Fact{ID: *id, Content: *content, CreatedAt: *created, UpdatedAt: *updated})
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, nil, dbError(ErrUnavailable, "read memory", err)
 	}
-	if err := rows.Err(); err != nil {
-		return 0, nil, dbError(ErrUnavailable, "read memory", err)
-	}
-	return rev, facts, nil
+	return settings, rev, facts, nil
 }
 
 // ask sends the extraction request.
@@ -269,23 +279,15 @@ func describeProviderError(err error) string {
 	return "the provider could not be reached"
 }
 
-// commit applies a validated plan. The revision upsert takes the person's
-// row lock first and must land exactly one past the snapshot's revision;
-// otherwise another add or an erasure committed since the snapshot, and the
-// whole transaction is rolled back.
+// commit applies a validated plan as one pipelined batch, which Postgres
+// runs as one implicit transaction and one round trip. Its first statement
+// bumps the person's revision (taking the row lock) and raises SBC01 unless
+// the revision is still the snapshot's: then another add or an erasure
+// committed since the snapshot, and the whole batch is rolled back.
 func (s *Service) commit(ctx context.Context, req AddRequest, revision int64, snapshot, kept []Fact,
 	updates map[int]string, deletes []int, adds []string, call Call, run runs.Run, now time.Time) (AddResult, error) {
-	tx, err := s.cfg.Pool.Begin(ctx)
-	if err != nil {
-		return AddResult{}, dbError(ErrPersistFailed, "begin", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-
 	var b pgx.Batch
-	b.Queue(`
-		INSERT INTO stackbone_platform.memory_revisions AS r (agent_id, user_id, revision) VALUES ($1, $2, 1)
-		ON CONFLICT (agent_id, user_id) DO UPDATE SET revision = r.revision + 1
-		RETURNING revision`, req.AgentID, req.UserID)
+	b.Queue(`SELECT stackbone_platform.memory_bump_revision($1, $2, $3)`, req.AgentID, req.UserID, revision)
 	if len(deletes) > 0 {
 		ids := make([]uuid.UUID, len(deletes))
 		for i, idx := range deletes {
@@ -314,27 +316,23 @@ func (s *Service) commit(ctx context.Context, req AddRequest, revision int64, sn
 		call.ID, req.AgentID, req.UserID, call.StartedAt, call.DurationSeconds, call.Outcome, call.Summary, call.RunID)
 	queueRun(&b, run)
 
-	br := tx.SendBatch(ctx, &b)
-	var got int64
-	if err := br.QueryRow().Scan(&got); err != nil {
-		br.Close()
-		return AddResult{}, dbError(ErrPersistFailed, "lock revision", err)
-	}
-	if got != revision+1 {
-		br.Close()
-		return AddResult{}, fmt.Errorf("%w: the memory changed while the model was asked (revision %d, now %d)", ErrConflict, revision, got-1)
-	}
-	if err := br.Close(); err != nil {
+	// Close reads every result and returns the first error; the implicit
+	// transaction commits only if there was none.
+	if err := s.cfg.Pool.SendBatch(ctx, &b).Close(); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == conflictSQLState {
+			return AddResult{}, fmt.Errorf("%w: the memory changed while the model was asked", ErrConflict)
+		}
 		return AddResult{}, dbError(ErrPersistFailed, "write", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return AddResult{}, dbError(ErrPersistFailed, "commit", err)
 	}
 	if kept == nil {
 		kept = []Fact{}
 	}
 	return AddResult{Facts: kept, Call: call}, nil
 }
+
+// conflictSQLState is raised by stackbone_platform.memory_bump_revision.
+const conflictSQLState = "SBC01"
 
 func indexOf(facts []Fact, id uuid.UUID) int {
 	for i := range facts {
@@ -379,28 +377,48 @@ func (s *Service) Recall(ctx context.Context, req RecallRequest) (RecallResult, 
 			return RecallResult{}, invalid("calls must be an integer from 0 to %d", MaxRecallCalls)
 		}
 	}
-	// One statement: facts and calls from one consistent view, one round trip.
-	var factsJSON, callsJSON []byte
-	err := s.cfg.Pool.QueryRow(ctx, `
-		SELECT
-		  coalesce((SELECT json_agg(json_build_object('id', id, 'content', content,
-		                   'createdAt', created_at, 'updatedAt', updated_at) ORDER BY seq)
-		            FROM stackbone_platform.memory_facts WHERE agent_id = $1 AND user_id = $2), '[]'),
-		  coalesce((SELECT json_agg(json_build_object('id', id, 'startedAt', started_at,
-		                   'durationSeconds', duration_seconds, 'outcome', outcome, 'summary', summary,
-		                   'runId', run_id) ORDER BY started_at DESC, seq DESC)
-		            FROM (SELECT * FROM stackbone_platform.memory_calls WHERE agent_id = $1 AND user_id = $2
-		                  ORDER BY started_at DESC, seq DESC LIMIT $3) c), '[]')`,
-		req.AgentID, req.UserID, n).Scan(&factsJSON, &callsJSON)
-	if err != nil {
+	// One round trip, one snapshot: both queries in one pipelined batch inside
+	// a repeatable-read transaction, so the facts and the calls come from the
+	// same moment (never the facts before an add and its call after).
+	var b pgx.Batch
+	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	b.Queue(`SELECT id, content, created_at, updated_at FROM stackbone_platform.memory_facts
+	         WHERE agent_id = $1 AND user_id = $2 ORDER BY seq`, req.AgentID, req.UserID)
+	b.Queue(`SELECT id, started_at, duration_seconds, outcome, summary, run_id FROM stackbone_platform.memory_calls
+	         WHERE agent_id = $1 AND user_id = $2 ORDER BY started_at DESC, seq DESC LIMIT $3`, req.AgentID, req.UserID, n)
+	b.Queue(`COMMIT`)
+	br := s.cfg.Pool.SendBatch(ctx, &b)
+	defer br.Close()
+	res := RecallResult{Facts: []Fact{}, Calls: []Call{}}
+	if _, err := br.Exec(); err != nil {
 		return RecallResult{}, dbError(ErrUnavailable, "recall", err)
 	}
-	res := RecallResult{Facts: []Fact{}, Calls: []Call{}}
-	if err := json.Unmarshal(factsJSON, &res.Facts); err != nil {
-		return RecallResult{}, fmt.Errorf("%w: decode facts: %v", ErrUnavailable, err)
+	rows, err := br.Query()
+	if err != nil {
+		return RecallResult{}, dbError(ErrUnavailable, "recall facts", err)
 	}
-	if err := json.Unmarshal(callsJSON, &res.Calls); err != nil {
-		return RecallResult{}, fmt.Errorf("%w: decode calls: %v", ErrUnavailable, err)
+	var f Fact
+	_, err = pgx.ForEachRow(rows, []any{&f.ID, &f.Content, &f.CreatedAt, &f.UpdatedAt}, func() error {
+		res.Facts = append(res.Facts, f)
+		return nil
+	})
+	if err != nil {
+		return RecallResult{}, dbError(ErrUnavailable, "recall facts", err)
+	}
+	if rows, err = br.Query(); err != nil {
+		return RecallResult{}, dbError(ErrUnavailable, "recall calls", err)
+	}
+	var c Call
+	_, err = pgx.ForEachRow(rows, []any{&c.ID, &c.StartedAt, &c.DurationSeconds, &c.Outcome, &c.Summary, &c.RunID}, func() error {
+		res.Calls = append(res.Calls, c)
+		c = Call{}
+		return nil
+	})
+	if err != nil {
+		return RecallResult{}, dbError(ErrUnavailable, "recall calls", err)
+	}
+	if _, err := br.Exec(); err != nil {
+		return RecallResult{}, dbError(ErrUnavailable, "recall", err)
 	}
 	return res, nil
 }

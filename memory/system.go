@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -61,29 +62,31 @@ type extraction struct {
 	guidance        string
 }
 
-// extraction resolves the model, reasoning effort and guidance for one add:
-// System selection, then the request, then the box's fallback. A settings
-// read failure fails the add; a prompt that cannot be read falls back to the
-// built-in guidance and says so in the log.
-func (s *Service) extraction(ctx context.Context, reqModel, reqEffort string) (extraction, error) {
-	rows, err := s.cfg.Pool.Query(ctx, `SELECT key, value FROM stackbone_platform.system_settings WHERE key = ANY($1)`,
-		[]string{keySelection, keyPrompt})
-	if err != nil {
-		return extraction{}, dbError(ErrUnavailable, "read extraction settings", err)
-	}
+// settingsQuery reads the System selection and guidance of the extractor.
+const settingsQuery = `SELECT key, value FROM stackbone_platform.system_settings WHERE key = ANY($1)`
+
+var settingsKeys = []string{keySelection, keyPrompt}
+
+// readSettings scans settingsQuery's rows.
+func readSettings(rows pgx.Rows) (map[string][]byte, error) {
 	vals := map[string][]byte{}
-	for rows.Next() {
-		var k string
-		var v []byte
-		if err := rows.Scan(&k, &v); err != nil {
-			rows.Close()
-			return extraction{}, dbError(ErrUnavailable, "read extraction settings", err)
-		}
-		vals[k] = v
+	var k string
+	var v []byte
+	_, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
+		vals[k] = slices.Clone(v)
+		return nil
+	})
+	if err != nil {
+		return nil, dbError(ErrUnavailable, "read extraction settings", err)
 	}
-	if err := rows.Err(); err != nil {
-		return extraction{}, dbError(ErrUnavailable, "read extraction settings", err)
-	}
+	return vals, nil
+}
+
+// extraction resolves the model, reasoning effort and guidance for one add:
+// System selection, then the request, then the box's fallback. Unreadable
+// model settings fail the add; a prompt that cannot be read falls back to
+// the built-in guidance and says so in the log.
+func (s *Service) extraction(vals map[string][]byte, reqModel, reqEffort string) (extraction, error) {
 	var sel Selection
 	if v, ok := vals[keySelection]; ok {
 		if err := json.Unmarshal(v, &sel); err != nil {
