@@ -160,6 +160,11 @@ func Memory(ctx context.Context, cfg MemoryConfig) (Report, error) {
 			var one int
 			return pool.QueryRow(ctx, "SELECT 1").Scan(&one)
 		}},
+		{name: "durable one-row commit (INSERT, fsync)", baseline: true, op: func(w, i int) error {
+			_, err := pool.Exec(ctx, `INSERT INTO stackbone_platform.system_settings (key, value) VALUES ($1, '1')
+				ON CONFLICT (key) DO UPDATE SET value = excluded.value`, fmt.Sprintf("bench.%d", w))
+			return err
+		}},
 		{name: fmt.Sprintf("recall, Go API (%d facts, %d calls)", cfg.Facts, cfg.Calls), op: func(w, i int) error {
 			_, err := svc.Recall(ctx, memory.RecallRequest{AgentID: "support", UserID: person(w, i)})
 			return err

@@ -151,4 +151,3 @@ func filteredEnv() []string {
 	}
 	return out
 }
-
