@@ -95,7 +95,7 @@ func URL(t testing.TB) string {
 	srv := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	name, err := srv.createDatabase(ctx)
+	name, err := srv.createDatabase(ctx, srv.template)
 	if err != nil {
 		t.Fatalf("storetest: create test database on %s: %v", srv.source, err)
 	}
@@ -133,7 +133,7 @@ func setup(t testing.TB) *server {
 		shared, setupErr = newServer(ctx, Logger(t))
 	})
 	if setupErr != nil {
-		t.Fatalf("storetest: %v", setupErr)
+		t.Fatal(setupErr)
 	}
 	return shared
 }
@@ -315,6 +315,13 @@ func (s *server) ensureTemplate(ctx context.Context, name string, logger *slog.L
 	// template0 never has sessions (so the copy cannot fail on them) and
 	// holds nothing a local administrator may have added to template1.
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident(name)+" TEMPLATE template0"); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42P04" {
+			// Advisory locks are per database: a process administering
+			// through another database (STACKBONE_TEST_DATABASE_URL) is
+			// building the same template. Let it finish.
+			return s.awaitTemplate(ctx, conn, name)
+		}
 		return fmt.Errorf("storetest: create template: %w", err)
 	}
 	if err := migrations.Apply(ctx, dbURL(s.adminURL, name), logger); err != nil {
@@ -333,22 +340,39 @@ func (s *server) ensureTemplate(ctx context.Context, name string, logger *slog.L
 	return nil
 }
 
-// createDatabase copies the template into a new database and returns its
+// awaitTemplate polls until another process has completed the template.
+func (s *server) awaitTemplate(ctx context.Context, conn *pgx.Conn, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		if _, complete, err := s.templateState(ctx, conn, name); err != nil || complete {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("storetest: template %s still incomplete: %w", name, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// createDatabase copies template into a new database and returns its
 // name. The name carries its creation time, so dropStale can tell a
 // database left by a killed run.
-func (s *server) createDatabase(ctx context.Context) (string, error) {
+func (s *server) createDatabase(ctx context.Context, template string) (string, error) {
 	var rnd [5]byte
 	_, _ = rand.Read(rnd[:])
 	name := fmt.Sprintf("%s%d_%s", testPrefix, time.Now().Unix(), hex.EncodeToString(rnd[:]))
-	stmt := "CREATE DATABASE " + ident(name) + " TEMPLATE " + ident(s.template)
+	stmt := "CREATE DATABASE " + ident(name) + " TEMPLATE " + ident(template)
 	// CREATE DATABASE fails with object_in_use while any session is on the
 	// template; the migration's own connections can take a moment to end
 	// after the template was built.
+	giveUp := time.Now().Add(10 * time.Second)
 	backoff := 10 * time.Millisecond
 	for {
 		_, err := s.admin.Exec(ctx, stmt)
 		var pgErr *pgconn.PgError
-		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55006" {
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55006" || time.Now().After(giveUp) {
 			return name, err
 		}
 		select {

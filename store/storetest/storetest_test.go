@@ -148,6 +148,42 @@ func TestIncompleteTemplateIsRebuilt(t *testing.T) {
 	}
 }
 
+func TestCreateWaitsForTemplateSessions(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	srv := setup(t)
+	conn := adminConn(t)
+	tmpl := "stackbone_tmpl_busytest_" + strings.ToLower(rand.Text()[:10])
+	var made []string
+	t.Cleanup(func() {
+		for _, n := range append(made, tmpl) {
+			if _, err := conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+ident(n)+" WITH (FORCE)"); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident(tmpl)+" TEMPLATE template0"); err != nil {
+		t.Fatal(err)
+	}
+	// A session on the template, like a migration connection that has not
+	// quite gone yet, makes CREATE DATABASE fail with 55006 until it ends.
+	busy, err := pgx.Connect(ctx, dbURL(srv.adminURL, tmpl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(300*time.Millisecond, func() { busy.Close(context.Background()) })
+	defer timer.Stop()
+	began := time.Now()
+	name, err := srv.createDatabase(ctx, tmpl)
+	if err != nil {
+		t.Fatalf("create while the template was busy: %v", err)
+	}
+	made = append(made, name)
+	if waited := time.Since(began); waited < 250*time.Millisecond {
+		t.Fatalf("created after %v, before the template session ended", waited)
+	}
+}
+
 // BenchmarkCreateDatabase measures what a test pays for its database:
 // copying the template, and dropping the copy afterwards.
 func BenchmarkCreateDatabase(b *testing.B) {
@@ -156,7 +192,7 @@ func BenchmarkCreateDatabase(b *testing.B) {
 	var creates, drops []time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		name, err := srv.createDatabase(ctx)
+		name, err := srv.createDatabase(ctx, srv.template)
 		if err != nil {
 			b.Fatal(err)
 		}
