@@ -1,0 +1,69 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/configs"
+)
+
+func TestDevConfigDeclaresSupport(t *testing.T) {
+	c, err := config.Parse(configs.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := c.Agents["support"]
+	if !ok || a.Model == "" || a.Instructions == "" || a.Memory == nil || a.Memory.IdentityKey == "" ||
+		a.Memory.Read == nil || a.Memory.Save == nil || a.Memory.Instructions == nil {
+		t.Fatalf("support agent: %+v", a)
+	}
+}
+
+func TestParseRefusesBadConfig(t *testing.T) {
+	for name, y := range map[string]string{
+		"unknown key":         "agents:\n  support:\n    modle: openai/x\n",
+		"bad agent name":      "agents:\n  Support Agent:\n    model: openai/x\n",
+		"model without slash": "agents:\n  support:\n    model: gpt-4o\n",
+		"empty instructions":  "agents:\n  support:\n    memory: {instructions: \"\"}\n",
+		"long identity key":   "agents:\n  support:\n    memory: {identityKey: " + strings.Repeat("k", 101) + "}\n",
+		"bad effort":          "memory: {reasoningEffort: extreme}\n",
+		"bad memory model":    "memory: {model: nope}\n",
+		"not yaml":            "agents: [",
+	} {
+		if _, err := config.Parse([]byte(y)); !errors.Is(err, config.ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+func TestApplyEnv(t *testing.T) {
+	c, _ := config.Parse([]byte("providers:\n  local:\n    baseURL: http://127.0.0.1:9/v1\n    apiKeyEnv: LOCAL_KEY\n"))
+	env := map[string]string{
+		"STACKBONE_HTTP_ADDR": "127.0.0.1:5000", "STACKBONE_DATABASE_URL": "postgres://x/y",
+		"OPENAI_BASE_URL": "http://127.0.0.1:8/v1", "OPENAI_API_KEY": "sk", "LOCAL_KEY": "lk",
+		"STACKBONE_MEMORY_MODEL": "local/m", "STACKBONE_MEMORY_REASONING_EFFORT": "low",
+	}
+	if err := c.ApplyEnv(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTP.Addr != "127.0.0.1:5000" || c.Database.URL != "postgres://x/y" || c.Providers["openai"].BaseURL != "http://127.0.0.1:8/v1" ||
+		c.Providers["openai"].APIKey != "sk" || c.Providers["local"].APIKey != "lk" || c.Memory.Model != "local/m" || c.Memory.ReasoningEffort != "low" {
+		t.Fatalf("%+v", c)
+	}
+	empty, _ := config.Parse(nil)
+	empty.ApplyEnv(func(string) string { return "" })
+	if empty.HTTP.Addr != config.DefaultHTTPAddr {
+		t.Fatalf("default addr %q", empty.HTTP.Addr)
+	}
+	bad, _ := config.Parse(nil)
+	if err := bad.ApplyEnv(func(k string) string {
+		if k == "STACKBONE_MEMORY_REASONING_EFFORT" {
+			return "max"
+		}
+		return ""
+	}); !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("bad env effort: %v", err)
+	}
+}
