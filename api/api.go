@@ -106,32 +106,55 @@ func KeyFrom(ctx context.Context) (auth.Key, bool) {
 	return k, ok
 }
 
+// Refusal is why a request was not let in, for the caller to write in its
+// own error shape.
+type Refusal struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+// Guard authenticates r: a valid key from `Authorization: Bearer KEY` (or,
+// when xAPIKey, the `x-api-key` header of the Anthropic wire) holding scope
+// (unless scope is ""). It returns the request with the key in its context,
+// or the refusal (401, 403, or 503 when the key store is down). Wires use it
+// to answer auth errors in their own shape.
+func (s *Server) Guard(r *http.Request, scope string, xAPIKey bool) (*http.Request, *Refusal) {
+	secret, ok := bearer(r)
+	if !ok && xAPIKey {
+		secret = strings.TrimSpace(r.Header.Get("x-api-key"))
+		ok = secret != ""
+	}
+	if !ok {
+		return nil, &Refusal{http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <API key>"}
+	}
+	key, err := s.cfg.Keys.Authenticate(r.Context(), secret)
+	if errors.Is(err, auth.ErrUnauthenticated) {
+		return nil, &Refusal{http.StatusUnauthorized, "unauthorized", "the API key is invalid or revoked"}
+	}
+	if err != nil {
+		s.log.Error("auth lookup failed", "error", err)
+		return nil, &Refusal{http.StatusServiceUnavailable, "unavailable", "the key store is unavailable"}
+	}
+	if scope != "" && !key.Has(scope) {
+		return nil, &Refusal{http.StatusForbidden, "forbidden", "the API key lacks the scope " + scope}
+	}
+	return r.WithContext(context.WithValue(r.Context(), keyCtx{}, key)), nil
+}
+
 // Authed wraps h: a valid bearer key is required (401 otherwise), holding
-// scope when scope is not "" (403 otherwise).
+// scope when scope is not "" (403 otherwise); refusals use the envelope.
 func (s *Server) Authed(scope string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secret, ok := bearer(r)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="stackbone"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <API key>")
+		r2, refused := s.Guard(r, scope, false)
+		if refused != nil {
+			if refused.Status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="stackbone"`)
+			}
+			writeError(w, refused.Status, refused.Code, refused.Message)
 			return
 		}
-		key, err := s.cfg.Keys.Authenticate(r.Context(), secret)
-		if errors.Is(err, auth.ErrUnauthenticated) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="stackbone", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "the API key is invalid or revoked")
-			return
-		}
-		if err != nil {
-			s.log.Error("auth lookup failed", "error", err)
-			writeError(w, http.StatusServiceUnavailable, "unavailable", "the key store is unavailable")
-			return
-		}
-		if scope != "" && !key.Has(scope) {
-			writeError(w, http.StatusForbidden, "forbidden", "the API key lacks the scope "+scope)
-			return
-		}
-		h(w, r.WithContext(context.WithValue(r.Context(), keyCtx{}, key)))
+		h(w, r2)
 	})
 }
 

@@ -42,10 +42,16 @@ const (
 	ScopeConfigRead  = "config:read"
 	ScopeConfigWrite = "config:write"
 	ScopeRunsRead    = "runs:read"
+	// ScopeAgentsRun lets a key talk to agents over the text wires.
+	ScopeAgentsRun = "agents:run"
+	// ScopeSessionsRead and ScopeSessionsWrite read sessions and decide held tools.
+	ScopeSessionsRead  = "sessions:read"
+	ScopeSessionsWrite = "sessions:write"
 )
 
 // AllScopes is every scope; the dev key `local-dev` holds them all.
-var AllScopes = []string{ScopeMemoryRead, ScopeMemoryWrite, ScopeConfigRead, ScopeConfigWrite, ScopeRunsRead}
+var AllScopes = []string{ScopeMemoryRead, ScopeMemoryWrite, ScopeConfigRead, ScopeConfigWrite, ScopeRunsRead,
+	ScopeAgentsRun, ScopeSessionsRead, ScopeSessionsWrite}
 
 // DevKey is the key `stackbone dev` creates; `serve` never does.
 const DevKey = "local-dev"

@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/provider"
+)
+
+// Models resolves provider/model ids. *provider.Registry implements it.
+type Models interface {
+	Resolve(id string) (provider.Model, error)
+}
+
+// Config wires a Runtime.
+type Config struct {
+	// Pool holds run history, sessions and checkpoints. Required.
+	Pool *pgxpool.Pool
+	// Agents are the declared agents. Required.
+	Agents map[string]config.Agent
+	// Models resolves each agent's model. Required.
+	Models Models
+	// Memory and Settings give turns the person-memory tools. Required.
+	Memory   *memory.Service
+	Settings *memory.Settings
+	// Logger receives ids, codes and timings, never message text.
+	// Defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+	// MaxSteps bounds model calls in one turn's tool loop. Defaults to 8.
+	MaxSteps int
+	// ModelTimeout bounds one turn. Defaults to 5 minutes.
+	ModelTimeout time.Duration
+}
+
+// Runtime runs turns. It is safe for concurrent use.
+type Runtime struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Runtime.
+func New(cfg Config) *Runtime {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxSteps == 0 {
+		cfg.MaxSteps = 8
+	}
+	if cfg.ModelTimeout == 0 {
+		cfg.ModelTimeout = 5 * time.Minute
+	}
+	return &Runtime{cfg: cfg, log: cfg.Logger.With("component", "agent")}
+}
+
+// AgentInfo describes a declared agent for model lists.
+type AgentInfo struct {
+	Name  string
+	Model string
+}
+
+// Agents lists the declared agents by name.
+func (r *Runtime) Agents() []AgentInfo {
+	c := config.Config{Agents: r.cfg.Agents}
+	var out []AgentInfo
+	for _, n := range c.AgentNames() {
+		out = append(out, AgentInfo{Name: n, Model: r.cfg.Agents[n].Model})
+	}
+	return out
+}
+
+// Turn runs one turn: it loads the session (if any), offers the agent's
+// server tools, the memory tools its settings allow and the client's tools,
+// streams the model through emit, runs server tools in a loop, checkpoints
+// the session and records the run. Errors: ErrUnknownAgent,
+// ErrInvalidRequest, ErrSessionBusy, ErrDecisionPending, ErrProvider,
+// ErrMemory, ErrStorage, or the context's error.
+func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result, error) {
+	return Result{}, errors.New("agent: the runtime is being written")
+}

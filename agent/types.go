@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/google/uuid"
+
+	"github.com/stackbone/box/identity"
+)
+
+// Errors of the runtime. Wires map them to their own error shapes.
+var (
+	// ErrUnknownAgent: the model name names no declared agent (404).
+	ErrUnknownAgent = errors.New("agent: unknown agent")
+	// ErrInvalidRequest: the request breaks a rule of the runtime (400).
+	ErrInvalidRequest = errors.New("agent: invalid request")
+	// ErrSessionBusy: another turn on this session is running (409).
+	ErrSessionBusy = errors.New("agent: session busy")
+	// ErrDecisionPending: a held tool waits for a person's decision (409).
+	ErrDecisionPending = errors.New("agent: a decision is pending")
+	// ErrNoDecisionPending: a decision was sent for a session that waits for none (409).
+	ErrNoDecisionPending = errors.New("agent: no decision is pending")
+	// ErrSessionNotFound: no session with that id (404).
+	ErrSessionNotFound = errors.New("agent: session not found")
+	// ErrProvider: the model provider failed or is not configured (502).
+	ErrProvider = errors.New("agent: model provider failed")
+	// ErrMemory: memory storage failed; memory is never silently omitted (503).
+	ErrMemory = errors.New("agent: memory unavailable")
+	// ErrStorage: the session store failed (503).
+	ErrStorage = errors.New("agent: storage unavailable")
+)
+
+// Roles of a message.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one message of a conversation, in the runtime's neutral shape.
+type Message struct {
+	// ID identifies the message where the wire gives ids (AG-UI); the
+	// runtime fills it for messages it creates.
+	ID      string `json:"id,omitempty"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// ToolCalls are the calls an assistant message makes.
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+	// ToolCallID is the call a tool message answers.
+	ToolCallID string `json:"toolCallId,omitempty"`
+}
+
+// ToolCall is one call of a tool by the model.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is a tool the client declares and executes itself (a client tool): the
+// turn stops when the model calls one, and the client continues the
+// conversation with the tool's result.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Options are sampling options a wire passes through to the model.
+type Options struct {
+	Temperature *float32
+	TopP        *float32
+	MaxTokens   *int
+	Stop        []string
+}
+
+// TurnRequest is one turn of one agent.
+type TurnRequest struct {
+	// Agent is the declared agent's name (the wire's model name).
+	Agent string
+	// Messages: without a session, the whole conversation; with a session,
+	// the new messages (earlier ones come from the checkpoint; messages
+	// whose ID the session already holds are skipped).
+	Messages []Message
+	// Tools are the client's tools.
+	Tools []Tool
+	// SessionKey keeps the conversation in the box (x-stackbone-session,
+	// AG-UI threadId). ConversationKey only groups stateless turns
+	// (x-stackbone-conversation). At most one of them.
+	SessionKey      string
+	ConversationKey string
+	// Identities are the request's identities, the scalar customer identity
+	// included under customerId.
+	Identities identity.Set
+	Options    Options
+	// Wire names the transport for run history ("openai", "anthropic", "agui").
+	Wire string
+}
+
+// Finish says how a turn ended.
+type Finish string
+
+// Finishes.
+const (
+	// FinishStop: the model answered.
+	FinishStop Finish = "stop"
+	// FinishLength: the model hit its token limit.
+	FinishLength Finish = "length"
+	// FinishToolCalls: the model called client tools; the client runs them
+	// and continues with their results.
+	FinishToolCalls Finish = "tool_calls"
+	// FinishHeld: a tool listed in the agent's interruptOn waits for a
+	// person's decision; the turn is parked on the session's checkpoint.
+	FinishHeld Finish = "held"
+)
+
+// Usage is the tokens a turn spent over all its model steps.
+type Usage struct {
+	InputTokens  int `json:"inputTokens"`
+	OutputTokens int `json:"outputTokens"`
+}
+
+// Result is the outcome of a turn.
+type Result struct {
+	RunID uuid.UUID
+	// MessageID identifies the assistant's reply.
+	MessageID string
+	// Text is all the assistant text of the turn, as streamed.
+	Text string
+	// ToolCalls are the client tool calls when Finish is FinishToolCalls.
+	ToolCalls []ToolCall
+	// Held is the call waiting for a decision when Finish is FinishHeld.
+	Held   *ToolCall
+	Finish Finish
+	Usage  Usage
+	// Model is the provider/model id that answered.
+	Model string
+}
+
+// EventKind tells what an Event carries.
+type EventKind int
+
+// Event kinds, in the order a turn can emit them. Text and tool events of
+// one assistant message share its MessageID.
+const (
+	// EventTextStart opens an assistant text message (MessageID).
+	EventTextStart EventKind = iota + 1
+	// EventTextDelta carries Text.
+	EventTextDelta
+	// EventTextEnd closes the text message.
+	EventTextEnd
+	// EventToolCallStart opens a tool call (ToolCall.ID, ToolCall.Name).
+	EventToolCallStart
+	// EventToolCallArgs carries a piece of the arguments JSON in Text.
+	EventToolCallArgs
+	// EventToolCallEnd closes the call (ToolCall has the whole call).
+	EventToolCallEnd
+	// EventToolResult carries a server tool's result in Text (ToolCall.ID).
+	EventToolResult
+)
+
+// Event is one step of a streamed turn.
+type Event struct {
+	Kind      EventKind
+	MessageID string
+	Text      string
+	ToolCall  ToolCall
+	// Server marks tool events of tools the box runs itself; wires that only
+	// surface client tools (OpenAI, Anthropic) skip them.
+	Server bool
+}
+
+// Emit receives the events of a turn, synchronously and in order. An error
+// (the client went away) cancels the turn.
+type Emit func(Event) error
