@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -77,14 +75,4 @@ func (r *Runtime) Agents() []AgentInfo {
 		out = append(out, AgentInfo{Name: n, Model: r.cfg.Agents[n].Model})
 	}
 	return out
-}
-
-// Turn runs one turn: it loads the session (if any), offers the agent's
-// server tools, the memory tools its settings allow and the client's tools,
-// streams the model through emit, runs server tools in a loop, checkpoints
-// the session and records the run. Errors: ErrUnknownAgent,
-// ErrInvalidRequest, ErrSessionBusy, ErrDecisionPending, ErrProvider,
-// ErrMemory, ErrStorage, or the context's error.
-func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result, error) {
-	return Result{}, errors.New("agent: the runtime is being written")
 }

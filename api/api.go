@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
@@ -32,6 +33,8 @@ type Config struct {
 	Memory   *memory.Service
 	Settings *memory.Settings
 	Runs     *runs.Store
+	// Runtime runs agents; the sessions routes read and resume its sessions.
+	Runtime *agent.Runtime
 	// Config is the loaded configuration, for the agent catalog.
 	Config *config.Config
 	// Logger receives one line per request: method, route, status, duration
@@ -81,6 +84,9 @@ func (s *Server) routes() {
 	s.route("GET /api/runs", auth.ScopeRunsRead, s.runsList)
 	s.route("GET /api/runs/{id}", auth.ScopeRunsRead, s.runsGet)
 	s.route("GET /api/activity", auth.ScopeConfigRead, s.activityList)
+	s.route("GET /api/sessions", auth.ScopeSessionsRead, s.sessionsList)
+	s.route("GET /api/sessions/{id}", auth.ScopeSessionsRead, s.sessionsGet)
+	s.route("POST /api/sessions/{id}/decision", auth.ScopeSessionsWrite, s.sessionsDecide)
 
 	// Anything else under /api is an unknown route, still behind auth so the
 	// route table is not probeable without a key.

@@ -100,6 +100,9 @@ type Agent struct {
 	// Memory holds the agent's memory defaults ("code" in the settings
 	// origins). Nil means the agent declares none.
 	Memory *AgentMemory `yaml:"memory"`
+	// InterruptOn lists server tools whose calls wait for a person's
+	// decision (approve or reject) before they run.
+	InterruptOn []string `yaml:"interruptOn"`
 }
 
 // AgentMemory is an agent's declared memory defaults. A nil field is not
@@ -119,6 +122,7 @@ type AgentMemory struct {
 var (
 	agentNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	providerRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+	toolNameRe  = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 )
 
 // Load reads and validates the file at path.
@@ -165,6 +169,11 @@ func (c *Config) Validate() error {
 		if a.Model != "" {
 			if _, _, err := SplitModel(a.Model); err != nil {
 				problems = append(problems, fmt.Sprintf("agent %s: %v", name, err))
+			}
+		}
+		for _, tool := range a.InterruptOn {
+			if !toolNameRe.MatchString(tool) {
+				problems = append(problems, fmt.Sprintf("agent %s: interruptOn: %q is not a tool name", name, tool))
 			}
 		}
 		if m := a.Memory; m != nil {

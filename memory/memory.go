@@ -251,32 +251,12 @@ func (s *Service) ask(ctx context.Context, ex extraction, pr prompt) (string, op
 		ReasoningEffort: ex.reasoningEffort,
 	})
 	if err != nil {
-		return "", openai.Usage{}, m, fmt.Errorf("%w: %s", ErrModelFailed, describeProviderError(err))
+		return "", openai.Usage{}, m, fmt.Errorf("%w: %s", ErrModelFailed, provider.Describe(err))
 	}
 	if len(resp.Choices) == 0 {
 		return "", resp.Usage, m, badOutput("the model returned no choice")
 	}
 	return resp.Choices[0].Message.Content, resp.Usage, m, nil
-}
-
-// describeProviderError keeps the status and the provider's message, which
-// describe the request's failure and not its content.
-func describeProviderError(err error) string {
-	var apiErr *openai.APIError
-	if errors.As(err, &apiErr) {
-		return fmt.Sprintf("provider answered %d: %s", apiErr.HTTPStatusCode, clip(apiErr.Message, 200))
-	}
-	var reqErr *openai.RequestError
-	if errors.As(err, &reqErr) {
-		return fmt.Sprintf("provider answered %d", reqErr.HTTPStatusCode)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "the provider did not answer in time"
-	}
-	if errors.Is(err, context.Canceled) {
-		return "the request was cancelled"
-	}
-	return "the provider could not be reached"
 }
 
 // commit applies a validated plan as one pipelined batch, which Postgres

@@ -8,6 +8,7 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -114,4 +115,32 @@ func (r *Registry) names() []string {
 	}
 	sort.Strings(n)
 	return n
+}
+
+// Describe says why a provider call failed without echoing request content:
+// the status and the provider's own message, a timeout, or unreachable.
+func Describe(err error) string {
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		return fmt.Sprintf("provider answered %d: %s", apiErr.HTTPStatusCode, clip(apiErr.Message, 200))
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		return fmt.Sprintf("provider answered %d", reqErr.HTTPStatusCode)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "the provider did not answer in time"
+	}
+	if errors.Is(err, context.Canceled) {
+		return "the request was cancelled"
+	}
+	return "the provider could not be reached"
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
@@ -73,7 +74,8 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	if err := settings.FixDeclaredKeys(ctx); err != nil {
 		return err
 	}
-	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Config: cfg, Logger: log})
+	runtime := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log})
+	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: runtime, Config: cfg, Logger: log})
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {

@@ -38,6 +38,20 @@ type Reply struct {
 	Gate <-chan struct{}
 	// PromptTokens and CompletionTokens are reported as usage (defaults 10 and 5).
 	PromptTokens, CompletionTokens int
+	// ToolCalls are function calls the model makes (finish reason
+	// tool_calls). Streamed, each call's arguments arrive in two pieces.
+	ToolCalls []Call
+}
+
+// Call is a scripted function call.
+type Call struct {
+	ID, Name, Arguments string
+}
+
+// ToolCall makes a scripted function call with JSON arguments.
+func ToolCall(id, name string, args any) Call {
+	b, _ := json.Marshal(args)
+	return Call{ID: id, Name: name, Arguments: string(b)}
 }
 
 // Request is one recorded request.
@@ -190,19 +204,22 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		pt, ct = 10, 5
 	}
 	if req.Stream {
-		streamChat(w, req.Model, reply.Content, pt, ct, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		streamChat(w, req.Model, reply, pt, ct, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
+	}
+	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: reply.Content}
+	finish := openai.FinishReasonStop
+	for _, c := range reply.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
+		finish = openai.FinishReasonToolCalls
 	}
 	resp := openai.ChatCompletionResponse{
 		ID:      "chatcmpl-test",
 		Object:  "chat.completion",
 		Created: time.Now().Unix(),
 		Model:   req.Model,
-		Choices: []openai.ChatCompletionChoice{{
-			Index:        0,
-			Message:      openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: reply.Content},
-			FinishReason: openai.FinishReasonStop,
-		}},
+		Choices: []openai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: finish}},
 		Usage: openai.Usage{PromptTokens: pt, CompletionTokens: ct, TotalTokens: pt + ct},
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -211,7 +228,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 // streamChat answers server-sent events the way OpenAI streams: a role chunk,
 // content chunks of a few words, a finish chunk, usage when asked, [DONE].
-func streamChat(w http.ResponseWriter, model, content string, pt, ct int, usage bool) {
+func streamChat(w http.ResponseWriter, model string, reply Reply, pt, ct int, usage bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl, _ := w.(http.Flusher)
 	send := func(v any) {
@@ -228,10 +245,20 @@ func streamChat(w http.ResponseWriter, model, content string, pt, ct int, usage 
 		}
 	}
 	send(chunk(openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant}, ""))
-	for _, piece := range splitKeep(content, 3) {
+	for _, piece := range splitKeep(reply.Content, 3) {
 		send(chunk(openai.ChatCompletionStreamChoiceDelta{Content: piece}, ""))
 	}
-	send(chunk(openai.ChatCompletionStreamChoiceDelta{}, openai.FinishReasonStop))
+	finish := openai.FinishReasonStop
+	for i, c := range reply.ToolCalls {
+		i := i
+		half := len(c.Arguments) / 2
+		send(chunk(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: &i, ID: c.ID, Type: openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: c.Name, Arguments: c.Arguments[:half]}}}}, ""))
+		send(chunk(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: &i,
+			Function: openai.FunctionCall{Arguments: c.Arguments[half:]}}}}, ""))
+		finish = openai.FinishReasonToolCalls
+	}
+	send(chunk(openai.ChatCompletionStreamChoiceDelta{}, finish))
 	if usage {
 		send(openai.ChatCompletionStreamResponse{
 			ID: "chatcmpl-test", Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: model,

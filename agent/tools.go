@@ -1,0 +1,130 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/stackbone/box/identity"
+	"github.com/stackbone/box/memory"
+)
+
+// Names of the built-in person-memory tools, reserved while memory is on.
+const (
+	ToolMemoryRead = "memory_read"
+	ToolMemorySave = "memory_save"
+)
+
+// memorySnapshot is the memory a turn may use: taken from the effective
+// settings when the turn (or the held turn a decision resumes) began.
+type memorySnapshot struct {
+	Read         bool    `json:"read"`
+	Save         bool    `json:"save"`
+	Instructions *string `json:"instructions,omitempty"`
+	// Off says why the memory tools are not offered, for run history.
+	Off string `json:"off,omitempty"`
+}
+
+// serverTool is a tool the box runs itself.
+type serverTool struct {
+	def Tool
+	run func(ctx context.Context, t *turn, args string) (string, error)
+}
+
+// memorySnapshotFor resolves the agent's effective settings and the
+// identity its fixed key selects. A storage failure is ErrMemory, never a
+// silent omission.
+func (r *Runtime) memorySnapshotFor(ctx context.Context, agentName string, ids identity.Set) (memorySnapshot, identity.Selection, error) {
+	v, err := r.cfg.Settings.Get(ctx, agentName)
+	if err != nil {
+		return memorySnapshot{}, identity.Selection{}, fmt.Errorf("%w: read memory settings: %v", ErrMemory, err)
+	}
+	key := ""
+	if v.Binding != nil {
+		key = v.Binding.IdentityKey
+	}
+	sel := identity.Select(ids, key)
+	snap := memorySnapshot{Read: v.Value.Read, Save: v.Value.Save, Instructions: v.Value.Instructions}
+	switch {
+	case !snap.Read && !snap.Save:
+		snap.Off = "read and save are off"
+	case !sel.Ok():
+		snap.Off, snap.Read, snap.Save = sel.Reason, false, false
+	}
+	return snap, sel, nil
+}
+
+var emptyObject = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
+
+// memoryTools are the tools the snapshot allows, bound to the agent and the
+// selected person: the model can choose neither.
+func memoryTools(snap memorySnapshot) []serverTool {
+	var out []serverTool
+	if snap.Read {
+		out = append(out, serverTool{
+			def: Tool{Name: ToolMemoryRead, Parameters: emptyObject,
+				Description: "Read what is remembered about the person you are talking with: saved facts and summaries of recent calls. Takes no arguments."},
+			run: runMemoryRead,
+		})
+	}
+	if snap.Save {
+		out = append(out, serverTool{
+			def: Tool{Name: ToolMemorySave,
+				Parameters:  json.RawMessage(`{"type":"object","properties":{"content":{"type":"string","description":"The part of the conversation worth remembering, as text."}},"required":["content"],"additionalProperties":false}`),
+				Description: "Remember durable facts about the person you are talking with (preferences, circumstances, commitments) from the conversation text you pass. Answers {\"saved\": true}."},
+			run: runMemorySave,
+		})
+	}
+	return out
+}
+
+func runMemoryRead(ctx context.Context, t *turn, _ string) (string, error) {
+	rec, err := t.rt.cfg.Memory.Recall(ctx, memory.RecallRequest{AgentID: t.agentName, UserID: t.sel.Value})
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrMemory, err)
+	}
+	type call struct {
+		StartedAt string  `json:"startedAt"`
+		Outcome   *string `json:"outcome,omitempty"`
+		Summary   string  `json:"summary"`
+	}
+	out := struct {
+		Facts       []string `json:"facts"`
+		RecentCalls []call   `json:"recentCalls"`
+	}{Facts: []string{}, RecentCalls: []call{}}
+	for _, f := range rec.Facts {
+		out.Facts = append(out.Facts, f.Content)
+	}
+	for _, c := range rec.Calls {
+		out.RecentCalls = append(out.RecentCalls, call{StartedAt: c.StartedAt.Format("2006-01-02T15:04:05Z07:00"), Outcome: c.Outcome, Summary: c.Summary})
+	}
+	b, err := json.Marshal(out)
+	return string(b), err
+}
+
+// runMemorySave extracts with the effective instructions and answers only
+// whether it saved: never the facts or old summaries.
+func runMemorySave(ctx context.Context, t *turn, args string) (string, error) {
+	var a struct {
+		Content string `json:"content"`
+	}
+	if err := json.Unmarshal([]byte(args), &a); err != nil || a.Content == "" {
+		return `{"saved":false,"error":"content is required"}`, nil
+	}
+	runID := t.run.ID.String()
+	_, err := t.rt.cfg.Memory.Add(ctx, memory.AddRequest{
+		AgentID: t.agentName, UserID: t.sel.Value,
+		Transcript:   memory.Transcript{Text: a.Content},
+		Instructions: t.mem.Instructions,
+		Call:         memory.CallMeta{RunID: &runID},
+	})
+	switch {
+	case err == nil:
+		return `{"saved":true}`, nil
+	case errors.Is(err, memory.ErrUnavailable), errors.Is(err, memory.ErrSchemaMissing), errors.Is(err, memory.ErrPersistFailed):
+		return "", fmt.Errorf("%w: %v", ErrMemory, err)
+	}
+	b, _ := json.Marshal(map[string]any{"saved": false, "error": memory.Code(err)})
+	return string(b), nil
+}

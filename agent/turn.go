@@ -1,0 +1,596 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/identity"
+	"github.com/stackbone/box/provider"
+	"github.com/stackbone/box/runs"
+)
+
+// KindAgentTurn is the run kind of a turn.
+const KindAgentTurn = "agent_turn"
+
+var toolNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// turn is the state of one turn (or one resumed held turn) in flight.
+type turn struct {
+	rt        *Runtime
+	agentName string
+	agent     config.Agent
+	model     provider.Model
+	emit      Emit
+
+	sessionID string // "" when stateless
+	kind      string
+	turnNo    int
+	step      int
+	history   []Message // from the checkpoint
+	appended  []Message // what this turn adds to the conversation
+	userText  string
+	resumed   bool // a decision resumed this turn
+
+	sel         identity.Selection
+	mem         memorySnapshot
+	clientTools []Tool
+	server      map[string]serverTool
+	held        map[string]bool
+
+	run       runs.Run
+	toolCalls []map[string]any
+	usage     Usage
+	text      strings.Builder
+}
+
+// Turn runs one turn: it loads the session (if any), offers the memory
+// tools the agent's settings allow and the client's tools, streams the model
+// through emit, runs server tools in a loop, parks a held tool on the
+// checkpoint, and records the run and the session. Errors: ErrUnknownAgent,
+// ErrInvalidRequest, ErrSessionBusy, ErrDecisionPending, ErrProvider,
+// ErrMemory, ErrStorage, or the context's error.
+func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result, error) {
+	ag, ok := r.cfg.Agents[req.Agent]
+	if !ok {
+		return Result{}, fmt.Errorf("%w: %q", ErrUnknownAgent, clip(req.Agent, 64))
+	}
+	if req.SessionKey != "" && req.ConversationKey != "" {
+		return Result{}, fmt.Errorf("%w: send a session key or a conversation key, not both", ErrInvalidRequest)
+	}
+	if err := validateMessages(req.Messages); err != nil {
+		return Result{}, err
+	}
+	mem, sel, err := r.memorySnapshotFor(ctx, req.Agent, req.Identities)
+	if err != nil {
+		return Result{}, err
+	}
+	t, err := r.newTurn(req.Agent, ag, emit, sel, mem, req.Tools)
+	if err != nil {
+		return Result{}, err
+	}
+	t.run.Metadata["wire"] = req.Wire
+	msgs := req.Messages
+	switch {
+	case req.SessionKey != "":
+		t.kind = kindSession
+		t.sessionID = SessionID(kindSession, req.Agent, sel.Address(), req.SessionKey)
+	case req.ConversationKey != "":
+		t.kind = kindConversation
+		t.sessionID = SessionID(kindConversation, req.Agent, sel.Address(), req.ConversationKey)
+	}
+	if t.sessionID != "" {
+		turns, err := r.claim(ctx, t.sessionID, t.kind, req.Agent, false)
+		if err != nil {
+			return Result{}, err
+		}
+		t.turnNo = turns + 1
+		t.run.Metadata["session"] = t.sessionID
+		if t.kind == kindSession {
+			hist, _, step, err := r.loadCheckpoint(ctx, t.sessionID)
+			if err != nil {
+				r.release(context.WithoutCancel(ctx), t.sessionID, StatusFailed)
+				return Result{}, err
+			}
+			t.history, t.step = hist, step+1
+			msgs = newMessages(hist, msgs)
+		}
+	}
+	if len(msgs) == 0 {
+		if t.sessionID != "" {
+			r.release(context.WithoutCancel(ctx), t.sessionID, StatusCompleted)
+		}
+		return Result{}, fmt.Errorf("%w: there is no new message to answer", ErrInvalidRequest)
+	}
+	for i := range msgs {
+		if msgs[i].ID == "" {
+			msgs[i].ID = "msg_" + uuid.NewString()
+		}
+	}
+	t.appended = append(t.appended, msgs...)
+	t.userText = userTextOf(msgs)
+	return t.loop(ctx)
+}
+
+// Decision is a person's answer to a held tool call.
+type Decision struct {
+	Approve bool
+	// Reason is shown to the model when the call is rejected.
+	Reason string
+}
+
+// Decide resumes a session parked on a held tool call: approved, the tool
+// runs; rejected, the model is told so. The turn then continues under the
+// identity and memory snapshot it was held with. Errors: ErrSessionNotFound,
+// ErrNoDecisionPending, ErrSessionBusy, and those of Turn.
+func (r *Runtime) Decide(ctx context.Context, sessionID string, d Decision, emit Emit) (Result, error) {
+	var agentName, kind string
+	err := r.cfg.Pool.QueryRow(ctx, `SELECT agent_id, kind FROM stackbone_platform.sessions WHERE id = $1`, sessionID).Scan(&agentName, &kind)
+	if err != nil {
+		return Result{}, ErrSessionNotFound
+	}
+	ag, ok := r.cfg.Agents[agentName]
+	if !ok {
+		return Result{}, fmt.Errorf("%w: the session's agent %q is no longer declared", ErrUnknownAgent, agentName)
+	}
+	turns, err := r.claim(ctx, sessionID, kind, agentName, true)
+	if err != nil {
+		return Result{}, err
+	}
+	hist, p, step, err := r.loadCheckpoint(ctx, sessionID)
+	if err == nil && p == nil {
+		err = fmt.Errorf("%w: the checkpoint holds no pending call", ErrNoDecisionPending)
+	}
+	if err != nil {
+		r.release(context.WithoutCancel(ctx), sessionID, StatusHeld)
+		return Result{}, err
+	}
+	sel := identity.Select(identity.Set{p.IdentityKey: p.IdentityValue}, p.IdentityKey)
+	t, err := r.newTurn(agentName, ag, emit, sel, p.Memory, p.Tools)
+	if err != nil {
+		r.release(context.WithoutCancel(ctx), sessionID, StatusHeld)
+		return Result{}, err
+	}
+	t.kind, t.sessionID, t.turnNo, t.history, t.step, t.resumed = kind, sessionID, turns, hist, step+1, true
+	t.run.Metadata["session"] = sessionID
+	t.run.Metadata["decision"] = map[string]any{"approve": d.Approve, "toolCallId": p.Call.ID, "tool": p.Call.Name}
+	var result string
+	if d.Approve {
+		if result, err = t.runServerTool(ctx, p.Call); err != nil {
+			return t.fail(ctx, err)
+		}
+	} else {
+		b, _ := json.Marshal(map[string]string{"rejected": "a person rejected this call", "reason": d.Reason})
+		result = string(b)
+	}
+	t.appendToolResult(p.Call, result)
+	return t.loop(ctx)
+}
+
+func (r *Runtime) newTurn(name string, ag config.Agent, emit Emit, sel identity.Selection, mem memorySnapshot, clientTools []Tool) (*turn, error) {
+	m, err := r.cfg.Models.Resolve(ag.Model)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrProvider, err)
+	}
+	t := &turn{rt: r, agentName: name, agent: ag, model: m, emit: emit, sel: sel, mem: mem,
+		server: map[string]serverTool{}, held: map[string]bool{}}
+	for _, st := range memoryTools(mem) {
+		t.server[st.def.Name] = st
+	}
+	seen := map[string]bool{}
+	for _, ct := range clientTools {
+		if !toolNameRe.MatchString(ct.Name) {
+			return nil, fmt.Errorf("%w: tool name %q must be 1 to 64 letters, digits, _ or -", ErrInvalidRequest, clip(ct.Name, 64))
+		}
+		if seen[ct.Name] {
+			return nil, fmt.Errorf("%w: tool %q is declared twice", ErrInvalidRequest, ct.Name)
+		}
+		seen[ct.Name] = true
+		if (mem.Read || mem.Save) && (ct.Name == ToolMemoryRead || ct.Name == ToolMemorySave) {
+			return nil, fmt.Errorf("%w: the tool name %q is reserved while the agent's memory is on", ErrInvalidRequest, ct.Name)
+		}
+		if _, clash := t.server[ct.Name]; clash {
+			return nil, fmt.Errorf("%w: the tool name %q is the box's own", ErrInvalidRequest, ct.Name)
+		}
+	}
+	t.clientTools = clientTools
+	for _, h := range ag.InterruptOn {
+		t.held[h] = true
+	}
+	memMeta := "on"
+	if mem.Off != "" {
+		memMeta = "off: " + mem.Off
+	}
+	t.run = runs.Run{ID: uuid.New(), Kind: KindAgentTurn, AgentID: name, Model: ag.Model, StartedAt: r.cfg.Now(),
+		Metadata: map[string]any{"memory": memMeta}}
+	return t, nil
+}
+
+// loop calls the model and runs server tools until the model answers, calls
+// a client tool, calls a held tool, or the step limit is reached.
+func (t *turn) loop(ctx context.Context) (Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.rt.cfg.ModelTimeout)
+	defer cancel()
+	res := Result{RunID: t.run.ID, Model: t.model.ID, Finish: FinishLength}
+	for step := 0; step < t.rt.cfg.MaxSteps; step++ {
+		msg, finish, err := t.callModel(ctx)
+		if err != nil {
+			return t.fail(ctx, err)
+		}
+		t.appended = append(t.appended, msg)
+		res.MessageID = msg.ID
+		if len(msg.ToolCalls) == 0 {
+			res.Finish = FinishStop
+			if finish == openai.FinishReasonLength {
+				res.Finish = FinishLength
+			}
+			break
+		}
+		var client []ToolCall
+		var held *ToolCall
+		for _, call := range msg.ToolCalls {
+			_, isServer := t.server[call.Name]
+			switch {
+			case isServer && t.held[call.Name]:
+				if held == nil {
+					c := call
+					held = &c
+				}
+			case isServer:
+				out, err := t.runServerTool(ctx, call)
+				if err != nil {
+					return t.fail(ctx, err)
+				}
+				t.appendToolResult(call, out)
+			default:
+				client = append(client, call)
+			}
+		}
+		if held != nil {
+			if t.kind != kindSession {
+				return t.fail(ctx, fmt.Errorf("%w: tool %s needs a person's decision, and a turn can only wait for one on a session (send x-stackbone-session)", ErrInvalidRequest, held.Name))
+			}
+			res.Finish, res.Held = FinishHeld, held
+			break
+		}
+		if len(client) > 0 {
+			res.Finish, res.ToolCalls = FinishToolCalls, client
+			break
+		}
+	}
+	res.Text, res.Usage = t.text.String(), t.usage
+	if err := t.finish(ctx, res); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// callModel streams one model step, emitting text and tool call events.
+func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, error) {
+	req := openai.ChatCompletionRequest{
+		Model:         t.model.Name,
+		Messages:      t.providerMessages(),
+		Stream:        true,
+		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
+	}
+	for _, st := range t.sortedServerTools() {
+		req.Tools = append(req.Tools, toolDef(st.def))
+	}
+	for _, ct := range t.clientTools {
+		req.Tools = append(req.Tools, toolDef(ct))
+	}
+	stream, err := t.model.Client.CreateChatCompletionStream(ctx, req)
+	if err != nil {
+		return Message{}, "", fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
+	}
+	defer stream.Close()
+	msg := Message{ID: "msg_" + uuid.NewString(), Role: RoleAssistant}
+	var text strings.Builder
+	textOpen := false
+	type partial struct {
+		call    ToolCall
+		started bool
+	}
+	var calls []*partial
+	var finish openai.FinishReason
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return Message{}, "", fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
+		}
+		if chunk.Usage != nil {
+			t.usage.InputTokens += chunk.Usage.PromptTokens
+			t.usage.OutputTokens += chunk.Usage.CompletionTokens
+		}
+		for _, ch := range chunk.Choices {
+			if ch.FinishReason != "" {
+				finish = ch.FinishReason
+			}
+			if d := ch.Delta.Content; d != "" {
+				if !textOpen {
+					textOpen = true
+					if err := t.emit(Event{Kind: EventTextStart, MessageID: msg.ID}); err != nil {
+						return Message{}, "", err
+					}
+				}
+				text.WriteString(d)
+				t.text.WriteString(d)
+				if err := t.emit(Event{Kind: EventTextDelta, MessageID: msg.ID, Text: d}); err != nil {
+					return Message{}, "", err
+				}
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				i := len(calls)
+				if tc.Index != nil {
+					i = *tc.Index
+				}
+				for len(calls) <= i {
+					calls = append(calls, &partial{})
+				}
+				p := calls[i]
+				if tc.ID != "" {
+					p.call.ID = tc.ID
+				}
+				if tc.Function.Name != "" {
+					p.call.Name += tc.Function.Name
+				}
+				if !p.started && p.call.ID != "" && p.call.Name != "" {
+					p.started = true
+					if err := t.emit(Event{Kind: EventToolCallStart, MessageID: msg.ID, ToolCall: p.call, Server: t.isServer(p.call.Name)}); err != nil {
+						return Message{}, "", err
+					}
+				}
+				if a := tc.Function.Arguments; a != "" {
+					p.call.Arguments += a
+					if p.started {
+						if err := t.emit(Event{Kind: EventToolCallArgs, MessageID: msg.ID, ToolCall: p.call, Text: a, Server: t.isServer(p.call.Name)}); err != nil {
+							return Message{}, "", err
+						}
+					}
+				}
+			}
+		}
+	}
+	if textOpen {
+		if err := t.emit(Event{Kind: EventTextEnd, MessageID: msg.ID}); err != nil {
+			return Message{}, "", err
+		}
+	}
+	msg.Content = text.String()
+	for _, p := range calls {
+		if p.call.ID == "" {
+			p.call.ID = "call_" + uuid.NewString()
+		}
+		if p.call.Name == "" {
+			continue
+		}
+		if !p.started {
+			// The provider sent the id or name late: open and fill the call now.
+			if err := t.emit(Event{Kind: EventToolCallStart, MessageID: msg.ID, ToolCall: p.call, Server: t.isServer(p.call.Name)}); err != nil {
+				return Message{}, "", err
+			}
+			if p.call.Arguments != "" {
+				if err := t.emit(Event{Kind: EventToolCallArgs, MessageID: msg.ID, ToolCall: p.call, Text: p.call.Arguments, Server: t.isServer(p.call.Name)}); err != nil {
+					return Message{}, "", err
+				}
+			}
+		}
+		if err := t.emit(Event{Kind: EventToolCallEnd, MessageID: msg.ID, ToolCall: p.call, Server: t.isServer(p.call.Name)}); err != nil {
+			return Message{}, "", err
+		}
+		msg.ToolCalls = append(msg.ToolCalls, p.call)
+	}
+	return msg, finish, nil
+}
+
+func (t *turn) isServer(name string) bool { _, ok := t.server[name]; return ok }
+
+// runServerTool runs one of the box's tools and records it (name and
+// timing, never arguments or results) in the run.
+func (t *turn) runServerTool(ctx context.Context, call ToolCall) (string, error) {
+	st, ok := t.server[call.Name]
+	if !ok {
+		return fmt.Sprintf(`{"error":"tool %s is not available in this conversation"}`, call.Name), nil
+	}
+	start := time.Now()
+	out, err := st.run(ctx, t, call.Arguments)
+	t.toolCalls = append(t.toolCalls, map[string]any{"id": call.ID, "name": call.Name, "server": true, "ms": time.Since(start).Milliseconds(), "ok": err == nil})
+	return out, err
+}
+
+func (t *turn) appendToolResult(call ToolCall, out string) {
+	m := Message{ID: "msg_" + uuid.NewString(), Role: RoleTool, Content: out, ToolCallID: call.ID}
+	t.appended = append(t.appended, m)
+	_ = t.emit(Event{Kind: EventToolResult, MessageID: m.ID, ToolCall: call, Text: out, Server: true})
+}
+
+// providerMessages is the agent's instructions followed by the conversation.
+func (t *turn) providerMessages() []openai.ChatCompletionMessage {
+	var out []openai.ChatCompletionMessage
+	if t.agent.Instructions != "" {
+		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: t.agent.Instructions})
+	}
+	for _, list := range [][]Message{t.history, t.appended} {
+		for _, m := range list {
+			om := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+			for _, c := range m.ToolCalls {
+				om.ToolCalls = append(om.ToolCalls, openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction,
+					Function: openai.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
+			}
+			out = append(out, om)
+		}
+	}
+	return out
+}
+
+func (t *turn) sortedServerTools() []serverTool {
+	names := make([]string, 0, len(t.server))
+	for n := range t.server {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]serverTool, len(names))
+	for i, n := range names {
+		out[i] = t.server[n]
+	}
+	return out
+}
+
+func toolDef(tl Tool) openai.Tool {
+	params := tl.Parameters
+	if len(params) == 0 {
+		params = emptyObject
+	}
+	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+		Name: tl.Name, Description: tl.Description, Parameters: params}}
+}
+
+// finish records a completed turn: the run, and for a session the checkpoint,
+// transcript and session row, in one round trip.
+func (t *turn) finish(ctx context.Context, res Result) error {
+	end := t.rt.cfg.Now()
+	ms := int(end.Sub(t.run.StartedAt).Milliseconds())
+	t.run.FinishedAt, t.run.DurationMS = &end, &ms
+	t.run.Status = runs.StatusSucceeded
+	t.run.InputTokens, t.run.OutputTokens = t.usage.InputTokens, t.usage.OutputTokens
+	t.run.CostUSD = t.model.Cost(t.usage.InputTokens, t.usage.OutputTokens)
+	t.run.Metadata["finish"] = string(res.Finish)
+	t.run.Metadata["toolCalls"] = t.toolCalls
+	rec := turnRecord{sessionID: t.sessionID, kind: t.kind, turn: t.turnNo, step: t.step, appended: t.appended,
+		status: StatusCompleted, userText: t.userText, replyText: res.Text, run: t.run, durationMS: ms,
+		preview: previewOf(append(slices.Clone(t.history), t.appended...))}
+	if res.Held != nil {
+		rec.status = StatusHeld
+		rec.held = &pending{Call: *res.Held, MessageID: res.MessageID, IdentityKey: t.sel.Key, IdentityValue: t.sel.Value,
+			Memory: t.mem, Tools: t.clientTools}
+	}
+	if err := t.rt.persist(context.WithoutCancel(ctx), rec); err != nil {
+		if t.sessionID != "" {
+			t.rt.release(context.WithoutCancel(ctx), t.sessionID, StatusFailed)
+		}
+		return err
+	}
+	t.rt.log.Info("turn", "agent", t.agentName, "run", t.run.ID, "finish", res.Finish, "ms", ms,
+		"in", t.usage.InputTokens, "out", t.usage.OutputTokens, "tools", len(t.toolCalls))
+	return nil
+}
+
+// fail records a failed turn and frees the session; nothing of the turn is
+// checkpointed, so the client can send it again.
+func (t *turn) fail(ctx context.Context, cause error) (Result, error) {
+	end := t.rt.cfg.Now()
+	ms := int(end.Sub(t.run.StartedAt).Milliseconds())
+	t.run.FinishedAt, t.run.DurationMS = &end, &ms
+	t.run.Status, t.run.ErrorCode = runs.StatusFailed, ErrorCode(cause)
+	if errors.Is(cause, context.Canceled) {
+		t.run.Status = runs.StatusCancelled
+	}
+	t.run.InputTokens, t.run.OutputTokens = t.usage.InputTokens, t.usage.OutputTokens
+	t.run.Metadata["toolCalls"] = t.toolCalls
+	if err := t.rt.cfg.Pool.SendBatch(context.WithoutCancel(ctx), runsBatch(t.run)).Close(); err != nil {
+		t.rt.log.Warn("agent: record failed run", "run", t.run.ID, "error", err)
+	}
+	if t.sessionID != "" {
+		// A failed decision leaves the session held, so a person can decide
+		// again; the checkpoint still holds the pending call.
+		status := StatusFailed
+		if t.resumed {
+			status = StatusHeld
+		}
+		t.rt.release(context.WithoutCancel(ctx), t.sessionID, status)
+	}
+	t.rt.log.Info("turn failed", "agent", t.agentName, "run", t.run.ID, "code", t.run.ErrorCode, "ms", ms)
+	return Result{}, cause
+}
+
+// ErrorCode is a short code for an error of the runtime, for run history.
+func ErrorCode(err error) string {
+	for _, c := range []struct {
+		err  error
+		code string
+	}{
+		{ErrUnknownAgent, "agent_not_found"}, {ErrInvalidRequest, "invalid_request"}, {ErrSessionBusy, "session_busy"},
+		{ErrDecisionPending, "decision_pending"}, {ErrNoDecisionPending, "no_decision_pending"},
+		{ErrSessionNotFound, "session_not_found"}, {ErrProvider, "provider_failed"}, {ErrMemory, "memory_unavailable"},
+		{ErrStorage, "storage_unavailable"}, {context.Canceled, "cancelled"}, {context.DeadlineExceeded, "timeout"},
+	} {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return "internal"
+}
+
+// newMessages drops messages the session already holds (by id), so a client
+// that resends its history (AG-UI) adds each message once.
+func newMessages(hist, msgs []Message) []Message {
+	have := map[string]bool{}
+	for _, m := range hist {
+		if m.ID != "" {
+			have[m.ID] = true
+		}
+	}
+	var out []Message
+	for _, m := range msgs {
+		if m.ID != "" && have[m.ID] {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func userTextOf(msgs []Message) string {
+	var parts []string
+	for _, m := range msgs {
+		if m.Role == RoleUser {
+			parts = append(parts, m.Content)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func validateMessages(msgs []Message) error {
+	if len(msgs) > 10000 {
+		return fmt.Errorf("%w: at most 10000 messages", ErrInvalidRequest)
+	}
+	for i, m := range msgs {
+		switch m.Role {
+		case RoleSystem, RoleUser:
+		case RoleAssistant:
+			for _, c := range m.ToolCalls {
+				if c.ID == "" || c.Name == "" {
+					return fmt.Errorf("%w: messages[%d] has a tool call without id or name", ErrInvalidRequest, i)
+				}
+			}
+		case RoleTool:
+			if m.ToolCallID == "" {
+				return fmt.Errorf("%w: messages[%d] is a tool result without a tool call id", ErrInvalidRequest, i)
+			}
+		default:
+			return fmt.Errorf("%w: messages[%d] has role %q; use system, user, assistant or tool", ErrInvalidRequest, i, clip(m.Role, 20))
+		}
+	}
+	return nil
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stackbone/box/store/storetest"
+)
+
+// serve is production: it needs a config and a database, makes no dev key,
+// and refuses a database that lacks migrations unless asked to apply them.
+func TestServeNeedsDatabaseAndMakesNoDevKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "stackbone")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cfgPath := filepath.Join(dir, "prod.yaml")
+	os.WriteFile(cfgPath, []byte("agents:\n  support:\n    model: openai/gpt-4o-mini\n"), 0o644)
+
+	run := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(filteredEnv(), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(nil, "serve"); err == nil || !strings.Contains(out, "--config") {
+		t.Fatalf("serve without config: %v %s", err, out)
+	}
+	if out, err := run(nil, "serve", "--config", cfgPath); err == nil || !strings.Contains(out, "STACKBONE_DATABASE_URL") {
+		t.Fatalf("serve without database: %v %s", err, out)
+	}
+
+	// A database with no migrations: serve refuses, migrate applies them.
+	empty := storetest.EmptyURL(t)
+	if out, err := run([]string{"STACKBONE_DATABASE_URL=" + empty}, "serve", "--config", cfgPath); err == nil || !strings.Contains(out, "stackbone migrate") {
+		t.Fatalf("serve on an unmigrated database: %v %s", err, out)
+	}
+	if out, err := run([]string{"STACKBONE_DATABASE_URL=" + empty}, "migrate"); err != nil {
+		t.Fatalf("migrate: %v %s", err, out)
+	}
+	secret, err := run([]string{"STACKBONE_DATABASE_URL=" + empty}, "keys", "create", "ops", "--scope", "config:read")
+	if err != nil {
+		t.Fatalf("keys create: %v %s", err, secret)
+	}
+	secret = strings.TrimSpace(secret[strings.LastIndex(strings.TrimSpace(secret), "\n")+1:])
+
+	addr := freeAddr(t)
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "serve", "--config", cfgPath)
+	cmd.Env = append(filteredEnv(), "STACKBONE_DATABASE_URL="+empty, "STACKBONE_HTTP_ADDR="+addr)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	status := func(key string) int {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/api/memory/settings/support", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for status(secret) != 200 {
+		select {
+		case err := <-exited:
+			t.Fatalf("serve exited: %v\n%s", err, logs.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve never answered with the created key\n%s", logs.String())
+		}
+	}
+	if got := status("local-dev"); got != 401 {
+		t.Fatalf("serve accepted the dev key: %d", got)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-exited; err != nil {
+		t.Fatalf("serve exit: %v", err)
+	}
+}
