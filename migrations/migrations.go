@@ -93,6 +93,15 @@ func Pending(ctx context.Context, databaseURL string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %w", err)
 	}
+	// Status would create the version table; a database never migrated has
+	// every migration pending and must stay untouched here.
+	var exists bool
+	if err := db.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL", VersionTable).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("migrations: %w", err)
+	}
+	if !exists {
+		return len(p.ListSources()), nil
+	}
 	st, err := p.Status(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %w", err)

@@ -4,7 +4,9 @@
 //
 // A cluster lives in one directory, Config.Dir:
 //
-//	Dir/data/         the data directory (initdb output)
+//	Dir/data/         the data directory (initdb output); its stackbone.conf,
+//	                  rewritten on every start, holds port, listen address,
+//	                  socket directory and the NoSync settings
 //	Dir/server.log    the server's log (pg_ctl -l)
 //	Dir/port          the port chosen when Config.Port is 0, reused on restart
 //	Dir/start.lock    flock held while a process initialises or starts the cluster
@@ -13,8 +15,9 @@
 // Start initialises the directory on first use, starts the server (or reuses
 // one already running from the same Dir, even if another process started it)
 // and makes sure the database "stackbone" exists. The server listens on
-// 127.0.0.1 only and trusts every local connection as superuser "postgres":
-// it is a development and test cluster, not a production one.
+// 127.0.0.1 only and trusts every local connection as superuser "postgres"
+// (any user of the machine may connect): it is a development and test
+// cluster, not a production one.
 //
 // When the process runs as root, initdb and the server run as the
 // unprivileged user "postgres" (PostgreSQL refuses to run as root); Dir is

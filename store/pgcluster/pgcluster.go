@@ -98,8 +98,9 @@ const (
 	// maxLogSize bounds server.log: a larger log is rotated to server.log.1
 	// when the server starts, so a long-lived dev cluster does not fill the disk.
 	maxLogSize = 16 << 20
-	// sunPathMax is the room for a unix socket path (sockaddr_un.sun_path
-	// minus the trailing NUL on Linux; macOS has 103).
+	// sunPathMax is the longest unix socket path that fits everywhere:
+	// sockaddr_un.sun_path holds 108 bytes on Linux and 104 on macOS,
+	// including the trailing NUL.
 	sunPathMax = 103
 )
 
@@ -148,11 +149,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	defer unlock()
 
-	if c.binDir, err = c.pickBinDir(ctx, cfg.BinDir); err != nil {
+	if err := c.pickBinDir(ctx, cfg.BinDir); err != nil {
 		return nil, err
-	}
-	if v, err := binMajor(ctx, c.binDir); err == nil {
-		c.major, _ = strconv.Atoi(strings.SplitN(v, ".", 2)[0])
 	}
 	if err := c.initIfNeeded(ctx); err != nil {
 		return nil, err
@@ -243,30 +241,30 @@ func (c *Cluster) prepareDir() error {
 	return checkTraversable(c.dir, c.acct)
 }
 
-// pickBinDir returns the binaries to use: the configured ones, else
-// FindBinDir's, unless an existing data directory needs another major version.
-func (c *Cluster) pickBinDir(ctx context.Context, configured string) (string, error) {
-	if configured != "" {
-		return configured, nil
+// pickBinDir sets the binaries to use (the configured ones, else
+// FindBinDir's, unless an existing data directory needs another major
+// version) and their major version.
+func (c *Cluster) pickBinDir(ctx context.Context, configured string) error {
+	bin := configured
+	if bin == "" {
+		var err error
+		if bin, err = FindBinDir(); err != nil {
+			return err
+		}
 	}
-	bin, err := FindBinDir()
-	if err != nil {
-		return "", err
+	have, _ := binMajor(ctx, bin) // unknown: let initdb or the server say what is wrong
+	if raw, err := os.ReadFile(filepath.Join(c.dataDir, "PG_VERSION")); err == nil && configured == "" {
+		if want := strings.TrimSpace(string(raw)); have != "" && want != have {
+			alt := filepath.Join("/usr/lib/postgresql", want, "bin")
+			if !hasBinaries(alt) {
+				return fmt.Errorf("%w: %s holds PostgreSQL %s data, found binaries for %s in %s", ErrVersion, c.dataDir, want, have, bin)
+			}
+			bin, have = alt, want
+		}
 	}
-	raw, err := os.ReadFile(filepath.Join(c.dataDir, "PG_VERSION"))
-	if err != nil {
-		return bin, nil // no cluster yet: any version will do
-	}
-	want := strings.TrimSpace(string(raw))
-	have, err := binMajor(ctx, bin)
-	if err != nil || have == want {
-		return bin, nil // if the version is unknown, let the server say what is wrong
-	}
-	alt := filepath.Join("/usr/lib/postgresql", want, "bin")
-	if hasBinaries(alt) {
-		return alt, nil
-	}
-	return "", fmt.Errorf("%w: %s holds PostgreSQL %s data, found binaries for %s in %s", ErrVersion, c.dataDir, want, have, bin)
+	c.binDir = bin
+	c.major, _ = strconv.Atoi(strings.SplitN(have, ".", 2)[0])
+	return nil
 }
 
 // initIfNeeded runs initdb unless Dir/data already holds a cluster. initdb

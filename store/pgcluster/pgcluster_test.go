@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,4 +270,37 @@ func TestNoDir(t *testing.T) {
 	if _, err := pgcluster.Start(t.Context(), pgcluster.Config{}); !errors.Is(err, pgcluster.ErrNoDir) {
 		t.Fatalf("err = %v, want ErrNoDir", err)
 	}
+}
+
+func TestVersionMismatch(t *testing.T) {
+	needBinaries(t)
+	dir := clusterDir(t)
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data", "PG_VERSION"), []byte("99\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pgcluster.Start(testContext(t), pgcluster.Config{Dir: dir})
+	if !errors.Is(err, pgcluster.ErrVersion) || !strings.Contains(err.Error(), "PostgreSQL 99") {
+		t.Fatalf("err = %v, want ErrVersion naming version 99", err)
+	}
+}
+
+func TestStartFailureShowsServerLog(t *testing.T) {
+	needBinaries(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	_, err = pgcluster.Start(testContext(t), pgcluster.Config{Dir: clusterDir(t), Port: port, NoSync: true, Logger: storetest.Logger(t)})
+	if !errors.Is(err, pgcluster.ErrStart) {
+		t.Fatalf("err = %v, want ErrStart", err)
+	}
+	if !strings.Contains(err.Error(), "Address already in use") {
+		t.Fatalf("error lacks the server log's reason: %v", err)
+	}
+	t.Log(err)
 }

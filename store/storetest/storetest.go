@@ -35,6 +35,10 @@ const (
 	// uses the private cluster, to test that path on a machine that has a
 	// server. Empty or "auto" is the normal order.
 	EnvServer = "STACKBONE_TEST_PG"
+	// EnvPrivateDir overrides where the private cluster lives (default
+	// $TMPDIR/stackbone-testpg-<uid>); a tmpfs such as /dev/shm/... makes
+	// database copies cheaper where the disk is slow to create files.
+	EnvPrivateDir = "STACKBONE_TEST_PG_DIR"
 )
 
 // Errors behind a failed setup; tests see them through t.Fatal.
@@ -93,20 +97,33 @@ var (
 func URL(t testing.TB) string {
 	t.Helper()
 	srv := setup(t)
+	return srv.newDatabase(t, srv.template)
+}
+
+// EmptyURL is URL without the migrations: a brand new database with no
+// schema, for tests of migrating itself. Dropped when the test ends.
+func EmptyURL(t testing.TB) string {
+	t.Helper()
+	return setup(t).newDatabase(t, "template0")
+}
+
+// newDatabase copies template into a new database that t's cleanup drops.
+func (s *server) newDatabase(t testing.TB, template string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	name, err := srv.createDatabase(ctx, srv.template)
+	name, err := s.createDatabase(ctx, template)
 	if err != nil {
-		t.Fatalf("storetest: create test database on %s: %v", srv.source, err)
+		t.Fatalf("storetest: create test database on %s: %v", s.source, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := srv.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)"); err != nil {
+		if _, err := s.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)"); err != nil {
 			t.Errorf("storetest: drop %s: %v", name, err)
 		}
 	})
-	return dbURL(srv.adminURL, name)
+	return dbURL(s.adminURL, name)
 }
 
 // Pool opens a pool on a brand new, migrated database for this test (see
@@ -197,12 +214,15 @@ func chooseServer(ctx context.Context, logger *slog.Logger) (*url.URL, string, e
 }
 
 // privateDir holds the private cluster that all test processes of this user
-// share. It is left running when the tests end, so the next run (and the
+// share (EnvPrivateDir overrides it). It is left running when the tests end, so the next run (and the
 // other packages' test processes running beside this one) reuse it instead
 // of paying initdb and start-up each time; stop it with
 // `pg_ctl stop -D <dir>/data` (as user postgres when running as root) or
 // just delete the directory after stopping it.
 func privateDir() string {
+	if d := os.Getenv(EnvPrivateDir); d != "" {
+		return d
+	}
 	return filepath.Join(os.TempDir(), "stackbone-testpg-"+strconv.Itoa(os.Getuid()))
 }
 

@@ -114,6 +114,23 @@ func TestURLIsMigrated(t *testing.T) {
 	}
 }
 
+func TestEmptyURLHasNoMigrations(t *testing.T) {
+	t.Parallel()
+	u := EmptyURL(t)
+	conn, err := pgx.Connect(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var schemas int
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'stackbone%'").Scan(&schemas); err != nil {
+		t.Fatal(err)
+	}
+	if schemas != 0 {
+		t.Fatalf("%d stackbone schemas in an empty database", schemas)
+	}
+}
+
 func TestIncompleteTemplateIsRebuilt(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
