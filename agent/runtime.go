@@ -27,6 +27,8 @@ type Config struct {
 	// Memory and Settings give turns the person-memory tools. Required.
 	Memory   *memory.Service
 	Settings *memory.Settings
+	// Tools gives each agent's declared server tools (nil: none beyond memory).
+	Tools ToolSource
 	// Logger receives ids, codes and timings, never message text.
 	// Defaults to slog.Default().
 	Logger *slog.Logger

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
+
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/memory"
 )
@@ -26,11 +28,29 @@ type memorySnapshot struct {
 	Off string `json:"off,omitempty"`
 }
 
-// serverTool is a tool the box runs itself.
-type serverTool struct {
-	def Tool
-	run func(ctx context.Context, t *turn, args string) (string, error)
+// ServerTool is a tool the box runs itself (retrieval, memory stores, call
+// control...). Run gets the call and the scope it is bound to; the model
+// can never choose the agent or the person. A Run error fails the turn, so
+// return failures the model should see as a result instead.
+type ServerTool struct {
+	Def Tool
+	Run func(ctx context.Context, call ToolCall, scope Scope) (string, error)
 }
+
+// Scope is what a server tool is bound to in one turn.
+type Scope struct {
+	Agent string
+	// RunID is the turn's run.
+	RunID uuid.UUID
+	// SessionID is "" for stateless turns.
+	SessionID string
+	// Identity is the person selected by the agent's fixed key, if any.
+	Identity identity.Selection
+}
+
+// ToolSource gives the server tools an agent declares (beyond the
+// built-in memory tools), resolved at the start of each turn.
+type ToolSource func(ctx context.Context, agent string) ([]ServerTool, error)
 
 // memorySnapshotFor resolves the agent's effective settings and the
 // identity its fixed key selects. A storage failure is ErrMemory, never a
@@ -59,28 +79,30 @@ var emptyObject = json.RawMessage(`{"type":"object","properties":{},"additionalP
 
 // memoryTools are the tools the snapshot allows, bound to the agent and the
 // selected person: the model can choose neither.
-func memoryTools(snap memorySnapshot) []serverTool {
-	var out []serverTool
+func (r *Runtime) memoryTools(snap memorySnapshot) []ServerTool {
+	var out []ServerTool
 	if snap.Read {
-		out = append(out, serverTool{
-			def: Tool{Name: ToolMemoryRead, Parameters: emptyObject,
+		out = append(out, ServerTool{
+			Def: Tool{Name: ToolMemoryRead, Parameters: emptyObject,
 				Description: "Read what is remembered about the person you are talking with: saved facts and summaries of recent calls. Takes no arguments."},
-			run: runMemoryRead,
+			Run: r.memoryRead,
 		})
 	}
 	if snap.Save {
-		out = append(out, serverTool{
-			def: Tool{Name: ToolMemorySave,
+		out = append(out, ServerTool{
+			Def: Tool{Name: ToolMemorySave,
 				Parameters:  json.RawMessage(`{"type":"object","properties":{"content":{"type":"string","description":"The part of the conversation worth remembering, as text."}},"required":["content"],"additionalProperties":false}`),
 				Description: "Remember durable facts about the person you are talking with (preferences, circumstances, commitments) from the conversation text you pass. Answers {\"saved\": true}."},
-			run: runMemorySave,
+			Run: func(ctx context.Context, call ToolCall, scope Scope) (string, error) {
+				return r.memorySave(ctx, call, scope, snap.Instructions)
+			},
 		})
 	}
 	return out
 }
 
-func runMemoryRead(ctx context.Context, t *turn, _ string) (string, error) {
-	rec, err := t.rt.cfg.Memory.Recall(ctx, memory.RecallRequest{AgentID: t.agentName, UserID: t.sel.Value})
+func (r *Runtime) memoryRead(ctx context.Context, _ ToolCall, scope Scope) (string, error) {
+	rec, err := r.cfg.Memory.Recall(ctx, memory.RecallRequest{AgentID: scope.Agent, UserID: scope.Identity.Value})
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrMemory, err)
 	}
@@ -105,18 +127,18 @@ func runMemoryRead(ctx context.Context, t *turn, _ string) (string, error) {
 
 // runMemorySave extracts with the effective instructions and answers only
 // whether it saved: never the facts or old summaries.
-func runMemorySave(ctx context.Context, t *turn, args string) (string, error) {
+func (r *Runtime) memorySave(ctx context.Context, call ToolCall, scope Scope, instructions *string) (string, error) {
 	var a struct {
 		Content string `json:"content"`
 	}
-	if err := json.Unmarshal([]byte(args), &a); err != nil || a.Content == "" {
+	if err := json.Unmarshal([]byte(call.Arguments), &a); err != nil || a.Content == "" {
 		return `{"saved":false,"error":"content is required"}`, nil
 	}
-	runID := t.run.ID.String()
-	_, err := t.rt.cfg.Memory.Add(ctx, memory.AddRequest{
-		AgentID: t.agentName, UserID: t.sel.Value,
+	runID := scope.RunID.String()
+	_, err := r.cfg.Memory.Add(ctx, memory.AddRequest{
+		AgentID: scope.Agent, UserID: scope.Identity.Value,
 		Transcript:   memory.Transcript{Text: a.Content},
-		Instructions: t.mem.Instructions,
+		Instructions: instructions,
 		Call:         memory.CallMeta{RunID: &runID},
 	})
 	switch {

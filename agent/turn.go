@@ -45,7 +45,7 @@ type turn struct {
 	sel         identity.Selection
 	mem         memorySnapshot
 	clientTools []Tool
-	server      map[string]serverTool
+	server      map[string]ServerTool
 	held        map[string]bool
 
 	run       runs.Run
@@ -75,7 +75,7 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	t, err := r.newTurn(req.Agent, ag, emit, sel, mem, req.Tools)
+	t, err := r.newTurn(ctx, req.Agent, ag, emit, sel, mem, req.Tools)
 	if err != nil {
 		return Result{}, err
 	}
@@ -156,7 +156,7 @@ func (r *Runtime) Decide(ctx context.Context, sessionID string, d Decision, emit
 		return Result{}, err
 	}
 	sel := identity.Select(identity.Set{p.IdentityKey: p.IdentityValue}, p.IdentityKey)
-	t, err := r.newTurn(agentName, ag, emit, sel, p.Memory, p.Tools)
+	t, err := r.newTurn(ctx, agentName, ag, emit, sel, p.Memory, p.Tools)
 	if err != nil {
 		r.release(context.WithoutCancel(ctx), sessionID, StatusHeld)
 		return Result{}, err
@@ -177,15 +177,27 @@ func (r *Runtime) Decide(ctx context.Context, sessionID string, d Decision, emit
 	return t.loop(ctx)
 }
 
-func (r *Runtime) newTurn(name string, ag config.Agent, emit Emit, sel identity.Selection, mem memorySnapshot, clientTools []Tool) (*turn, error) {
+func (r *Runtime) newTurn(ctx context.Context, name string, ag config.Agent, emit Emit, sel identity.Selection, mem memorySnapshot, clientTools []Tool) (*turn, error) {
 	m, err := r.cfg.Models.Resolve(ag.Model)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrProvider, err)
 	}
 	t := &turn{rt: r, agentName: name, agent: ag, model: m, emit: emit, sel: sel, mem: mem,
-		server: map[string]serverTool{}, held: map[string]bool{}}
-	for _, st := range memoryTools(mem) {
-		t.server[st.def.Name] = st
+		server: map[string]ServerTool{}, held: map[string]bool{}}
+	for _, st := range r.memoryTools(mem) {
+		t.server[st.Def.Name] = st
+	}
+	if r.cfg.Tools != nil {
+		extra, err := r.cfg.Tools(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range extra {
+			if _, dup := t.server[st.Def.Name]; dup {
+				return nil, fmt.Errorf("%w: agent %s declares tool %q twice", ErrInvalidRequest, name, st.Def.Name)
+			}
+			t.server[st.Def.Name] = st
+		}
 	}
 	seen := map[string]bool{}
 	for _, ct := range clientTools {
@@ -284,7 +296,7 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
 	}
 	for _, st := range t.sortedServerTools() {
-		req.Tools = append(req.Tools, toolDef(st.def))
+		req.Tools = append(req.Tools, toolDef(st.Def))
 	}
 	for _, ct := range t.clientTools {
 		req.Tools = append(req.Tools, toolDef(ct))
@@ -406,7 +418,7 @@ func (t *turn) runServerTool(ctx context.Context, call ToolCall) (string, error)
 		return fmt.Sprintf(`{"error":"tool %s is not available in this conversation"}`, call.Name), nil
 	}
 	start := time.Now()
-	out, err := st.run(ctx, t, call.Arguments)
+	out, err := st.Run(ctx, call, Scope{Agent: t.agentName, RunID: t.run.ID, SessionID: t.sessionID, Identity: t.sel})
 	t.toolCalls = append(t.toolCalls, map[string]any{"id": call.ID, "name": call.Name, "server": true, "ms": time.Since(start).Milliseconds(), "ok": err == nil})
 	return out, err
 }
@@ -436,13 +448,13 @@ func (t *turn) providerMessages() []openai.ChatCompletionMessage {
 	return out
 }
 
-func (t *turn) sortedServerTools() []serverTool {
+func (t *turn) sortedServerTools() []ServerTool {
 	names := make([]string, 0, len(t.server))
 	for n := range t.server {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	out := make([]serverTool, len(names))
+	out := make([]ServerTool, len(names))
 	for i, n := range names {
 		out[i] = t.server[n]
 	}
