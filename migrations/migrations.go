@@ -17,8 +17,11 @@ import (
 	"io/fs"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for goose
 	"github.com/pressly/goose/v3"
+
+	"github.com/stackbone/box/jobs"
 )
 
 //go:embed *.sql
@@ -79,7 +82,16 @@ func Apply(ctx context.Context, databaseURL string, logger *slog.Logger) error {
 		}
 		return fmt.Errorf("migrations: %w", err)
 	}
-	return nil
+	// River's job tables, by River's own migrator, in the same schema.
+	pool, err := pgxpool.New(ctx, databaseURL)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	defer pool.Close()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return jobs.Migrate(ctx, pool, logger)
 }
 
 // Pending reports how many migrations the database at databaseURL lacks.
