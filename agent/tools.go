@@ -52,6 +52,24 @@ type Scope struct {
 // built-in memory tools), resolved at the start of each turn.
 type ToolSource func(ctx context.Context, agent string) ([]ServerTool, error)
 
+// Sources combines tool sources; a nil source is skipped.
+func Sources(sources ...ToolSource) ToolSource {
+	return func(ctx context.Context, agent string) ([]ServerTool, error) {
+		var out []ServerTool
+		for _, src := range sources {
+			if src == nil {
+				continue
+			}
+			tools, err := src(ctx, agent)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, tools...)
+		}
+		return out, nil
+	}
+}
+
 // memorySnapshotFor resolves the agent's effective settings and the
 // identity its fixed key selects. A storage failure is ErrMemory, never a
 // silent omission.

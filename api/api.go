@@ -168,6 +168,27 @@ func (s *Server) route(pattern, scope string, h http.HandlerFunc) {
 	s.mux.Handle(pattern, s.Authed(scope, h))
 }
 
+// Route registers an /api route of another package behind auth and scope.
+// Its handler answers with WriteData and WriteError (the envelope).
+func (s *Server) Route(pattern, scope string, h http.HandlerFunc) { s.route(pattern, scope, h) }
+
+// WriteData answers {"data": data, "error": null}.
+func WriteData(w http.ResponseWriter, status int, data any) { writeData(w, status, data) }
+
+// WriteError answers {"data": null, "error": {"code", "message"}}.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	writeError(w, status, code, msg)
+}
+
+// Decode reads one strict JSON object (unknown fields, trailing data and
+// bodies over limit bytes are errors) for routes of other packages.
+func Decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	return decode(w, r, limit, v)
+}
+
+// Actor names the authenticated key of r for activity logs ("key:NAME").
+func Actor(r *http.Request) string { return actor(r) }
+
 func bearer(r *http.Request) (string, bool) {
 	h := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(h, " ")

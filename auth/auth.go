@@ -47,11 +47,19 @@ const (
 	// ScopeSessionsRead and ScopeSessionsWrite read sessions and decide held tools.
 	ScopeSessionsRead  = "sessions:read"
 	ScopeSessionsWrite = "sessions:write"
+	// ScopeRAGRead and ScopeRAGWrite guard collections, documents and retrieval.
+	ScopeRAGRead  = "rag:read"
+	ScopeRAGWrite = "rag:write"
+	// ScopeStoresRead and ScopeStoresWrite guard memory stores.
+	ScopeStoresRead  = "stores:read"
+	ScopeStoresWrite = "stores:write"
+	// ScopeVoice places and reads calls and browser rooms.
+	ScopeVoice = "voice"
 )
 
 // AllScopes is every scope; the dev key `local-dev` holds them all.
 var AllScopes = []string{ScopeMemoryRead, ScopeMemoryWrite, ScopeConfigRead, ScopeConfigWrite, ScopeRunsRead,
-	ScopeAgentsRun, ScopeSessionsRead, ScopeSessionsWrite}
+	ScopeAgentsRun, ScopeSessionsRead, ScopeSessionsWrite, ScopeRAGRead, ScopeRAGWrite, ScopeStoresRead, ScopeStoresWrite, ScopeVoice}
 
 // DevKey is the key `stackbone dev` creates; `serve` never does.
 const DevKey = "local-dev"
