@@ -1,0 +1,187 @@
+package voice
+
+import (
+	"strings"
+	"sync"
+)
+
+// Word is one word of a segment with the span of samples that speaks it,
+// as the speech engine reported. End is exclusive.
+type Word struct {
+	Text       string
+	Start, End int
+}
+
+// Segment is one unit of agent speech queued for playout: usually one
+// sentence, already at the call's sample rate.
+type Segment struct {
+	Text string
+	PCM  []int16
+	// Words are the engine's word timings; nil when the engine gave none.
+	// Without them, a segment counts as heard only once all of it played.
+	Words []Word
+	// Unverifiable marks a fallback message or a fixed phrase: if its turn
+	// is cut, none of it is committed, even parts that played.
+	Unverifiable bool
+}
+
+// FrameWriter sends one frame of agent audio to the caller.
+type FrameWriter interface {
+	WriteFrame(pcm []int16) error
+}
+
+// Playout paces agent speech: each Tick writes exactly one frame (the next
+// samples of the current segment, or silence) and advances the playout
+// clock. What the caller heard is derived from that clock alone, so it can
+// never include a sample that was not written.
+//
+// Tick is driven by a real-time ticker in calls and by the test directly,
+// which makes interruption races deterministic. It is safe for concurrent
+// use: the pipeline enqueues while the ticker plays.
+type Playout struct {
+	frame int // samples per frame
+
+	mu      sync.Mutex
+	turn    int       // the assistant turn being played, 0 for none
+	queue   []Segment // segments of that turn not yet started
+	cur     *Segment  // the segment being played
+	pos     int       // samples of cur already written
+	played  []Segment // segments of the turn that fully played
+	done    bool      // the turn's producer finished enqueuing
+	silence []int16
+}
+
+// NewPlayout plays frames of frameSamples samples (160 for 20 ms at 8 kHz).
+func NewPlayout(frameSamples int) *Playout {
+	return &Playout{frame: frameSamples, silence: make([]int16, frameSamples)}
+}
+
+// Start begins assistant turn id; segments enqueued for another turn are
+// ignored. A turn still playing must be finished with Finish or Interrupt
+// first.
+func (p *Playout) Start(id int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.turn, p.queue, p.cur, p.pos, p.played, p.done = id, nil, nil, 0, nil, false
+}
+
+// Enqueue adds a segment to turn id.
+func (p *Playout) Enqueue(id int, s Segment) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id != p.turn || p.done {
+		return
+	}
+	p.queue = append(p.queue, s)
+}
+
+// Close says turn id will get no more segments.
+func (p *Playout) Close(id int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id == p.turn {
+		p.done = true
+	}
+}
+
+// Tick writes one frame and reports whether it carried speech, and whether
+// the current turn has now completely played (closed and drained).
+func (p *Playout) Tick(w FrameWriter) (speech, finished bool, err error) {
+	p.mu.Lock()
+	out := p.silence
+	if p.cur == nil && len(p.queue) > 0 {
+		s := p.queue[0]
+		p.queue = p.queue[1:]
+		p.cur, p.pos = &s, 0
+	}
+	if p.cur != nil {
+		speech = true
+		end := min(p.pos+p.frame, len(p.cur.PCM))
+		out = make([]int16, p.frame)
+		copy(out, p.cur.PCM[p.pos:end])
+		p.pos = end
+		if p.pos >= len(p.cur.PCM) {
+			p.played = append(p.played, *p.cur)
+			p.cur, p.pos = nil, 0
+		}
+	}
+	finished = p.turn != 0 && p.done && p.cur == nil && len(p.queue) == 0
+	p.mu.Unlock()
+	if err := w.WriteFrame(out); err != nil {
+		return speech, finished, err
+	}
+	return speech, finished, nil
+}
+
+// Playing reports whether speech is queued or being played.
+func (p *Playout) Playing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cur != nil || len(p.queue) > 0
+}
+
+// Heard is what the caller heard of the current turn so far, by the rules
+// of the heard transcript: every segment that fully played, then, in a
+// segment cut short, the words whose timings the playout reached. When cut
+// is true (the turn is being interrupted) and any segment of the turn is
+// unverifiable, nothing is heard.
+func (p *Playout) heard(cut bool) string {
+	var parts []string
+	unverifiable := false
+	for _, s := range p.played {
+		unverifiable = unverifiable || s.Unverifiable
+		parts = append(parts, strings.TrimSpace(s.Text))
+	}
+	if p.cur != nil {
+		unverifiable = unverifiable || p.cur.Unverifiable
+		var words []string
+		for _, w := range p.cur.Words {
+			if w.End > p.pos {
+				break
+			}
+			words = append(words, w.Text)
+		}
+		if len(words) > 0 {
+			parts = append(parts, strings.Join(words, " "))
+		}
+	}
+	if cut {
+		for _, s := range p.queue {
+			unverifiable = unverifiable || s.Unverifiable
+		}
+		if unverifiable {
+			return ""
+		}
+	}
+	return strings.Join(nonEmpty(parts), " ")
+}
+
+// Interrupt stops the current turn at once (barge-in, hang-up): the queue
+// is dropped, nothing more of the turn will play, and it returns what the
+// caller heard of it.
+func (p *Playout) Interrupt() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.heard(true)
+	p.turn, p.queue, p.cur, p.pos, p.played, p.done = 0, nil, nil, 0, nil, false
+	return h
+}
+
+// Finish ends a turn that played to its end and returns its text.
+func (p *Playout) Finish() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.heard(false)
+	p.turn, p.queue, p.cur, p.pos, p.played, p.done = 0, nil, nil, 0, nil, false
+	return h
+}
+
+func nonEmpty(in []string) []string {
+	out := in[:0]
+	for _, s := range in {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

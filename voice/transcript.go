@@ -1,0 +1,64 @@
+package voice
+
+import (
+	"strings"
+	"sync"
+	"time"
+)
+
+// Roles of transcript entries.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Entry is one committed turn of the heard transcript.
+type Entry struct {
+	Turn int       `json:"turn"`
+	Role string    `json:"role"`
+	Text string    `json:"text"`
+	At   time.Time `json:"at"`
+}
+
+// Transcript is the heard transcript of a call: user text committed when its
+// transcript is final, assistant text committed from the playout clock. Each
+// turn commits exactly once; a second commit of the same turn is ignored.
+// It is safe for concurrent use.
+type Transcript struct {
+	mu        sync.Mutex
+	entries   []Entry
+	committed map[int]bool
+}
+
+// NewTranscript returns an empty transcript.
+func NewTranscript() *Transcript { return &Transcript{committed: map[int]bool{}} }
+
+// Commit records turn's text once and reports whether this call committed
+// it. Empty text marks the turn committed without an entry (nothing was
+// heard).
+func (t *Transcript) Commit(turn int, role, text string, at time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.committed[turn] {
+		return false
+	}
+	t.committed[turn] = true
+	if text = strings.TrimSpace(text); text != "" {
+		t.entries = append(t.entries, Entry{Turn: turn, Role: role, Text: text, At: at})
+	}
+	return true
+}
+
+// Committed reports whether turn has committed.
+func (t *Transcript) Committed(turn int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.committed[turn]
+}
+
+// Entries returns a copy of the committed entries in commit order.
+func (t *Transcript) Entries() []Entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Entry(nil), t.entries...)
+}
