@@ -73,6 +73,7 @@ type Server struct {
 	script   []Reply
 	fallback func(*openai.ChatCompletionRequest) Reply
 	requests []Request
+	audio    audio
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
@@ -89,6 +90,8 @@ func Start() *Server {
 	s := &Server{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	mux.HandleFunc("POST /v1/audio/transcriptions", s.transcribe)
+	mux.HandleFunc("POST /v1/audio/speech", s.speak)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.record(r, nil)
 		writeError(w, http.StatusNotFound, "providertest: no handler for "+r.Method+" "+r.URL.Path)

@@ -1,0 +1,138 @@
+package providertest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"sync"
+	"unicode/utf8"
+)
+
+// SpeechRate is the sample rate of the scripted text-to-speech ("pcm"
+// format, 16-bit mono little-endian, as OpenAI's speech endpoint answers).
+const SpeechRate = 24000
+
+// SpeechMsPerChar is how long the scripted voice speaks per character of
+// text, so longer sentences play longer.
+const SpeechMsPerChar = 40
+
+// audio holds the scripted speech-to-text answers and what was sent.
+type audio struct {
+	mu          sync.Mutex
+	transcripts []string
+	fallback    func(wav []byte) string
+	speech      []string // texts asked to be spoken
+	uploads     [][]byte // audio files received for transcription
+}
+
+// ScriptTranscripts queues what /v1/audio/transcriptions answers, in order.
+func (s *Server) ScriptTranscripts(texts ...string) {
+	s.audio.mu.Lock()
+	s.audio.transcripts = append(s.audio.transcripts, texts...)
+	s.audio.mu.Unlock()
+}
+
+// RespondTranscripts sets the answer when the transcript queue is empty.
+func (s *Server) RespondTranscripts(fn func(wav []byte) string) {
+	s.audio.mu.Lock()
+	s.audio.fallback = fn
+	s.audio.mu.Unlock()
+}
+
+// SpeechRequests returns the texts sent to /v1/audio/speech so far.
+func (s *Server) SpeechRequests() []string {
+	s.audio.mu.Lock()
+	defer s.audio.mu.Unlock()
+	return append([]string(nil), s.audio.speech...)
+}
+
+// Uploads returns the audio files sent for transcription so far.
+func (s *Server) Uploads() [][]byte {
+	s.audio.mu.Lock()
+	defer s.audio.mu.Unlock()
+	return append([][]byte(nil), s.audio.uploads...)
+}
+
+func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseMultipartForm(32 << 20); err != nil {
+		writeError(w, http.StatusBadRequest, "providertest: multipart: "+err.Error())
+		return
+	}
+	f, _, err := r.FormFile("file")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "providertest: no file")
+		return
+	}
+	data, _ := io.ReadAll(f)
+	s.record(r, nil)
+	s.audio.mu.Lock()
+	s.audio.uploads = append(s.audio.uploads, data)
+	text, ok := "", false
+	if len(s.audio.transcripts) > 0 {
+		text, s.audio.transcripts, ok = s.audio.transcripts[0], s.audio.transcripts[1:], true
+	} else if s.audio.fallback != nil {
+		text, ok = s.audio.fallback(data), true
+	}
+	s.audio.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "providertest: no transcript scripted")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]string{"text": text})
+}
+
+// speak answers a 440 Hz tone lasting SpeechMsPerChar per character.
+func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.record(r, body)
+	var req struct {
+		Input          string `json:"input"`
+		ResponseFormat string `json:"response_format"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || req.Input == "" {
+		writeError(w, http.StatusBadRequest, "providertest: speech needs input")
+		return
+	}
+	s.audio.mu.Lock()
+	s.audio.speech = append(s.audio.speech, req.Input)
+	s.audio.mu.Unlock()
+	n := utf8.RuneCountInString(req.Input) * SpeechMsPerChar * SpeechRate / 1000
+	var pcm bytes.Buffer
+	for i := 0; i < n; i++ {
+		v := int16(8000 * math.Sin(2*math.Pi*440*float64(i)/SpeechRate))
+		_ = binary.Write(&pcm, binary.LittleEndian, v)
+	}
+	switch req.ResponseFormat {
+	case "pcm":
+		w.Header().Set("Content-Type", "audio/pcm")
+		_, _ = w.Write(pcm.Bytes())
+	case "wav":
+		w.Header().Set("Content-Type", "audio/wav")
+		_, _ = w.Write(WAV(pcm.Bytes(), SpeechRate))
+	default:
+		writeError(w, http.StatusBadRequest, "providertest: speech supports response_format pcm or wav")
+	}
+}
+
+// WAV wraps 16-bit mono little-endian PCM in a WAV header.
+func WAV(pcm []byte, rate int) []byte {
+	var b bytes.Buffer
+	b.WriteString("RIFF")
+	_ = binary.Write(&b, binary.LittleEndian, uint32(36+len(pcm)))
+	b.WriteString("WAVEfmt ")
+	_ = binary.Write(&b, binary.LittleEndian, uint32(16))
+	_ = binary.Write(&b, binary.LittleEndian, uint16(1))
+	_ = binary.Write(&b, binary.LittleEndian, uint16(1))
+	_ = binary.Write(&b, binary.LittleEndian, uint32(rate))
+	_ = binary.Write(&b, binary.LittleEndian, uint32(rate*2))
+	_ = binary.Write(&b, binary.LittleEndian, uint16(2))
+	_ = binary.Write(&b, binary.LittleEndian, uint16(16))
+	b.WriteString("data")
+	_ = binary.Write(&b, binary.LittleEndian, uint32(len(pcm)))
+	b.Write(pcm)
+	return b.Bytes()
+}
