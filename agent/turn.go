@@ -40,7 +40,8 @@ type turn struct {
 	history   []Message // from the checkpoint
 	appended  []Message // what this turn adds to the conversation
 	userText  string
-	resumed   bool // a decision resumed this turn
+	resumed   bool   // a decision resumed this turn
+	system    string // extra system context of this turn
 
 	sel         identity.Selection
 	mem         memorySnapshot
@@ -75,9 +76,19 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	if err != nil {
 		return Result{}, err
 	}
+	if req.NoMemoryTools {
+		mem.Read, mem.Save, mem.Off = false, false, "the transport reads and saves memory itself"
+	}
 	t, err := r.newTurn(ctx, req.Agent, ag, emit, sel, mem, req.Tools)
 	if err != nil {
 		return Result{}, err
+	}
+	t.system = req.System
+	for _, st := range req.ServerTools {
+		if _, dup := t.server[st.Def.Name]; dup {
+			return Result{}, fmt.Errorf("%w: tool %q is declared twice", ErrInvalidRequest, st.Def.Name)
+		}
+		t.server[st.Def.Name] = st
 	}
 	t.run.Metadata["wire"] = req.Wire
 	msgs := req.Messages
@@ -434,6 +445,9 @@ func (t *turn) providerMessages() []openai.ChatCompletionMessage {
 	var out []openai.ChatCompletionMessage
 	if t.agent.Instructions != "" {
 		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: t.agent.Instructions})
+	}
+	if t.system != "" {
+		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: t.system})
 	}
 	for _, list := range [][]Message{t.history, t.appended} {
 		for _, m := range list {

@@ -95,8 +95,17 @@ type TurnRequest struct {
 	// included under customerId.
 	Identities identity.Set
 	Options    Options
-	// Wire names the transport for run history ("openai", "anthropic", "agui").
+	// Wire names the transport for run history ("openai", "anthropic",
+	// "agui", "voice").
 	Wire string
+	// System is extra system context for this turn, after the agent's
+	// instructions (a call's recalled memory).
+	System string
+	// NoMemoryTools withholds memory_read and memory_save: voice calls read
+	// and save memory in their lifecycle instead.
+	NoMemoryTools bool
+	// Tools of this turn only (a call's transfer_call), run by the box.
+	ServerTools []ServerTool
 }
 
 // Finish says how a turn ended.

@@ -103,6 +103,25 @@ type Agent struct {
 	// InterruptOn lists server tools whose calls wait for a person's
 	// decision (approve or reject) before they run.
 	InterruptOn []string `yaml:"interruptOn"`
+	// Voice holds the agent's speech settings on calls. Nil uses the
+	// defaults of AgentVoice.
+	Voice *AgentVoice `yaml:"voice"`
+}
+
+// AgentVoice is how an agent listens and speaks on calls.
+type AgentVoice struct {
+	// STT is the speech-to-text model, provider/model (default
+	// openai/whisper-1).
+	STT string `yaml:"stt"`
+	// TTS is the text-to-speech engine: provider/model (default
+	// openai/tts-1), or "espeak" for the offline engine with word timings.
+	TTS string `yaml:"tts"`
+	// Voice is the TTS voice name (default alloy; an espeak-ng voice such
+	// as en-us for espeak).
+	Voice string `yaml:"voice"`
+	// TransferTo is where the transfer_call tool sends the call (a SIP URI);
+	// empty offers no transfer tool.
+	TransferTo string `yaml:"transferTo"`
 }
 
 // AgentMemory is an agent's declared memory defaults. A nil field is not
