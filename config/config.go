@@ -47,6 +47,10 @@ type Config struct {
 	Memory Memory `yaml:"memory"`
 	// Agents by catalog name.
 	Agents map[string]Agent `yaml:"agents"`
+	// RAG holds box-wide retrieval settings.
+	RAG RAG `yaml:"rag"`
+	// ObjectStore is where uploaded originals are kept.
+	ObjectStore ObjectStore `yaml:"objectStore"`
 }
 
 // HTTP holds the listener settings.
@@ -103,9 +107,18 @@ type Agent struct {
 	// InterruptOn lists server tools whose calls wait for a person's
 	// decision (approve or reject) before they run.
 	InterruptOn []string `yaml:"interruptOn"`
+	// Tools are server tools the agent declares, such as a retrieval tool
+	// over one collection (see AgentTool).
+	Tools []AgentTool `yaml:"tools"`
+	// MemoryStores attaches curated memory stores to every session of the
+	// agent, next to its learned memory (see MemoryStoreAttachment).
+	MemoryStores []MemoryStoreAttachment `yaml:"memoryStores"`
 	// Voice holds the agent's speech settings on calls. Nil uses the
 	// defaults of AgentVoice.
 	Voice *AgentVoice `yaml:"voice"`
+	// Greeting is what the agent says when a call opens (a fixed phrase,
+	// after the recall); empty waits for the caller.
+	Greeting string `yaml:"greeting"`
 }
 
 // AgentVoice is how an agent listens and speaks on calls.
@@ -195,6 +208,8 @@ func (c *Config) Validate() error {
 				problems = append(problems, fmt.Sprintf("agent %s: interruptOn: %q is not a tool name", name, tool))
 			}
 		}
+		problems = append(problems, validateTools(name, a.Tools)...)
+		problems = append(problems, validateAttachments(name, a.MemoryStores)...)
 		if m := a.Memory; m != nil {
 			if m.IdentityKey != "" {
 				if err := ValidateIdentityKey(m.IdentityKey); err != nil {
@@ -208,6 +223,7 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	problems = append(problems, c.ObjectStore.validate()...)
 	if c.Memory.Model != "" {
 		if _, _, err := SplitModel(c.Memory.Model); err != nil {
 			problems = append(problems, fmt.Sprintf("memory.model: %v", err))

@@ -154,3 +154,16 @@ func orEmpty(m map[string]any) map[string]any {
 	}
 	return m
 }
+
+// MergeMetadata adds keys to a run's metadata (per-turn voice metrics known
+// only once audio played). It never holds content.
+func (s *Store) MergeMetadata(ctx context.Context, id uuid.UUID, m map[string]any) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("runs: metadata: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE stackbone_platform.runs SET metadata = metadata || $2 WHERE id = $1`, id, b); err != nil {
+		return fmt.Errorf("runs: merge metadata: %w", err)
+	}
+	return nil
+}

@@ -58,7 +58,7 @@ type CallInfo struct {
 
 // Outcomes of a call.
 const (
-	OutcomeCompleted    = "completed"    // the agent or the caller ended a normal call
+	OutcomeCompleted    = "completed" // the agent or the caller ended a normal call
 	OutcomeCallerHangup = "caller_hangup"
 	OutcomeTransferred  = "transferred"
 	OutcomeMediaTimeout = "media_timeout"

@@ -1,0 +1,171 @@
+package voice
+
+import (
+	"math"
+	"slices"
+)
+
+// VADConfig tunes voice activity detection. Zero fields take the defaults
+// in their comments.
+type VADConfig struct {
+	// MarginDB is how far above the noise floor a frame must be to count as
+	// voiced (default 12 dB).
+	MarginDB float64
+	// MinLevelDB is the quietest voiced frame in dBFS (default -45).
+	MinLevelDB float64
+	// StartFrames voiced frames in a row start speech (default 3, 60 ms).
+	StartFrames int
+	// EndFrames unvoiced frames in a row end an utterance (default 30,
+	// 600 ms): the endpointing delay.
+	EndFrames int
+	// MinSpeechFrames is the shortest utterance kept (default 10, 200 ms).
+	MinSpeechFrames int
+}
+
+func (c *VADConfig) defaults() {
+	if c.MarginDB == 0 {
+		c.MarginDB = 12
+	}
+	if c.MinLevelDB == 0 {
+		c.MinLevelDB = -45
+	}
+	if c.StartFrames == 0 {
+		c.StartFrames = 3
+	}
+	if c.EndFrames == 0 {
+		c.EndFrames = 30
+	}
+	if c.MinSpeechFrames == 0 {
+		c.MinSpeechFrames = 10
+	}
+}
+
+// VAD finds utterances in a stream of frames with an energy detector over
+// an adaptive noise floor, so steady line noise (hiss, hum) never counts as
+// speech however loud it is, while speech above it does.
+type VAD struct {
+	cfg      VADConfig
+	floor    float64 // noise floor estimate, dBFS
+	voiced   int     // voiced frames in a row
+	unvoiced int     // unvoiced frames in a row while in speech
+	speaking bool
+	speechN  int // voiced frames of the current utterance
+	buf      [][]int16
+	pre      [][]int16 // frames before speech started, kept for onset
+	levels   []float64 // ring of recent frame levels
+	next     int
+	sorted   []float64
+}
+
+// NewVAD returns a detector.
+func NewVAD(cfg VADConfig) *VAD {
+	cfg.defaults()
+	return &VAD{cfg: cfg, floor: -60}
+}
+
+// VADEvent is what one frame changed.
+type VADEvent int
+
+// VAD events.
+const (
+	VADNone VADEvent = iota
+	// VADSpeechStart: speech began (StartFrames voiced frames).
+	VADSpeechStart
+	// VADSpeechEnd: an utterance ended; Utterance returns its audio.
+	VADSpeechEnd
+	// VADDiscard: speech ended too short to be an utterance (a click, a cough).
+	VADDiscard
+)
+
+// floorWindow is how many frames of levels the noise floor looks back on.
+const floorWindow = 100
+
+// track updates the noise floor: the 10th percentile of the last two
+// seconds of frame levels. Steady noise is always in that window and sets the
+// floor; speech, which pauses between words, sits above it. A dropped packet
+// (digital silence) is one low outlier the percentile ignores.
+func (v *VAD) track(lvl float64) {
+	if len(v.levels) < floorWindow {
+		v.levels = append(v.levels, lvl)
+	} else {
+		v.levels[v.next] = lvl
+		v.next = (v.next + 1) % floorWindow
+	}
+	sorted := append(v.sorted[:0], v.levels...)
+	slices.Sort(sorted)
+	v.sorted = sorted
+	v.floor = sorted[len(sorted)/10]
+}
+
+// Level is a frame's RMS level in dBFS.
+func Level(pcm []int16) float64 {
+	if len(pcm) == 0 {
+		return -120
+	}
+	var sum float64
+	for _, s := range pcm {
+		v := float64(s) / 32768
+		sum += v * v
+	}
+	rms := math.Sqrt(sum / float64(len(pcm)))
+	if rms < 1e-6 {
+		return -120
+	}
+	return 20 * math.Log10(rms)
+}
+
+// Process takes the next frame.
+func (v *VAD) Process(pcm []int16) VADEvent {
+	lvl := Level(pcm)
+	v.track(lvl)
+	voiced := lvl > v.floor+v.cfg.MarginDB && lvl > v.cfg.MinLevelDB
+	frame := append([]int16(nil), pcm...)
+	if !v.speaking {
+		if voiced {
+			v.voiced++
+			v.pre = append(v.pre, frame)
+			if v.voiced >= v.cfg.StartFrames {
+				v.speaking, v.unvoiced, v.speechN = true, 0, v.voiced
+				v.buf = append(v.buf[:0], v.pre...)
+				v.pre = nil
+				return VADSpeechStart
+			}
+		} else {
+			v.voiced = 0
+			v.pre = v.pre[:0]
+		}
+		return VADNone
+	}
+	v.buf = append(v.buf, frame)
+	if voiced {
+		v.unvoiced = 0
+		v.speechN++
+		return VADNone
+	}
+	v.unvoiced++
+	if v.unvoiced < v.cfg.EndFrames {
+		return VADNone
+	}
+	v.speaking, v.voiced = false, 0
+	if v.speechN < v.cfg.MinSpeechFrames {
+		v.buf = v.buf[:0]
+		return VADDiscard
+	}
+	return VADSpeechEnd
+}
+
+// Speaking reports whether an utterance is in progress and how many voiced
+// frames it has so far (for barge-in).
+func (v *VAD) Speaking() (bool, int) { return v.speaking, v.speechN }
+
+// Utterance returns the audio of the utterance that just ended, trailing
+// silence trimmed to 200 ms.
+func (v *VAD) Utterance() []int16 {
+	keep := len(v.buf) - v.unvoiced + min(v.unvoiced, 10)
+	var out []int16
+	for _, f := range v.buf[:keep] {
+		out = append(out, f...)
+	}
+	v.buf = v.buf[:0]
+	return out
+}

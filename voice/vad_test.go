@@ -1,0 +1,66 @@
+package voice
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func tone(freq float64, amp float64, ms, rate int, rng *rand.Rand, noise float64) []int16 {
+	n := ms * rate / 1000
+	out := make([]int16, n)
+	for i := range out {
+		v := amp*math.Sin(2*math.Pi*freq*float64(i)/float64(rate)) + noise*(rng.Float64()*2-1)
+		out[i] = int16(max(-32768, min(32767, v)))
+	}
+	return out
+}
+
+func frames(pcm []int16, size int) [][]int16 {
+	var out [][]int16
+	for i := 0; i+size <= len(pcm); i += size {
+		out = append(out, pcm[i:i+size])
+	}
+	return out
+}
+
+// Line noise alone, even loud, is never an utterance; speech over it is,
+// and ends after the endpointing delay.
+func TestVADIgnoresLineNoise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	v := NewVAD(VADConfig{})
+	// Five seconds of loud hiss with a 50 Hz hum.
+	noise := tone(50, 1500, 5000, 8000, rng, 1200)
+	for _, f := range frames(noise, 160) {
+		if ev := v.Process(f); ev == VADSpeechStart || ev == VADSpeechEnd {
+			t.Fatalf("line noise gave %v", ev)
+		}
+	}
+	// One second of "speech" (a strong tone) over the same noise, then noise.
+	var events []VADEvent
+	speech := tone(300, 12000, 1000, 8000, rng, 1200)
+	tail := tone(50, 1500, 1000, 8000, rng, 1200)
+	for _, f := range frames(append(speech, tail...), 160) {
+		if ev := v.Process(f); ev != VADNone {
+			events = append(events, ev)
+		}
+	}
+	if len(events) != 2 || events[0] != VADSpeechStart || events[1] != VADSpeechEnd {
+		t.Fatalf("events %v, want start then end", events)
+	}
+	u := v.Utterance()
+	if ms := len(u) * 1000 / 8000; ms < 900 || ms > 1400 {
+		t.Fatalf("utterance of %d ms, want about the 1 s of speech", ms)
+	}
+	// A click is discarded.
+	click := tone(300, 12000, 80, 8000, rng, 0)
+	var got []VADEvent
+	for _, f := range frames(append(click, tone(50, 1500, 800, 8000, rng, 1200)...), 160) {
+		if ev := v.Process(f); ev != VADNone {
+			got = append(got, ev)
+		}
+	}
+	if len(got) != 2 || got[1] != VADDiscard {
+		t.Fatalf("click gave %v", got)
+	}
+}
