@@ -100,7 +100,12 @@ type controls struct {
 	transfer string
 }
 
-func (c *controls) Hangup(context.Context) error { c.mu.Lock(); c.hungUp = true; c.mu.Unlock(); return nil }
+func (c *controls) Hangup(context.Context) error {
+	c.mu.Lock()
+	c.hungUp = true
+	c.mu.Unlock()
+	return nil
+}
 func (c *controls) Transfer(_ context.Context, target string) error {
 	c.mu.Lock()
 	c.transfer = target
