@@ -60,12 +60,17 @@ func (p *pipe) WriteFrame(pcm []int16) error {
 	return nil
 }
 
-// say queues ms of voiced caller audio followed by silence.
+// say queues ms of speech-like caller audio: syllables of 160 ms with
+// short quiet gaps between them, as speech has.
 func (p *pipe) say(ms int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.rate / 50
 	for i := 0; i < ms/20; i++ {
+		if i%10 >= 8 {
+			p.in = append(p.in, noise(n, 30))
+			continue
+		}
 		f := make([]int16, n)
 		for j := range f {
 			f[j] = int16(10000 * math.Sin(2*math.Pi*300*float64(i*n+j)/float64(p.rate)))
@@ -123,6 +128,8 @@ agents:
   mailer:
     model: openai/chat
     memory: {identityKey: email, read: true, save: true}
+  talker:
+    model: openai/chat
 `
 
 type env struct {
@@ -261,4 +268,47 @@ func TestCallLifecycleSavesWhatWasHeardAndRecallsIt(t *testing.T) {
 	}
 	call2.Close(voice.OutcomeCompleted)
 	<-done2
+}
+
+// The caller talks over a long answer: playout stops, the answer commits
+// only the sentences that fully played (the provider's voice has no word
+// timings), before the caller's interrupting turn, and the model's next
+// request holds only what was heard.
+func TestBargeInCommitsOnlyWhatPlayed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	long := "First sentence is short. Second sentence is a little longer than that. Third sentence goes on and on for quite a while. Fourth sentence is never reached."
+	e.model.ScriptTranscripts("Tell me everything.", "Stop, please.")
+	e.model.Script(providertest.Reply{Content: long}, providertest.Reply{Content: "Okay."})
+	call, err := e.mgr.Open(ctx, voice.CallInfo{Direction: voice.Inbound, Agent: "talker", PhoneNumber: "+1555"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	media := newPipe(8000)
+	done := make(chan error, 1)
+	go func() { done <- call.Run(ctx, media, &controls{}) }()
+	media.say(800)
+	// Interrupt once the second sentence has started playing: the first is
+	// about 1 s of audio.
+	waitUntil(t, "the answer to start playing", 20*time.Second, func() bool { return media.voicedFramesOut() > 70 })
+	media.say(800)
+	waitUntil(t, "the interruption to be answered", 20*time.Second, func() bool { return len(e.model.ChatRequests()) >= 2 })
+	entries := call.Entries()
+	if len(entries) < 3 || entries[0].Role != "user" || entries[1].Role != "assistant" || entries[2].Role != "user" || entries[2].Text != "Stop, please." {
+		t.Fatalf("transcript order: %+v", entries)
+	}
+	heard := entries[1].Text
+	if !strings.HasPrefix(long, heard) || strings.Contains(heard, "Fourth") || heard == long {
+		t.Fatalf("committed %q: not a strict prefix of whole sentences of %q", heard, long)
+	}
+	// The model's next request knows only what was heard.
+	second := e.model.ChatRequests()[1].Messages
+	for _, m := range second {
+		if strings.Contains(m.Content, "Fourth sentence") {
+			t.Fatal("unheard text reached the model")
+		}
+	}
+	call.Close(voice.OutcomeCompleted)
+	<-done
 }
