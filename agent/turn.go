@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -42,6 +43,7 @@ type turn struct {
 	userText  string
 	resumed   bool   // a decision resumed this turn
 	system    string // extra system context of this turn
+	options   Options
 
 	sel         identity.Selection
 	mem         memorySnapshot
@@ -83,7 +85,7 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	t.system = req.System
+	t.system, t.options = req.System, req.Options
 	for _, st := range req.ServerTools {
 		if _, dup := t.server[st.Def.Name]; dup {
 			return Result{}, fmt.Errorf("%w: tool %q is declared twice", ErrInvalidRequest, st.Def.Name)
@@ -305,6 +307,17 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 		Messages:      t.providerMessages(),
 		Stream:        true,
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
+		Stop:          t.options.Stop,
+	}
+	if o := t.options; o.Temperature != nil {
+		// go-openai omits a zero temperature; the smallest float keeps "0".
+		req.Temperature = max(*o.Temperature, math.SmallestNonzeroFloat32)
+	}
+	if o := t.options; o.TopP != nil {
+		req.TopP = *o.TopP
+	}
+	if o := t.options; o.MaxTokens != nil {
+		req.MaxCompletionTokens = *o.MaxTokens
 	}
 	for _, st := range t.sortedServerTools() {
 		req.Tools = append(req.Tools, toolDef(st.Def))
@@ -560,18 +573,24 @@ func ErrorCode(err error) string {
 	return "internal"
 }
 
-// newMessages drops messages the session already holds (by id), so a client
-// that resends its history (AG-UI) adds each message once.
+// newMessages drops messages the session already holds: by id, so a client
+// that resends its history (AG-UI) adds each message once, and system
+// messages equal to one the session holds, which clients resend with every
+// request (Anthropic's system, an OpenAI client's system message).
 func newMessages(hist, msgs []Message) []Message {
 	have := map[string]bool{}
+	system := map[string]bool{}
 	for _, m := range hist {
 		if m.ID != "" {
 			have[m.ID] = true
 		}
+		if m.Role == RoleSystem {
+			system[m.Content] = true
+		}
 	}
 	var out []Message
 	for _, m := range msgs {
-		if m.ID != "" && have[m.ID] {
+		if (m.ID != "" && have[m.ID]) || (m.Role == RoleSystem && system[m.Content]) {
 			continue
 		}
 		out = append(out, m)

@@ -24,6 +24,10 @@ import (
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/store/pgcluster"
+	"github.com/stackbone/box/voice"
+	aguiwire "github.com/stackbone/box/wire/agui"
+	anthropicwire "github.com/stackbone/box/wire/anthropic"
+	openaiwire "github.com/stackbone/box/wire/openai"
 )
 
 // boxOptions says how runBox differs between dev and serve.
@@ -76,6 +80,12 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	}
 	runtime := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log})
 	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: runtime, Config: cfg, Logger: log})
+	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
+	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
+	aguiwire.Register(handler, aguiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
+	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: runtime, Memory: mem, Settings: settings,
+		Runs: runStore, Speech: voice.ProviderSpeech(registry, nil), Logger: log})
+	calls.Register(handler)
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {

@@ -41,6 +41,8 @@ type Reply struct {
 	// ToolCalls are function calls the model makes (finish reason
 	// tool_calls). Streamed, each call's arguments arrive in two pieces.
 	ToolCalls []Call
+	// Finish overrides the finish reason ("length" for a cut answer).
+	Finish string
 }
 
 // Call is a scripted function call.
@@ -62,6 +64,8 @@ type Request struct {
 	Body   []byte
 	// Chat is the decoded body of a chat completion request.
 	Chat *openai.ChatCompletionRequest
+	// Embeddings is the decoded body of an embeddings request.
+	Embeddings *EmbeddingsRequest
 }
 
 // Server is a scripted provider. Its methods are safe for concurrent use.
@@ -74,6 +78,7 @@ type Server struct {
 	fallback func(*openai.ChatCompletionRequest) Reply
 	requests []Request
 	audio    audio
+	emb      embedState
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
@@ -90,6 +95,7 @@ func Start() *Server {
 	s := &Server{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	mux.HandleFunc("POST /v1/embeddings", s.embeddings)
 	mux.HandleFunc("POST /v1/audio/transcriptions", s.transcribe)
 	mux.HandleFunc("POST /v1/audio/speech", s.speak)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -217,13 +223,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			Function: openai.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
 		finish = openai.FinishReasonToolCalls
 	}
+	if reply.Finish != "" {
+		finish = openai.FinishReason(reply.Finish)
+	}
 	resp := openai.ChatCompletionResponse{
 		ID:      "chatcmpl-test",
 		Object:  "chat.completion",
 		Created: time.Now().Unix(),
 		Model:   req.Model,
 		Choices: []openai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: finish}},
-		Usage: openai.Usage{PromptTokens: pt, CompletionTokens: ct, TotalTokens: pt + ct},
+		Usage:   openai.Usage{PromptTokens: pt, CompletionTokens: ct, TotalTokens: pt + ct},
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
@@ -260,6 +269,9 @@ func streamChat(w http.ResponseWriter, model string, reply Reply, pt, ct int, us
 		send(chunk(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: &i,
 			Function: openai.FunctionCall{Arguments: c.Arguments[half:]}}}}, ""))
 		finish = openai.FinishReasonToolCalls
+	}
+	if reply.Finish != "" {
+		finish = openai.FinishReason(reply.Finish)
 	}
 	send(chunk(openai.ChatCompletionStreamChoiceDelta{}, finish))
 	if usage {

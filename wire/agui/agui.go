@@ -1,0 +1,193 @@
+package aguiwire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/identity"
+)
+
+// ProtocolVersion is the AG-UI version this wire speaks, declared on
+// RUN_STARTED.
+const ProtocolVersion = "1.0"
+
+// maxBodyBytes bounds a RunAgentInput. Clients resend the whole history on
+// every run, so this is generous.
+const maxBodyBytes = 8 << 20
+
+// Config wires the AG-UI route.
+type Config struct {
+	// Runtime runs the turns. Required.
+	Runtime *agent.Runtime
+	// Guard authenticates a request and checks its scope; (*api.Server).Guard.
+	// Required.
+	Guard func(r *http.Request, scope string, xAPIKey bool) (*http.Request, *api.Refusal)
+	// Logger receives ids, codes, sizes and timings, never message text.
+	// Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+type handler struct {
+	rt    *agent.Runtime
+	guard func(*http.Request, string, bool) (*http.Request, *api.Refusal)
+	log   *slog.Logger
+}
+
+// Register mounts POST /agui/{agent} on mux. It panics when Runtime or Guard
+// is missing: that is a wiring mistake, not a request error.
+func Register(mux interface{ Handle(string, http.Handler) }, cfg Config) {
+	if cfg.Runtime == nil || cfg.Guard == nil {
+		panic("aguiwire: Config.Runtime and Config.Guard are required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	mux.Handle("POST /agui/{agent}", &handler{rt: cfg.Runtime, guard: cfg.Guard, log: log.With("component", "agui")})
+}
+
+// known reports whether the runtime declares the agent.
+func (h *handler) known(name string) bool {
+	for _, a := range h.rt.Agents() {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// errorMap is the one table from domain errors to this wire's statuses and
+// codes. Statuses under 500 refuse the request before the stream starts;
+// the others fail a started run with RUN_ERROR.
+var errorMap = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{agent.ErrUnknownAgent, http.StatusNotFound, "agent_not_found"},
+	{agent.ErrInvalidRequest, http.StatusBadRequest, "invalid_request"},
+	{identity.ErrInvalid, http.StatusBadRequest, "invalid_request"},
+	{identity.ErrConflict, http.StatusBadRequest, "invalid_request"},
+	{agent.ErrSessionBusy, http.StatusConflict, "session_busy"},
+	{agent.ErrDecisionPending, http.StatusConflict, "decision_pending"},
+	{agent.ErrProvider, http.StatusBadGateway, "provider_failed"},
+	{agent.ErrMemory, http.StatusServiceUnavailable, "memory_unavailable"},
+	{agent.ErrStorage, http.StatusServiceUnavailable, "storage_unavailable"},
+	{context.DeadlineExceeded, http.StatusGatewayTimeout, "timeout"},
+}
+
+// classify returns the status and code of err; unknown errors are internal.
+func classify(err error) (status int, code string, known bool) {
+	var bad *inputError
+	if errors.As(err, &bad) {
+		return http.StatusBadRequest, "invalid_request", true
+	}
+	for _, e := range errorMap {
+		if errors.Is(err, e.err) {
+			return e.status, e.code, true
+		}
+	}
+	return http.StatusInternalServerError, "internal", false
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	r2, refused := h.guard(r, auth.ScopeAgentsRun, false)
+	if refused != nil {
+		if refused.Status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="stackbone"`)
+		}
+		writeError(w, refused.Status, refused.Code, refused.Message)
+		return
+	}
+	r = r2
+	name := r.PathValue("agent")
+	if !h.known(name) {
+		writeError(w, http.StatusNotFound, "agent_not_found", "no agent named "+quote(name))
+		return
+	}
+	in, err := decodeInput(w, r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	req, err := in.turnRequest(name, h.log)
+	if err != nil {
+		status, code, _ := classify(err)
+		writeError(w, status, code, err.Error())
+		return
+	}
+	runID := in.RunID
+	if runID == "" {
+		runID = uuid.NewString()
+	}
+	s := newStream(w, in.ThreadID, runID)
+	res, err := h.rt.Turn(r.Context(), req, s.emit)
+	attrs := []slog.Attr{slog.String("agent", name), slog.String("aguiRunId", runID),
+		slog.Int("messages", len(req.Messages)), slog.Int("tools", len(req.Tools)), slog.Bool("session", req.SessionKey != "")}
+	if err != nil {
+		status, code, known := classify(err)
+		attrs = append(attrs, slog.String("code", code), slog.Int("events", s.events), slog.Duration("duration", time.Since(start)))
+		switch {
+		case !s.started && status < 500:
+			writeError(w, status, code, err.Error())
+			h.log.LogAttrs(r.Context(), slog.LevelInfo, "agui run refused", attrs...)
+		case r.Context().Err() != nil:
+			h.log.LogAttrs(r.Context(), slog.LevelInfo, "agui run ended: client went away", attrs...)
+		default:
+			msg := err.Error()
+			if !known {
+				msg = "internal error"
+				attrs = append(attrs, slog.String("error", err.Error()))
+			}
+			_ = s.fail(code, msg)
+			h.log.LogAttrs(r.Context(), slog.LevelWarn, "agui run failed", attrs...)
+		}
+		return
+	}
+	if err := s.finish(res); err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	attrs = append(attrs, slog.String("runId", res.RunID.String()), slog.String("finish", string(res.Finish)),
+		slog.Int("events", s.events), slog.Duration("duration", time.Since(start)))
+	h.log.LogAttrs(r.Context(), slog.LevelDebug, "agui run", attrs...)
+}
+
+// errorBody is the JSON body of a refused request.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(errorBody{Error: errorDetail{Code: code, Message: msg}})
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(clip(s, 100))
+	return string(b)
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

@@ -1,0 +1,53 @@
+// Package anthropicwire serves the Anthropic Messages wire: any Anthropic
+// client talks to the box's agents, the model name being the agent's name.
+//
+//	srv := api.New(api.Config{...})
+//	anthropicwire.Register(srv, anthropicwire.Config{Runtime: rt, Guard: srv.Guard, Logger: log})
+//
+// Route: POST /anthropic/v1/messages, plain or streamed. The key comes from
+// `Authorization: Bearer KEY` or `x-api-key: KEY` and needs the agents:run
+// scope; the anthropic-version header is accepted and not checked.
+//
+// The request's system prompt (a string or text blocks), messages (a string
+// or text, tool_use and tool_result blocks), client tools (name,
+// description, input_schema), metadata.user_id (the scalar customer
+// identity), max_tokens (required, as Anthropic requires it), temperature,
+// top_p and stop_sequences become an agent.TurnRequest. A tool_result with
+// is_error true reaches the model prefixed with "Error: ". The box's headers
+// x-stackbone-session, x-stackbone-conversation and x-stackbone-identities
+// are read on every turn.
+//
+// Documented fields that change nothing the box does are accepted and
+// ignored: service_tier, inference_geo, speed, cache_control (top level),
+// diagnostics, the tool options strict, defer_loading, input_examples,
+// allowed_callers, eager_input_streaming and cache_control, and any other
+// field inside a content block (citations, cache_control, caller, ...).
+// temperature and top_p are passed on although current official clients no
+// longer send them. Fields
+// that would change the answer are a 400 unless they hold their default:
+// top_k, tool_choice other than {"type": "auto"}, thinking other than
+// {"type": "disabled"}, output_config, container, mcp_servers and
+// context_management. Any other field is a 400, and so are image, document,
+// thinking and server-tool blocks, and tools that are not custom tools.
+//
+// # Held tools
+//
+// When a tool listed in the agent's interruptOn waits for a person's
+// decision, the answer is the assistant text so far with stop_reason
+// "end_turn" and an extension field on the message (streamed: on
+// message_delta):
+//
+//	"stackbone": {"held": {"toolCallId": "call_...", "name": "refund"}}
+//
+// The next message on that session answers 409 until the decision is made.
+//
+// # Errors
+//
+// Errors use Anthropic's shape {"type": "error", "error": {"type",
+// "message"}}: 400 invalid_request_error, 401 authentication_error, 403
+// permission_error, 404 not_found_error (unknown model), 409
+// invalid_request_error (the message says the session is busy or a
+// decision is pending), 413 request_too_large, 502 and 500 api_error, 503
+// overloaded_error. An error after a stream began is one `event: error` and
+// the stream ends.
+package anthropicwire

@@ -1,0 +1,55 @@
+// Package openaiwire serves the OpenAI Chat Completions wire: any OpenAI
+// client talks to the box's agents, the model name being the agent's name.
+//
+//	srv := api.New(api.Config{...})
+//	openaiwire.Register(srv, openaiwire.Config{Runtime: rt, Guard: srv.Guard, Logger: log})
+//
+// Routes (each needs a bearer key with the agents:run scope):
+//
+//	POST /openai/v1/chat/completions   one turn, plain or streamed
+//	GET  /openai/v1/models             the declared agents as models
+//	GET  /openai/v1/models/{model}     one of them
+//
+// The request's messages, client tools (type function), `user` (the scalar
+// customer identity), temperature, top_p, max_tokens or
+// max_completion_tokens and stop become an agent.TurnRequest. The box's
+// headers x-stackbone-session (keep the conversation in the box; send only
+// the new messages), x-stackbone-conversation (group stateless turns) and
+// x-stackbone-identities (a JSON object of identities) are read on every
+// turn.
+//
+// Documented fields that change nothing the box does are accepted and
+// ignored: n (1 only), seed, parallel_tool_calls, metadata, store,
+// service_tier, prompt_cache_key, prompt_cache_retention, safety_identifier,
+// prediction, and stream_options.include_obfuscation. Fields that would
+// change the answer and that the box cannot honour are a 400 unless they
+// hold their default: n above 1, tool_choice other than "auto",
+// response_format other than text, logprobs, top_logprobs,
+// frequency_penalty, presence_penalty, logit_bias, modalities other than
+// text, audio, functions, function_call, reasoning_effort, verbosity and
+// web_search_options. Any other field is a 400. Content parts other than
+// text (images, audio, files) are a 400.
+//
+// # Held tools
+//
+// When a tool listed in the agent's interruptOn waits for a person's
+// decision, Chat Completions has no way to say so. The answer is the
+// assistant text so far with finish_reason "stop", plus a top-level
+// extension field (on the completion, or on the streamed chunk that carries
+// the finish_reason):
+//
+//	"stackbone": {"held": {"toolCallId": "call_...", "name": "refund"}}
+//
+// Clients that do not know the field ignore it; the next message on that
+// session answers 409 decision_pending until the decision is made.
+//
+// # Errors
+//
+// Errors use OpenAI's shape {"error": {"message", "type", "param", "code"}}:
+// 400 invalid_request_error, 401 authentication_error, 403
+// permission_error, 404 model_not_found, 409 session_busy or
+// decision_pending, 502 provider_error, 503 memory_unavailable or
+// storage_unavailable, 500 otherwise (without internal detail). An error
+// after a stream began is one `data: {"error": {...}}` event, and the stream
+// ends without [DONE].
+package openaiwire

@@ -1,0 +1,320 @@
+package openaiwire
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/wire"
+)
+
+// Config wires the OpenAI wire.
+type Config struct {
+	// Runtime runs the turns. Required.
+	Runtime *agent.Runtime
+	// Guard authenticates a request ((*api.Server).Guard). Required.
+	Guard func(r *http.Request, scope string, xAPIKey bool) (*http.Request, *api.Refusal)
+	// Logger receives ids, codes, sizes and timings, never message text.
+	// Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Register mounts the wire's routes on mux (an *api.Server or an
+// *http.ServeMux).
+func Register(mux interface{ Handle(string, http.Handler) }, cfg Config) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h := &handler{cfg: cfg, log: cfg.Logger.With("component", "wire.openai")}
+	mux.Handle("POST /openai/v1/chat/completions", http.HandlerFunc(h.chat))
+	mux.Handle("GET /openai/v1/models", http.HandlerFunc(h.models))
+	mux.Handle("GET /openai/v1/models/{model}", http.HandlerFunc(h.model))
+}
+
+type handler struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// OwnedBy is the owned_by of every model the box lists.
+const OwnedBy = "stackbone"
+
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (h *handler) models(w http.ResponseWriter, r *http.Request) {
+	if _, rf := h.cfg.Guard(r, auth.ScopeAgentsRun, false); rf != nil {
+		writeError(w, refusal(rf))
+		return
+	}
+	data := []modelObject{}
+	for _, a := range h.cfg.Runtime.Agents() {
+		data = append(data, modelObject{ID: a.Name, Object: "model", OwnedBy: OwnedBy})
+	}
+	writeJSON(w, map[string]any{"object": "list", "data": data})
+}
+
+func (h *handler) model(w http.ResponseWriter, r *http.Request) {
+	if _, rf := h.cfg.Guard(r, auth.ScopeAgentsRun, false); rf != nil {
+		writeError(w, refusal(rf))
+		return
+	}
+	name := r.PathValue("model")
+	if !h.known(name) {
+		writeError(w, unknownModel(name))
+		return
+	}
+	writeJSON(w, modelObject{ID: name, Object: "model", OwnedBy: OwnedBy})
+}
+
+func (h *handler) known(name string) bool {
+	for _, a := range h.cfg.Runtime.Agents() {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func unknownModel(name string) *apiError {
+	return newError(http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
+		"the model "+quote(name)+" does not exist: the model is the name of an agent (GET /openai/v1/models lists them)")
+}
+
+// quote is a client-sent name as JSON, clipped to 100 characters.
+func quote(s string) string {
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:100]) + "…"
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// chat runs one turn.
+func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	r, rf := h.cfg.Guard(r, auth.ScopeAgentsRun, false)
+	if rf != nil {
+		writeError(w, refusal(rf))
+		return
+	}
+	turn, req, err := h.turnRequest(w, r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !h.known(req.Model) {
+		writeError(w, unknownModel(req.Model))
+		return
+	}
+	id := "chatcmpl-" + randomID()
+	var res agent.Result
+	streamed := req.Stream != nil && *req.Stream
+	if streamed {
+		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+		s := &streamer{w: w, id: id, created: start.Unix(), model: req.Model, includeUsage: includeUsage, calls: map[string]*callState{}}
+		res, err = h.cfg.Runtime.Turn(r.Context(), turn, s.emit)
+		switch {
+		case err != nil && s.sse == nil:
+			h.fail(w, r, err)
+		case err != nil && s.err != nil:
+			// Writing failed: the client went away, and nobody is left to tell.
+			h.log.Debug("stream ended by the client", "agent", turn.Agent, "error", s.err)
+		case err != nil:
+			e, ok := classify(err)
+			h.logFailure(r, err, e, ok)
+			s.fail(e)
+		default:
+			s.finish(res)
+		}
+	} else {
+		res, err = h.cfg.Runtime.Turn(r.Context(), turn, func(agent.Event) error { return nil })
+		if err != nil {
+			h.fail(w, r, err)
+		} else {
+			writeJSON(w, completion(id, start.Unix(), req.Model, res))
+		}
+	}
+	if err == nil {
+		h.log.LogAttrs(r.Context(), slog.LevelDebug, "turn", slog.String("agent", turn.Agent),
+			slog.String("run", res.RunID.String()), slog.String("finish", string(res.Finish)), slog.Bool("stream", streamed),
+			slog.Int("messages", len(turn.Messages)), slog.Int("inputTokens", res.Usage.InputTokens),
+			slog.Int("outputTokens", res.Usage.OutputTokens), slog.Duration("duration", time.Since(start)))
+	}
+}
+
+// turnRequest reads the body and the box's headers into a turn.
+func (h *handler) turnRequest(w http.ResponseWriter, r *http.Request) (agent.TurnRequest, *chatRequest, error) {
+	req, err := decodeRequest(w, r)
+	if err != nil {
+		return agent.TurnRequest{}, nil, err
+	}
+	if err := req.check(); err != nil {
+		return agent.TurnRequest{}, nil, err
+	}
+	msgs, err := req.messages()
+	if err != nil {
+		return agent.TurnRequest{}, nil, err
+	}
+	tools, err := req.tools()
+	if err != nil {
+		return agent.TurnRequest{}, nil, err
+	}
+	session, conversation, err := wire.SessionKeys(r)
+	if err != nil {
+		return agent.TurnRequest{}, nil, err
+	}
+	ids, err := wire.Identities(r, req.User)
+	if err != nil {
+		return agent.TurnRequest{}, nil, err
+	}
+	return agent.TurnRequest{
+		Agent: req.Model, Messages: msgs, Tools: tools,
+		SessionKey: session, ConversationKey: conversation,
+		Identities: ids, Options: req.options(), Wire: "openai",
+	}, req, nil
+}
+
+// fail answers err before anything was written.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if gone(r, err) {
+		return
+	}
+	e, ok := classify(err)
+	h.logFailure(r, err, e, ok)
+	writeError(w, e)
+}
+
+func (h *handler) logFailure(r *http.Request, err error, e *apiError, ok bool) {
+	switch {
+	case gone(r, err):
+	case !ok:
+		h.log.Error("turn failed", "error", err)
+	case e.status >= 500:
+		h.log.Warn("turn failed", "status", e.status, "code", deref(e.Code))
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Completion shapes.
+
+type completionMessage struct {
+	Role      string          `json:"role"`
+	Content   *string         `json:"content"`
+	Refusal   *string         `json:"refusal"`
+	ToolCalls []toolCallValue `json:"tool_calls,omitempty"`
+}
+
+type toolCallValue struct {
+	ID       string        `json:"id"`
+	Type     string        `json:"type"`
+	Function functionValue `json:"function"`
+}
+
+type functionValue struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// extension is the box's top-level extension field, "stackbone".
+type extension struct {
+	Held *heldCall `json:"held,omitempty"`
+}
+
+type heldCall struct {
+	ToolCallID string `json:"toolCallId"`
+	Name       string `json:"name"`
+}
+
+type completionChoice struct {
+	Index        int               `json:"index"`
+	Message      completionMessage `json:"message"`
+	Logprobs     *struct{}         `json:"logprobs"`
+	FinishReason string            `json:"finish_reason"`
+}
+
+type completionObject struct {
+	ID        string             `json:"id"`
+	Object    string             `json:"object"`
+	Created   int64              `json:"created"`
+	Model     string             `json:"model"`
+	Choices   []completionChoice `json:"choices"`
+	Usage     usage              `json:"usage"`
+	Stackbone *extension         `json:"stackbone,omitempty"`
+}
+
+func completion(id string, created int64, model string, res agent.Result) completionObject {
+	msg := completionMessage{Role: "assistant", Content: &res.Text}
+	if res.Finish == agent.FinishToolCalls {
+		for _, tc := range res.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, toolCallValue{ID: tc.ID, Type: "function",
+				Function: functionValue{Name: tc.Name, Arguments: tc.Arguments}})
+		}
+		if res.Text == "" {
+			msg.Content = nil
+		}
+	}
+	return completionObject{
+		ID: id, Object: "chat.completion", Created: created, Model: model,
+		Choices:   []completionChoice{{Index: 0, Message: msg, FinishReason: finishReason(res.Finish)}},
+		Usage:     usageOf(res.Usage),
+		Stackbone: heldExtension(res),
+	}
+}
+
+func finishReason(f agent.Finish) string {
+	switch f {
+	case agent.FinishLength:
+		return "length"
+	case agent.FinishToolCalls:
+		return "tool_calls"
+	}
+	// FinishHeld has no Chat Completions equivalent: the extension says it.
+	return "stop"
+}
+
+func heldExtension(res agent.Result) *extension {
+	if res.Finish != agent.FinishHeld || res.Held == nil {
+		return nil
+	}
+	return &extension{Held: &heldCall{ToolCallID: res.Held.ID, Name: res.Held.Name}}
+}
+
+func usageOf(u agent.Usage) usage {
+	return usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
