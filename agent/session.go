@@ -104,6 +104,49 @@ func (r *Runtime) release(ctx context.Context, id, status string) {
 	}
 }
 
+// claimAndLoad claims a kept session and loads its checkpoint in one round
+// trip. It returns the turns so far, the messages and the last step, or the
+// errors of claim.
+func (r *Runtime) claimAndLoad(ctx context.Context, id, agentName string) (int, []Message, int, error) {
+	stale := r.cfg.Now().Add(-r.cfg.ModelTimeout - time.Minute)
+	var b pgx.Batch
+	b.Queue(`
+		INSERT INTO stackbone_platform.sessions AS s (id, kind, agent_id, status, running_since)
+		VALUES ($1, 'session', $2, 'running', now())
+		ON CONFLICT (id) DO UPDATE SET status = 'running', running_since = now()
+		WHERE s.status IN ('completed', 'failed') OR (s.status = 'running' AND s.running_since < $3)
+		RETURNING turns`, id, agentName, stale)
+	b.Queue(`SELECT step, messages, pending FROM stackbone_checkpoints.checkpoints WHERE session_id = $1 ORDER BY step`, id)
+	br := r.cfg.Pool.SendBatch(ctx, &b)
+	var turns int
+	err := br.QueryRow().Scan(&turns)
+	if err != nil {
+		br.Close()
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Not claimed: say why (held or busy).
+			_, err = r.claim(ctx, id, kindSession, agentName, false)
+			if err == nil {
+				err = fmt.Errorf("%w: the session changed while it was claimed", ErrSessionBusy)
+			}
+			return 0, nil, 0, err
+		}
+		return 0, nil, 0, fmt.Errorf("%w: claim session: %v", ErrStorage, err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		r.release(context.WithoutCancel(ctx), id, StatusFailed)
+		return 0, nil, 0, fmt.Errorf("%w: load checkpoint: %v", ErrStorage, err)
+	}
+	msgs, _, step, err := scanCheckpoint(rows)
+	br.Close()
+	if err != nil {
+		r.release(context.WithoutCancel(ctx), id, StatusFailed)
+		return 0, nil, 0, err
+	}
+	return turns, msgs, step, nil
+}
+
 // loadCheckpoint returns the session's messages and the pending held call
 // of its latest step, if any.
 func (r *Runtime) loadCheckpoint(ctx context.Context, id string) ([]Message, *pending, int, error) {
@@ -112,11 +155,17 @@ func (r *Runtime) loadCheckpoint(ctx context.Context, id string) ([]Message, *pe
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("%w: load checkpoint: %v", ErrStorage, err)
 	}
+	return scanCheckpoint(rows)
+}
+
+// scanCheckpoint reads checkpoint rows: the messages of every step in order
+// and the pending call of the last one.
+func scanCheckpoint(rows pgx.Rows) ([]Message, *pending, int, error) {
 	var msgs []Message
 	var last *pending
 	var step int
 	var raw, rawPending []byte
-	_, err = pgx.ForEachRow(rows, []any{&step, &raw, &rawPending}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&step, &raw, &rawPending}, func() error {
 		var m []Message
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return err
@@ -156,6 +205,12 @@ type turnRecord struct {
 // the transcript row and the session row.
 func (r *Runtime) persist(ctx context.Context, t turnRecord) error {
 	var b pgx.Batch
+	if t.kind != kindSession {
+		// Without a checkpoint, the rows are history and grouping, not the
+		// conversation: the commit need not wait for the disk. A crash can
+		// lose the last few milliseconds of them, never a session's state.
+		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	}
 	queueRun(&b, t.run)
 	if t.sessionID != "" {
 		if t.kind == kindSession {

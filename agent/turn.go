@@ -102,22 +102,22 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 		t.kind = kindConversation
 		t.sessionID = SessionID(kindConversation, req.Agent, sel.Address(), req.ConversationKey)
 	}
-	if t.sessionID != "" {
+	switch t.kind {
+	case kindSession:
+		turns, hist, step, err := r.claimAndLoad(ctx, t.sessionID, req.Agent)
+		if err != nil {
+			return Result{}, err
+		}
+		t.turnNo, t.history, t.step = turns+1, hist, step+1
+		t.run.Metadata["session"] = t.sessionID
+		msgs = newMessages(hist, msgs)
+	case kindConversation:
 		turns, err := r.claim(ctx, t.sessionID, t.kind, req.Agent, false)
 		if err != nil {
 			return Result{}, err
 		}
 		t.turnNo = turns + 1
 		t.run.Metadata["session"] = t.sessionID
-		if t.kind == kindSession {
-			hist, _, step, err := r.loadCheckpoint(ctx, t.sessionID)
-			if err != nil {
-				r.release(context.WithoutCancel(ctx), t.sessionID, StatusFailed)
-				return Result{}, err
-			}
-			t.history, t.step = hist, step+1
-			msgs = newMessages(hist, msgs)
-		}
 	}
 	if len(msgs) == 0 {
 		if t.sessionID != "" {

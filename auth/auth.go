@@ -16,11 +16,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stackbone/box/store/notify"
 )
 
 // Errors of the key store.
@@ -76,13 +79,40 @@ type Key struct {
 // Has reports whether the key holds scope.
 func (k Key) Has(scope string) bool { return slices.Contains(k.Scopes, scope) }
 
-// Store reads and writes keys.
+// Store reads and writes keys. Authenticated keys are cached in memory for
+// at most cacheTTL; any change to keys clears the cache of this box at once
+// and of the others through notify (topic "auth"), so a revoked key stops
+// working everywhere within a notification's delay.
 type Store struct {
 	pool *pgxpool.Pool
+
+	mu    sync.Mutex
+	cache map[string]cachedKey
 }
 
+type cachedKey struct {
+	key Key
+	at  time.Time
+}
+
+// cacheTTL bounds how long a cached key is trusted without a notification.
+const cacheTTL = 30 * time.Second
+
 // NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, cache: map[string]cachedKey{}} }
+
+// Invalidate drops every cached key (the notify subscriber of "auth").
+func (s *Store) Invalidate(string) {
+	s.mu.Lock()
+	clear(s.cache)
+	s.mu.Unlock()
+}
+
+// changed clears this box's cache and tells the others.
+func (s *Store) changed(ctx context.Context) {
+	s.Invalidate("")
+	_ = notify.Send(ctx, s.pool, "auth", "")
+}
 
 // Hash is how a secret is stored.
 func Hash(secret string) []byte {
@@ -113,6 +143,7 @@ func (s *Store) Create(ctx context.Context, name string, scopes []string) (strin
 	if err != nil {
 		return "", Key{}, fmt.Errorf("auth: create: %w", err)
 	}
+	s.changed(ctx)
 	return secret, k, nil
 }
 
@@ -129,6 +160,7 @@ func (s *Store) Ensure(ctx context.Context, name, secret string, scopes []string
 	if err != nil {
 		return fmt.Errorf("auth: ensure %s: %w", name, err)
 	}
+	s.changed(ctx)
 	return nil
 }
 
@@ -137,15 +169,28 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Key, error) {
 	if secret == "" || len(secret) > 200 {
 		return Key{}, ErrUnauthenticated
 	}
+	h := Hash(secret)
+	s.mu.Lock()
+	c, ok := s.cache[string(h)]
+	s.mu.Unlock()
+	if ok && time.Since(c.at) < cacheTTL {
+		return c.key, nil
+	}
 	var k Key
 	err := s.pool.QueryRow(ctx, `SELECT id, name, scopes, created_at FROM stackbone_platform.api_keys
-		WHERE key_hash = $1 AND revoked_at IS NULL`, Hash(secret)).Scan(&k.ID, &k.Name, &k.Scopes, &k.CreatedAt)
+		WHERE key_hash = $1 AND revoked_at IS NULL`, h).Scan(&k.ID, &k.Name, &k.Scopes, &k.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Key{}, ErrUnauthenticated
 	}
 	if err != nil {
 		return Key{}, fmt.Errorf("auth: lookup: %w", err)
 	}
+	s.mu.Lock()
+	if len(s.cache) > 10000 {
+		clear(s.cache) // bound memory against many distinct keys
+	}
+	s.cache[string(h)] = cachedKey{key: k, at: time.Now()}
+	s.mu.Unlock()
 	return k, nil
 }
 
@@ -158,6 +203,7 @@ func (s *Store) Revoke(ctx context.Context, name string) error {
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: %s", ErrNotFound, name)
 	}
+	s.changed(ctx)
 	return nil
 }
 

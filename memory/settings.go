@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/store/notify"
 )
 
 // Origins of an effective setting.
@@ -32,10 +34,42 @@ const (
 // Settings holds the per-agent memory settings: Studio overrides stored in the
 // database over the agent's declaration in config ("code") over the platform
 // defaults, and the agent's fixed identity key.
+//
+// What Get reads is cached per agent for at most settingsTTL: every turn and
+// call reads it, and a save or reset clears the cache of this box at once and
+// of the others through notify (topic "settings").
 type Settings struct {
 	pool   *pgxpool.Pool
 	agents map[string]*config.AgentMemory
 	log    *slog.Logger
+
+	mu    sync.Mutex
+	cache map[string]cachedSettings
+}
+
+type cachedSettings struct {
+	ov Overrides
+	b  *Binding
+	at time.Time
+}
+
+const settingsTTL = 30 * time.Second
+
+// Invalidate drops the cached settings of agentID, or of every agent when
+// agentID is "" (the notify subscriber of "settings").
+func (s *Settings) Invalidate(agentID string) {
+	s.mu.Lock()
+	if agentID == "" {
+		clear(s.cache)
+	} else {
+		delete(s.cache, agentID)
+	}
+	s.mu.Unlock()
+}
+
+func (s *Settings) changed(ctx context.Context, agentID string) {
+	s.Invalidate(agentID)
+	_ = notify.Send(ctx, s.pool, "settings", agentID)
 }
 
 // NewSettings returns Settings for the declared agents (a nil value is an
@@ -44,7 +78,7 @@ func NewSettings(pool *pgxpool.Pool, agents map[string]*config.AgentMemory, logg
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Settings{pool: pool, agents: agents, log: logger.With("component", "memory.settings")}
+	return &Settings{pool: pool, agents: agents, log: logger.With("component", "memory.settings"), cache: map[string]cachedSettings{}}
 }
 
 // AgentsFromConfig extracts the memory declarations of cfg's agents.
@@ -109,10 +143,19 @@ func (s *Settings) Get(ctx context.Context, agentID string) (View, error) {
 	if !ok {
 		return View{}, fmt.Errorf("%w: %q", ErrUnknownAgent, clip(agentID, 64))
 	}
+	s.mu.Lock()
+	c, ok := s.cache[agentID]
+	s.mu.Unlock()
+	if ok && time.Since(c.at) < settingsTTL {
+		return resolve(agentID, decl, c.ov, c.b), nil
+	}
 	ov, b, err := s.read(ctx, s.pool, agentID)
 	if err != nil {
 		return View{}, err
 	}
+	s.mu.Lock()
+	s.cache[agentID] = cachedSettings{ov: ov, b: b, at: time.Now()}
+	s.mu.Unlock()
 	return resolve(agentID, decl, ov, b), nil
 }
 
@@ -178,6 +221,7 @@ func (s *Settings) Put(ctx context.Context, actor, agentID string, p Patch) (Vie
 	if err := tx.Commit(ctx); err != nil {
 		return View{}, dbError(ErrUnavailable, "commit", err)
 	}
+	s.changed(ctx, agentID)
 	return resolve(agentID, decl, ov, b), nil
 }
 
@@ -218,6 +262,7 @@ func (s *Settings) Reset(ctx context.Context, actor, agentID, field string) (Vie
 	if err := tx.Commit(ctx); err != nil {
 		return View{}, dbError(ErrUnavailable, "commit", err)
 	}
+	s.changed(ctx, agentID)
 	return resolve(agentID, decl, ov, b), nil
 }
 
@@ -240,6 +285,7 @@ func (s *Settings) FixDeclaredKeys(ctx context.Context) error {
 			return err
 		}
 	}
+	s.changed(ctx, "")
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -57,6 +58,54 @@ to the scripted model), all in one process.`,
 	mem.Flags().IntVar(&cfg.Rounds, "rounds", 5, "interleaved rounds")
 	mem.Flags().IntVar(&cfg.Concurrency, "concurrency", 4, "concurrent clients")
 	mem.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "private cluster location when STACKBONE_DATABASE_URL is unset")
-	cmd.AddCommand(mem)
+	cmd.AddCommand(mem, turnsCmd())
 	return cmd
+}
+
+func turnsCmd() *cobra.Command {
+	var cfg bench.TurnsConfig
+	var dataDir string
+	c := &cobra.Command{
+		Use:   "turns",
+		Short: "Text turns: what the box adds to time to first token and a full streamed turn, beside the provider alone",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log := newLogger()
+			cfg.Logger = log
+			admin, stop, err := benchDatabase(cmd, dataDir, log)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			cfg.AdminURL = admin
+			rep, err := bench.Turns(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			rep.Print(os.Stdout)
+			fmt.Println()
+			return nil
+		},
+	}
+	c.Flags().IntVar(&cfg.Streams, "streams", 50, "concurrent streams")
+	c.Flags().IntVar(&cfg.Turns, "turns", 20, "turns per stream per scenario and round")
+	c.Flags().IntVar(&cfg.Rounds, "rounds", 3, "interleaved rounds")
+	c.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "private cluster location when STACKBONE_DATABASE_URL is unset")
+	return c
+}
+
+// benchDatabase is STACKBONE_DATABASE_URL, else the private cluster of dev.
+func benchDatabase(cmd *cobra.Command, dataDir string, log *slog.Logger) (string, func(), error) {
+	if u := os.Getenv("STACKBONE_DATABASE_URL"); u != "" {
+		return u, func() {}, nil
+	}
+	dir, err := filepath.Abs(filepath.Join(dataDir, "postgres"))
+	if err != nil {
+		return "", nil, err
+	}
+	cluster, err := pgcluster.Start(cmd.Context(), pgcluster.Config{Dir: dir, Logger: log})
+	if err != nil {
+		return "", nil, err
+	}
+	return cluster.URL(pgcluster.DefaultDatabase), func() { cluster.Stop(context.WithoutCancel(cmd.Context())) }, nil
 }

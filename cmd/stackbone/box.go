@@ -23,6 +23,7 @@ import (
 	"github.com/stackbone/box/migrations"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/store/notify"
 	"github.com/stackbone/box/store/pgcluster"
 	"github.com/stackbone/box/voice"
 	aguiwire "github.com/stackbone/box/wire/agui"
@@ -78,6 +79,11 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	if err := settings.FixDeclaredKeys(ctx); err != nil {
 		return err
 	}
+	// Caches of keys and settings are cleared across boxes by LISTEN/NOTIFY.
+	listener := notify.New(pool, log)
+	listener.Subscribe("auth", keys.Invalidate)
+	listener.Subscribe("settings", settings.Invalidate)
+	go listener.Run(ctx)
 	runtime := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log})
 	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: runtime, Config: cfg, Logger: log})
 	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})

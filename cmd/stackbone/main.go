@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -25,7 +26,17 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(devCmd(), serveCmd(), migrateCmd(), keysCmd(), runsCmd(), benchCmd())
+	// STACKBONE_CPUPROFILE=FILE writes a CPU profile of the whole command
+	// (used to find where a benchmark's time goes).
+	if path := os.Getenv("STACKBONE_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	if err := root.ExecuteContext(ctx); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "stackbone:", err)
 		os.Exit(1)
 	}
