@@ -77,7 +77,7 @@ func (r *Runtime) claim(ctx context.Context, id, kind, agentName string, wantHel
 		return turns, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("%w: claim session: %v", ErrStorage, err)
+		return 0, storageErr("claim session", err)
 	}
 	var status string
 	err = r.cfg.Pool.QueryRow(ctx, `SELECT status FROM stackbone_platform.sessions WHERE id = $1`, id).Scan(&status)
@@ -85,7 +85,7 @@ func (r *Runtime) claim(ctx context.Context, id, kind, agentName string, wantHel
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, ErrSessionNotFound
 	case err != nil:
-		return 0, fmt.Errorf("%w: read session: %v", ErrStorage, err)
+		return 0, storageErr("read session", err)
 	case wantHeld:
 		return 0, fmt.Errorf("%w (the session is %s)", ErrNoDecisionPending, status)
 	case status == StatusHeld:
@@ -130,13 +130,13 @@ func (r *Runtime) claimAndLoad(ctx context.Context, id, agentName string) (int, 
 			}
 			return 0, nil, 0, err
 		}
-		return 0, nil, 0, fmt.Errorf("%w: claim session: %v", ErrStorage, err)
+		return 0, nil, 0, storageErr("claim session", err)
 	}
 	rows, err := br.Query()
 	if err != nil {
 		br.Close()
 		r.release(context.WithoutCancel(ctx), id, StatusFailed)
-		return 0, nil, 0, fmt.Errorf("%w: load checkpoint: %v", ErrStorage, err)
+		return 0, nil, 0, storageErr("load checkpoint", err)
 	}
 	msgs, _, step, err := scanCheckpoint(rows)
 	br.Close()
@@ -153,7 +153,7 @@ func (r *Runtime) loadCheckpoint(ctx context.Context, id string) ([]Message, *pe
 	rows, err := r.cfg.Pool.Query(ctx, `SELECT step, messages, pending FROM stackbone_checkpoints.checkpoints
 		WHERE session_id = $1 ORDER BY step`, id)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("%w: load checkpoint: %v", ErrStorage, err)
+		return nil, nil, 0, storageErr("load checkpoint", err)
 	}
 	return scanCheckpoint(rows)
 }
@@ -179,7 +179,7 @@ func scanCheckpoint(rows pgx.Rows) ([]Message, *pending, int, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("%w: load checkpoint: %v", ErrStorage, err)
+		return nil, nil, 0, storageErr("load checkpoint", err)
 	}
 	return msgs, last, step, nil
 }
@@ -216,12 +216,12 @@ func (r *Runtime) persist(ctx context.Context, t turnRecord) error {
 		if t.kind == kindSession {
 			msgs, err := json.Marshal(t.appended)
 			if err != nil {
-				return fmt.Errorf("%w: encode checkpoint: %v", ErrStorage, err)
+				return storageErr("encode checkpoint", err)
 			}
 			var pend []byte
 			if t.held != nil {
 				if pend, err = json.Marshal(t.held); err != nil {
-					return fmt.Errorf("%w: encode checkpoint: %v", ErrStorage, err)
+					return storageErr("encode checkpoint", err)
 				}
 			}
 			b.Queue(`INSERT INTO stackbone_checkpoints.checkpoints (session_id, step, messages, pending) VALUES ($1, $2, $3, $4)`,
@@ -242,7 +242,7 @@ func (r *Runtime) persist(ctx context.Context, t turnRecord) error {
 			WHERE id = $1`, t.sessionID, t.status, t.turn, t.run.InputTokens, t.run.OutputTokens, t.preview)
 	}
 	if err := r.cfg.Pool.SendBatch(ctx, &b).Close(); err != nil {
-		return fmt.Errorf("%w: save turn: %v", ErrStorage, err)
+		return storageErr("save turn", err)
 	}
 	return nil
 }
@@ -327,11 +327,11 @@ func (r *Runtime) ListSessions(ctx context.Context, f SessionFilter) ([]SessionS
 		WHERE ($1 = '' OR agent_id = $1) AND ($2 = '' OR status = $2)
 		ORDER BY last_activity_at DESC, id LIMIT $3`, f.Agent, f.Status, f.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("%w: list sessions: %v", ErrStorage, err)
+		return nil, storageErr("list sessions", err)
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[SessionSummary])
 	if err != nil {
-		return nil, fmt.Errorf("%w: list sessions: %v", ErrStorage, err)
+		return nil, storageErr("list sessions", err)
 	}
 	if out == nil {
 		out = []SessionSummary{}
@@ -345,24 +345,24 @@ func (r *Runtime) GetSession(ctx context.Context, id string) (SessionDetail, err
 		SELECT id, kind, agent_id, status, turns, input_tokens, output_tokens, coalesce(preview, ''), created_at, last_activity_at
 		FROM stackbone_platform.sessions WHERE id = $1`, id)
 	if err != nil {
-		return SessionDetail{}, fmt.Errorf("%w: get session: %v", ErrStorage, err)
+		return SessionDetail{}, storageErr("get session", err)
 	}
 	sum, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[SessionSummary])
 	if errors.Is(err, pgx.ErrNoRows) {
 		return SessionDetail{}, ErrSessionNotFound
 	}
 	if err != nil {
-		return SessionDetail{}, fmt.Errorf("%w: get session: %v", ErrStorage, err)
+		return SessionDetail{}, storageErr("get session", err)
 	}
 	d := SessionDetail{SessionSummary: sum}
 	rows, err = r.cfg.Pool.Query(ctx, `
 		SELECT turn, run_id, status, user_text, reply_text, input_tokens, output_tokens, duration_ms, created_at
 		FROM stackbone_platform.session_turns WHERE session_id = $1 ORDER BY turn`, id)
 	if err != nil {
-		return SessionDetail{}, fmt.Errorf("%w: get transcript: %v", ErrStorage, err)
+		return SessionDetail{}, storageErr("get transcript", err)
 	}
 	if d.Transcript, err = pgx.CollectRows(rows, pgx.RowToStructByPos[SessionTurn]); err != nil {
-		return SessionDetail{}, fmt.Errorf("%w: get transcript: %v", ErrStorage, err)
+		return SessionDetail{}, storageErr("get transcript", err)
 	}
 	if d.Transcript == nil {
 		d.Transcript = []SessionTurn{}
@@ -384,3 +384,15 @@ func runsBatch(r runs.Run) *pgx.Batch {
 	queueRun(&b, r)
 	return &b
 }
+
+// storageError is a storage failure: its message names the operation only,
+// so no database text reaches a wire; the cause stays for logs and errors.Is.
+type storageError struct {
+	op    string
+	cause error
+}
+
+func (e *storageError) Error() string   { return "agent: storage unavailable: " + e.op }
+func (e *storageError) Unwrap() []error { return []error{ErrStorage, e.cause} }
+
+func storageErr(op string, cause error) error { return &storageError{op: op, cause: cause} }

@@ -283,7 +283,7 @@ func (t *turn) loop(ctx context.Context) (Result, error) {
 		}
 		if held != nil {
 			if t.kind != kindSession {
-				return t.fail(ctx, fmt.Errorf("%w: tool %s needs a person's decision, and a turn can only wait for one on a session (send x-stackbone-session)", ErrInvalidRequest, held.Name))
+				return t.fail(ctx, fmt.Errorf("%w: tool %s needs a person's decision, and a turn can only wait for one on a session (send x-stackbone-session, or an AG-UI threadId)", ErrInvalidRequest, held.Name))
 			}
 			res.Finish, res.Held = FinishHeld, held
 			break
@@ -327,6 +327,9 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	}
 	stream, err := t.model.Client.CreateChatCompletionStream(ctx, req)
 	if err != nil {
+		if ctx.Err() != nil {
+			return Message{}, "", ctx.Err()
+		}
 		return Message{}, "", fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
 	}
 	defer stream.Close()
@@ -345,6 +348,9 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 			break
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return Message{}, "", ctx.Err() // the client went away: cancelled, not a provider failure
+			}
 			return Message{}, "", fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
 		}
 		if chunk.Usage != nil {
@@ -550,6 +556,10 @@ func (t *turn) fail(ctx context.Context, cause error) (Result, error) {
 			status = StatusHeld
 		}
 		t.rt.release(context.WithoutCancel(ctx), t.sessionID, status)
+	}
+	var se *storageError
+	if errors.As(cause, &se) {
+		t.rt.log.Warn("turn failed in storage", "agent", t.agentName, "run", t.run.ID, "op", se.op, "error", se.cause)
 	}
 	t.rt.log.Info("turn failed", "agent", t.agentName, "run", t.run.ID, "code", t.run.ErrorCode, "ms", ms)
 	return Result{}, cause

@@ -39,6 +39,11 @@ type TurnsConfig struct {
 	Turns int
 	// Rounds interleave the scenarios (default 3).
 	Rounds int
+	// ChunkDelay paces the scripted model's stream (default 20 ms between
+	// chunks of three words, about a fast model's speed), so 50 streams are
+	// concurrent the way real ones are rather than a CPU saturation test.
+	// Negative streams everything at once.
+	ChunkDelay time.Duration
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -59,6 +64,10 @@ func Turns(ctx context.Context, cfg TurnsConfig) (Report, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.ChunkDelay == 0 {
+		cfg.ChunkDelay = 20 * time.Millisecond
+	}
+	cfg.ChunkDelay = max(cfg.ChunkDelay, 0)
 	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL)
 	if err != nil {
 		return Report{}, err
@@ -82,7 +91,9 @@ func Turns(ctx context.Context, cfg TurnsConfig) (Report, error) {
 	defer model.Close()
 	model.DiscardRequests()
 	reply := strings.Repeat("This is a streamed answer of a few words. ", 6)
-	model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply { return providertest.Reply{Content: reply} })
+	model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply {
+		return providertest.Reply{Content: reply, ChunkDelay: cfg.ChunkDelay}
+	})
 
 	quiet := slog.New(slog.DiscardHandler)
 	c, err := config.Parse([]byte("agents:\n  support:\n    model: openai/bench\n    instructions: You are the support agent.\n"))
@@ -199,7 +210,7 @@ func Turns(ctx context.Context, cfg TurnsConfig) (Report, error) {
 		Setup: []string{
 			fmt.Sprintf("%d concurrent streams, %d turns each per scenario and round, %d interleaved rounds; a session stream sends %d turns on one key",
 				cfg.Streams, cfg.Turns, cfg.Rounds, cfg.Turns),
-			fmt.Sprintf("scripted model streams %d characters in %d-word chunks at once; PostgreSQL %s", len(reply), 3, serverVersion(ctx, pool)),
+			fmt.Sprintf("scripted model streams %d characters in 3-word chunks, %s apart; PostgreSQL %s", len(reply), cfg.ChunkDelay, serverVersion(ctx, pool)),
 			"overhead = the box's percentile minus the provider-directly percentile",
 		},
 	}

@@ -43,6 +43,9 @@ type Reply struct {
 	ToolCalls []Call
 	// Finish overrides the finish reason ("length" for a cut answer).
 	Finish string
+	// ChunkDelay paces a streamed answer: the wait between content chunks,
+	// as a real model generates tokens over time.
+	ChunkDelay time.Duration
 }
 
 // Call is a scripted function call.
@@ -257,7 +260,10 @@ func streamChat(w http.ResponseWriter, model string, reply Reply, pt, ct int, us
 		}
 	}
 	send(chunk(openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant}, ""))
-	for _, piece := range splitKeep(reply.Content, 3) {
+	for i, piece := range splitKeep(reply.Content, 3) {
+		if i > 0 && reply.ChunkDelay > 0 {
+			time.Sleep(reply.ChunkDelay)
+		}
 		send(chunk(openai.ChatCompletionStreamChoiceDelta{Content: piece}, ""))
 	}
 	finish := openai.FinishReasonStop

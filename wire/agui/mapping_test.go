@@ -1,65 +1,30 @@
 package aguiwire_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/google/uuid"
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/identity"
-	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/runs"
 	aguiwire "github.com/stackbone/box/wire/agui"
 )
 
-// These tests drive the wire with a stand-in for Turn, so every sequence
-// the runtime may emit, and every way it may fail, is mapped and checked
-// event by event. The tests in box_test.go run the real runtime.
-
-type fakeTurn struct {
-	mu   sync.Mutex
-	reqs []agent.TurnRequest
-	fn   func(ctx context.Context, req agent.TurnRequest, emit agent.Emit) (agent.Result, error)
-}
-
-func (f *fakeTurn) turn(ctx context.Context, req agent.TurnRequest, emit agent.Emit) (agent.Result, error) {
-	f.mu.Lock()
-	f.reqs = append(f.reqs, req)
-	f.mu.Unlock()
-	return f.fn(ctx, req, emit)
-}
-
-func (f *fakeTurn) last(t *testing.T) agent.TurnRequest {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.reqs) == 0 {
-		t.Fatal("the turn was not called")
-	}
-	return f.reqs[len(f.reqs)-1]
-}
-
-func (f *fakeTurn) calls() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.reqs)
-}
-
-func serveFake(t *testing.T, fn func(context.Context, agent.TurnRequest, agent.Emit) (agent.Result, error)) (*httptest.Server, *fakeTurn) {
-	t.Helper()
-	f := &fakeTurn{fn: fn}
-	srv := httptest.NewServer(aguiwire.NewTestHandler(storetest.Logger(t), f.turn, "support"))
-	t.Cleanup(srv.Close)
-	return srv, f
-}
+// These tests check the mapping from the runtime's turns to AG-UI events,
+// and the refusals, event by event against a real box (newBox): the only
+// stand-in is the scripted model, so every sequence here is one the runtime
+// really emits.
 
 // post sends body and returns the response, its body read.
 func post(t *testing.T, url, key, body string) (*http.Response, []byte) {
@@ -85,10 +50,10 @@ func post(t *testing.T, url, key, body string) (*http.Response, []byte) {
 	return resp, raw
 }
 
-// stream posts body and checks the event stream it answers.
+// stream posts body as is and checks the event stream it answers.
 func stream(t *testing.T, url, body, threadID, runID string) *aguiRun {
 	t.Helper()
-	resp, raw := post(t, url, aguiwire.TestKey, body)
+	resp, raw := post(t, url, boxKey, body)
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("status %d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
 	}
@@ -117,228 +82,334 @@ func expectError(t *testing.T, url, key, body string, status int, code string) s
 	return e.Error.Message
 }
 
-func text(id, s string) agent.Event {
-	return agent.Event{Kind: agent.EventTextDelta, MessageID: id, Text: s}
-}
-
-func emitAll(emit agent.Emit, evs ...agent.Event) error {
-	for _, ev := range evs {
-		if err := emit(ev); err != nil {
-			return err
-		}
+// turnRuns is the run history of the agent's turns, newest first.
+func (b *box) turnRuns(t *testing.T, agentName string) []runs.Run {
+	t.Helper()
+	list, err := runs.NewStore(b.pool).List(t.Context(), runs.Filter{Kind: agent.KindAgentTurn, AgentID: agentName})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nil
+	return list
 }
 
-const userHello = `{"threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"Hello"}]}`
+// exec runs SQL on the box's own test database.
+func (b *box) exec(t *testing.T, sql string) {
+	t.Helper()
+	if _, err := b.pool.Exec(t.Context(), sql); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gate holds a scripted reply until release, which the test's cleanup also
+// calls so a failed test never leaves the model server waiting.
+func gate(t *testing.T) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	release := sync.OnceFunc(func() { close(ch) })
+	t.Cleanup(release)
+	return ch, release
+}
+
+func memoryRead(id string) []providertest.Call {
+	return []providertest.Call{providertest.ToolCall(id, agent.ToolMemoryRead, map[string]any{})}
+}
+
+const (
+	userHello       = `{"threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"Hello"}]}`
+	customerHello   = `{"threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"Hello"}],"forwardedProps":{"customerId":"crm/person_42"}}`
+	statelessHello  = `{"threadId":"","runId":"r1","messages":[{"id":"u1","role":"user","content":"Hello"}],"forwardedProps":{"customerId":"crm/person_42"}}`
+	supportSystem   = "system: You are the support agent."
+	emptyMemoryRead = `{"facts":[],"recentCalls":[]}`
+)
 
 func TestTextMessageEventByEvent(t *testing.T) {
 	t.Parallel()
-	srv, _ := serveFake(t, func(ctx context.Context, req agent.TurnRequest, emit agent.Emit) (agent.Result, error) {
-		err := emitAll(emit,
-			agent.Event{Kind: agent.EventTextStart, MessageID: "m1"},
-			text("m1", "Hello, "), text("m1", ""), text("m1", "how can I help?"),
-			agent.Event{Kind: agent.EventTextEnd, MessageID: "m1"})
-		return agent.Result{MessageID: "m1", Text: "Hello, how can I help?", Finish: agent.FinishStop,
-			Usage: agent.Usage{InputTokens: 12, OutputTokens: 7}, Model: "openai/gpt-4o-mini"}, err
-	})
-	r := stream(t, srv.URL+"/agui/support", userHello, "t1", "r1")
+	b := newBox(t)
+	b.model.Script(providertest.Reply{Content: "Hello, how can I help?", PromptTokens: 12, CompletionTokens: 7})
+	r := stream(t, b.url+"/agui/support", userHello, "t1", "r1")
 	want := []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"}
 	if got := r.types(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("events %v, want %v (the empty delta is not sent)", got, want)
+		t.Fatalf("events %v, want %v", got, want)
 	}
-	if r.TextOrder[0] != "m1" || r.text() != "Hello, how can I help?" {
+	// Each delta is the piece the model streamed.
+	if d1, d2 := r.Events[2].str("delta"), r.Events[3].str("delta"); d1 != "Hello, how can " || d2 != "I help?" {
+		t.Fatalf("deltas %q %q", d1, d2)
+	}
+	if len(r.TextOrder) != 1 || r.TextOrder[0] == "" || r.text() != "Hello, how can I help?" {
 		t.Fatalf("text %q in %v", r.text(), r.TextOrder)
 	}
 	f := r.finished(t)
 	if f.Outcome == nil || f.Outcome.Type != "success" || len(f.Outcome.PendingToolCallIDs) != 0 || f.Result != nil {
 		t.Fatalf("RUN_FINISHED: %s", r.End.Data)
 	}
-	if len(f.Usage) != 1 || f.Usage[0].Provider != "openai" || f.Usage[0].Model != "gpt-4o-mini" ||
+	if len(f.Usage) != 1 || f.Usage[0].Provider != "openai" || f.Usage[0].Model != "chat" ||
 		f.Usage[0].InputTokens != 12 || f.Usage[0].OutputTokens != 7 || f.Usage[0].TotalTokens != 19 {
 		t.Fatalf("usage: %s", r.End.Data)
+	}
+	if got := sent(b.chat(t, 0)); !reflect.DeepEqual(got, []string{supportSystem, "user: Hello"}) {
+		t.Fatalf("the model received %q", got)
 	}
 }
 
 func TestRunIDIsGeneratedWhenMissing(t *testing.T) {
 	t.Parallel()
-	srv, f := serveFake(t, func(ctx context.Context, req agent.TurnRequest, emit agent.Emit) (agent.Result, error) {
-		return agent.Result{Finish: agent.FinishStop}, emitAll(emit, text("m1", "Hi"))
-	})
-	r := stream(t, srv.URL+"/agui/support", `{"threadId":"","messages":[{"id":"u1","role":"user","content":"Hi"}]}`, "", "")
-	if got := r.types(); !reflect.DeepEqual(got, []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"}) {
-		t.Fatalf("events %v", got)
+	b := newBox(t)
+	b.model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply { return providertest.Reply{Content: "Hi"} })
+	in := `{"threadId":"","messages":[{"id":"u1","role":"user","content":"Hi"}]}`
+	var ids []string
+	for range 2 {
+		r := stream(t, b.url+"/agui/support", in, "", "")
+		if got := r.types(); !reflect.DeepEqual(got, []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"}) {
+			t.Fatalf("events %v", got)
+		}
+		id := r.Events[0].str("runId")
+		if _, err := uuid.Parse(id); err != nil {
+			t.Fatalf("generated runId %q: %v", id, err)
+		}
+		ids = append(ids, id)
 	}
-	if req := f.last(t); req.SessionKey != "" {
-		t.Fatalf("an empty threadId must be stateless, got session %q", req.SessionKey)
+	if ids[0] == ids[1] {
+		t.Fatalf("two runs got the same runId %s", ids[0])
+	}
+	// An empty threadId is stateless: the turns ran, in no session.
+	var sessions int
+	if err := b.pool.QueryRow(t.Context(), `SELECT count(*) FROM stackbone_platform.sessions`).Scan(&sessions); err != nil {
+		t.Fatal(err)
+	}
+	list := b.turnRuns(t, "support")
+	if sessions != 0 || len(list) != 2 {
+		t.Fatalf("%d sessions, %d runs", sessions, len(list))
+	}
+	for _, run := range list {
+		if _, ok := run.Metadata["session"]; ok || run.Status != runs.StatusSucceeded || run.Metadata["wire"] != "agui" {
+			t.Fatalf("run %+v", run)
+		}
 	}
 }
 
 func TestClientToolCallEndsTheRun(t *testing.T) {
 	t.Parallel()
-	srv, f := serveFake(t, func(ctx context.Context, req agent.TurnRequest, emit agent.Emit) (agent.Result, error) {
-		call := agent.ToolCall{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Madrid"}`}
-		err := emitAll(emit,
-			text("m1", "Let me check."),
-			agent.Event{Kind: agent.EventTextEnd, MessageID: "m1"},
-			agent.Event{Kind: agent.EventToolCallStart, MessageID: "m1", ToolCall: agent.ToolCall{ID: "call_1", Name: "get_weather"}},
-			agent.Event{Kind: agent.EventToolCallArgs, MessageID: "m1", ToolCall: agent.ToolCall{ID: "call_1"}, Text: `{"city":`},
-			agent.Event{Kind: agent.EventToolCallArgs, MessageID: "m1", ToolCall: agent.ToolCall{ID: "call_1"}, Text: `"Madrid"}`},
-			agent.Event{Kind: agent.EventToolCallEnd, MessageID: "m1", ToolCall: call})
-		return agent.Result{MessageID: "m1", Finish: agent.FinishToolCalls, ToolCalls: []agent.ToolCall{call}}, err
-	})
-	body := `{"threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"Weather?"}],
+	b := newBox(t)
+	b.model.Script(providertest.Reply{Content: "Let me check.",
+		ToolCalls: []providertest.Call{providertest.ToolCall("call_1", "get_weather", map[string]string{"city": "Madrid"})}})
+	in := `{"threadId":"t1","runId":"r1","messages":[{"id":"u1","role":"user","content":"Weather?"}],
 		"tools":[{"name":"get_weather","description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]}`
-	r := stream(t, srv.URL+"/agui/support", body, "t1", "r1")
+	r := stream(t, b.url+"/agui/support", in, "t1", "r1")
 	want := []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
 		"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"}
 	if got := r.types(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
 	c := r.Calls["call_1"]
-	if c == nil || c.Name != "get_weather" || c.Parent != "m1" || c.Args != `{"city":"Madrid"}` {
-		t.Fatalf("tool call %+v", c)
+	if c == nil || c.Name != "get_weather" || c.Parent != r.TextOrder[0] || c.Args != `{"city":"Madrid"}` || r.text() != "Let me check." {
+		t.Fatalf("tool call %+v, text %q in %v", c, r.text(), r.TextOrder)
+	}
+	if len(r.Results) != 0 {
+		t.Fatal("the box answered a client tool")
 	}
 	if fin := r.finished(t); fin.Outcome == nil || fin.Outcome.Type != "success" || !reflect.DeepEqual(fin.Outcome.PendingToolCallIDs, []string{"call_1"}) {
 		t.Fatalf("RUN_FINISHED: %s", r.End.Data)
 	}
-	tools := f.last(t).Tools
-	if len(tools) != 1 || tools[0].Name != "get_weather" || tools[0].Description != "Weather of a city" ||
-		!strings.Contains(string(tools[0].Parameters), `"city"`) {
-		t.Fatalf("tools reached the runtime as %+v", tools)
+	// The tool reached the model as the client declared it.
+	req := b.chat(t, 0)
+	if got := offered(req); !reflect.DeepEqual(got, []string{"get_weather"}) {
+		t.Fatalf("tools offered %v", got)
+	}
+	if fn := req.Tools[0].Function; fn.Description != "Weather of a city" || !strings.Contains(string(mustJSON(t, fn.Parameters)), `"city"`) {
+		t.Fatalf("tool %+v", fn)
 	}
 }
 
 func TestServerToolCallCarriesItsResult(t *testing.T) {
 	t.Parallel()
-	srv, _ := serveFake(t, func(ctx context.Context, req agent.TurnRequest, emit agent.Emit) (agent.Result, error) {
-		read := agent.ToolCall{ID: "call_m", Name: "memory_read", Arguments: "{}"}
-		err := emitAll(emit,
-			// The runtime gives only the whole call at its end: the wire
-			// still sends start, the arguments and end.
-			agent.Event{Kind: agent.EventToolCallEnd, MessageID: "m1", ToolCall: read, Server: true},
-			agent.Event{Kind: agent.EventToolResult, MessageID: "m1", ToolCall: read, Text: `{"facts":[]}`, Server: true},
-			text("m2", "Nothing saved yet."),
-			agent.Event{Kind: agent.EventTextEnd, MessageID: "m2"})
-		return agent.Result{MessageID: "m2", Finish: agent.FinishStop}, err
-	})
-	r := stream(t, srv.URL+"/agui/support", userHello, "t1", "r1")
-	want := []string{"RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",
+	b := newBox(t)
+	b.model.Script(providertest.Reply{ToolCalls: memoryRead("call_m")}, providertest.Reply{Content: "Nothing saved yet."})
+	r := stream(t, b.url+"/agui/support", customerHello, "t1", "r1")
+	want := []string{"RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",
 		"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"}
 	if got := r.types(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
-	res := r.Results["call_m"]
-	if res.str("content") != `{"facts":[]}` || res.str("role") != "tool" || r.Calls["call_m"].Args != "{}" || r.Calls["call_m"].Parent != "m1" {
-		t.Fatalf("result %s, call %+v", res.Data, r.Calls["call_m"])
+	res, c := r.Results["call_m"], r.Calls["call_m"]
+	if res.str("content") != emptyMemoryRead || res.str("role") != "tool" || c.Name != agent.ToolMemoryRead || c.Args != "{}" ||
+		c.Parent == "" || c.Parent == r.TextOrder[0] || r.text() != "Nothing saved yet." {
+		t.Fatalf("result %s, call %+v, text %q in %v", res.Data, c, r.text(), r.TextOrder)
 	}
 	if fin := r.finished(t); fin.Outcome == nil || fin.Outcome.Type != "success" || len(fin.Outcome.PendingToolCallIDs) != 0 {
 		t.Fatalf("a server tool is not pending: %s", r.End.Data)
+	}
+	// The client saw the answer the model got.
+	second := b.chat(t, 1).Messages
+	if last := second[len(second)-1]; last.ToolCallID != "call_m" || last.Content != res.str("content") {
+		t.Fatalf("the model got %+v", last)
 	}
 }
 
 func TestHeldToolIsAnInterrupt(t *testing.T) {
 	t.Parallel()
-	for _, streamed := range []bool{true, false} {
-		t.Run(fmt.Sprintf("streamed=%v", streamed), func(t *testing.T) {
-			t.Parallel()
-			srv, _ := serveFake(t, func(ctx context.Context, req agent.TurnRequest, emit agent.Emit) (agent.Result, error) {
-				held := agent.ToolCall{ID: "call_r", Name: "refund", Arguments: `{"amount":40}`}
-				err := emitAll(emit, text("m1", "I will ask a colleague."), agent.Event{Kind: agent.EventTextEnd, MessageID: "m1"})
-				if streamed && err == nil {
-					err = emitAll(emit,
-						agent.Event{Kind: agent.EventToolCallStart, MessageID: "m1", ToolCall: agent.ToolCall{ID: "call_r", Name: "refund"}, Server: true},
-						agent.Event{Kind: agent.EventToolCallArgs, MessageID: "m1", ToolCall: agent.ToolCall{ID: "call_r"}, Text: `{"amount":40}`, Server: true},
-						agent.Event{Kind: agent.EventToolCallEnd, MessageID: "m1", ToolCall: held, Server: true})
-				}
-				return agent.Result{MessageID: "m1", Finish: agent.FinishHeld, Held: &held}, err
-			})
-			r := stream(t, srv.URL+"/agui/support", userHello, "t1", "r1")
-			want := []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-				"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"}
-			if got := r.types(); !reflect.DeepEqual(got, want) {
-				t.Fatalf("events %v, want %v", got, want)
-			}
-			if c := r.Calls["call_r"]; c.Name != "refund" || c.Args != `{"amount":40}` || c.Parent != "m1" {
-				t.Fatalf("held call %+v", c)
-			}
-			f := r.finished(t)
-			if f.Result == nil || f.Result.Held.ToolCallID != "call_r" || f.Result.Held.Name != "refund" {
-				t.Fatalf("result: %s", r.End.Data)
-			}
-			if f.Outcome == nil || f.Outcome.Type != "interrupt" || len(f.Outcome.Interrupts) != 1 ||
-				f.Outcome.Interrupts[0].ToolCallID != "call_r" || f.Outcome.Interrupts[0].ID == "" ||
-				f.Outcome.Interrupts[0].Reason != aguiwire.InterruptReason || len(f.Outcome.PendingToolCallIDs) != 0 {
-				t.Fatalf("outcome: %s", r.End.Data)
-			}
-		})
+	b := newBox(t)
+	b.model.Script(providertest.Reply{Content: "I will ask a colleague.",
+		ToolCalls: []providertest.Call{providertest.ToolCall("call_r", agent.ToolMemorySave, map[string]string{"content": "Prefers email."})}})
+	r := stream(t, b.url+"/agui/guarded", customerHello, "t1", "r1")
+	want := []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+		"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"}
+	if got := r.types(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	if c := r.Calls["call_r"]; c.Name != agent.ToolMemorySave || c.Args != `{"content":"Prefers email."}` || c.Parent != r.TextOrder[0] {
+		t.Fatalf("held call %+v", c)
+	}
+	f := r.finished(t)
+	if f.Result == nil || f.Result.Held.ToolCallID != "call_r" || f.Result.Held.Name != agent.ToolMemorySave {
+		t.Fatalf("result: %s", r.End.Data)
+	}
+	if f.Outcome == nil || f.Outcome.Type != "interrupt" || len(f.Outcome.Interrupts) != 1 ||
+		f.Outcome.Interrupts[0].ToolCallID != "call_r" || f.Outcome.Interrupts[0].ID == "" ||
+		f.Outcome.Interrupts[0].Reason != aguiwire.InterruptReason || len(f.Outcome.PendingToolCallIDs) != 0 {
+		t.Fatalf("outcome: %s", r.End.Data)
+	}
+	// The held tool did not run: no result, and no memory extraction.
+	if len(r.Results) != 0 || len(b.model.ChatRequests()) != 1 {
+		t.Fatalf("the held tool ran: %d results, %d model requests", len(r.Results), len(b.model.ChatRequests()))
 	}
 }
 
 func TestRefusalsComeBeforeTheStream(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		err    error
-		status int
-		code   string
-	}{
-		{fmt.Errorf("%w: one at a time", agent.ErrSessionBusy), 409, "session_busy"},
-		{fmt.Errorf("%w: refund waits", agent.ErrDecisionPending), 409, "decision_pending"},
-		{fmt.Errorf("%w: memory_read is reserved", agent.ErrInvalidRequest), 400, "invalid_request"},
-		{agent.ErrUnknownAgent, 404, "agent_not_found"},
+	b := newBox(t)
+	url := b.url + "/agui/support"
+
+	// A turn in flight makes its thread busy.
+	held, release := gate(t)
+	b.model.Script(providertest.Reply{Content: "Slow answer.", Gate: held})
+	busy := `{"threadId":"busy","runId":"r1","messages":[{"id":"u1","role":"user","content":"Hi"}]}`
+	type answer struct {
+		raw []byte
+		err error
 	}
-	for _, c := range cases {
-		t.Run(c.code, func(t *testing.T) {
-			t.Parallel()
-			srv, _ := serveFake(t, func(context.Context, agent.TurnRequest, agent.Emit) (agent.Result, error) {
-				return agent.Result{}, c.err
-			})
-			if msg := expectError(t, srv.URL+"/agui/support", aguiwire.TestKey, userHello, c.status, c.code); msg != c.err.Error() {
-				t.Fatalf("message %q", msg)
-			}
-		})
+	done := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(busy))
+		req.Header.Set("Authorization", "Bearer "+boxKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		done <- answer{raw, err}
+	}()
+	waitFor(t, func() bool { return len(b.model.ChatRequests()) == 1 })
+	if msg := expectError(t, url, boxKey, busy, 409, "session_busy"); msg != "agent: session busy: another turn on this session is still running" {
+		t.Fatalf("message %q", msg)
+	}
+	release()
+	first := <-done
+	if first.err != nil {
+		t.Fatal(first.err)
+	}
+	textRun(t, checkRun(t, parseSSE(t, strings.NewReader(string(first.raw))), "busy", "r1"), "Slow answer.")
+
+	// Resending only what the session holds leaves nothing to answer.
+	if msg := expectError(t, url, boxKey, busy, 400, "invalid_request"); msg != "agent: invalid request: there is no new message to answer" {
+		t.Fatalf("message %q", msg)
+	}
+
+	// A held tool blocks its thread until a person decides.
+	b.model.Script(providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("call_s", agent.ToolMemorySave, map[string]string{"content": "x"})}})
+	stream(t, b.url+"/agui/guarded", customerHello, "t1", "r1")
+	again := strings.Replace(customerHello, `"content":"Hello"}`, `"content":"Hello"},{"id":"u2","role":"user","content":"Hello?"}`, 1)
+	if msg := expectError(t, b.url+"/agui/guarded", boxKey, again, 409, "decision_pending"); msg != "agent: a decision is pending: a held tool call waits for a person's decision on this session" {
+		t.Fatalf("message %q", msg)
+	}
+
+	// The runtime's own rules: a client tool may not take a memory tool's
+	// name while memory is on.
+	reserved := `{"threadId":"t2","messages":[{"id":"u1","role":"user","content":"hi"}],"tools":[{"name":"memory_read"}],"forwardedProps":{"customerId":"crm/person_42"}}`
+	if msg := expectError(t, url, boxKey, reserved, 400, "invalid_request"); msg != `agent: invalid request: the tool name "memory_read" is reserved while the agent's memory is on` {
+		t.Fatalf("message %q", msg)
+	}
+
+	if msg := expectError(t, b.url+"/agui/nobody", boxKey, userHello, 404, "agent_not_found"); msg != `no agent named "nobody"` {
+		t.Fatalf("message %q", msg)
+	}
+	if n := len(b.model.ChatRequests()); n != 2 {
+		t.Fatalf("the model received %d requests, want the 2 of the runs that streamed", n)
 	}
 }
 
 func TestFailuresAfterTheStartAreRunErrors(t *testing.T) {
 	t.Parallel()
+	b := newBox(t)
+	providerFailed := providertest.Reply{Status: 500, Message: "upstream exploded"}
 	cases := []struct {
-		name     string
-		partial  bool
-		err      error
-		code     string
-		message  string
-		sequence []string
+		name    string
+		agent   string
+		body    string
+		setup   func(t *testing.T)
+		code    string
+		message string // the RUN_ERROR message starts with it
+		want    []string
 	}{
-		{"provider mid-message", true, fmt.Errorf("%w: 500 from upstream", agent.ErrProvider), "provider_failed", "agent: model provider failed: 500 from upstream",
-			[]string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "RUN_ERROR"}},
-		{"provider before any text", false, fmt.Errorf("%w: 500 from upstream", agent.ErrProvider), "provider_failed", "agent: model provider failed: 500 from upstream",
+		{"provider before any text", "support", userHello,
+			func(*testing.T) { b.model.Script(providerFailed) },
+			"provider_failed", "agent: model provider failed: provider answered 500: upstream exploded",
 			[]string{"RUN_STARTED", "RUN_ERROR"}},
-		{"memory", false, fmt.Errorf("%w: recall failed", agent.ErrMemory), "memory_unavailable", "agent: memory unavailable: recall failed",
-			[]string{"RUN_STARTED", "RUN_ERROR"}},
-		{"storage", true, agent.ErrStorage, "storage_unavailable", "agent: storage unavailable",
-			[]string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "RUN_ERROR"}},
-		{"unexpected", false, errors.New("pgx: secret detail"), "internal", "internal error",
-			[]string{"RUN_STARTED", "RUN_ERROR"}},
-		{"refusal after the start", true, agent.ErrSessionBusy, "session_busy", "agent: session busy",
-			[]string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "RUN_ERROR"}},
+		{"provider after text and a server tool", "support", strings.Replace(customerHello, `"t1"`, `"t2"`, 1),
+			func(*testing.T) {
+				b.model.Script(providertest.Reply{Content: "Let me look.", ToolCalls: memoryRead("call_m")}, providerFailed)
+			},
+			"provider_failed", "agent: model provider failed: provider answered 500: upstream exploded",
+			[]string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+				"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT", "RUN_ERROR"}},
+		// A refusal the runtime can only make once the model has spoken: a
+		// held tool on a stateless run.
+		{"refusal after the start", "guarded", statelessHello,
+			func(*testing.T) {
+				b.model.Script(providertest.Reply{Content: "Saving once approved.",
+					ToolCalls: []providertest.Call{providertest.ToolCall("call_s", agent.ToolMemorySave, map[string]string{"content": "x"})}})
+			},
+			"invalid_request", "agent: invalid request: tool memory_save needs a person's decision",
+			[]string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+				"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_ERROR"}},
+		// PostgreSQL refuses to save the turn once its text was streamed.
+		{"storage", "support", strings.Replace(userHello, `"t1"`, `"t4"`, 1),
+			func(t *testing.T) {
+				b.model.Script(providertest.Reply{Content: "Half a sentence"})
+				b.exec(t, `CREATE FUNCTION refuse_checkpoint() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$;
+					CREATE TRIGGER refuse BEFORE INSERT ON stackbone_checkpoints.checkpoints FOR EACH ROW EXECUTE FUNCTION refuse_checkpoint()`)
+				t.Cleanup(func() {
+					_, err := b.pool.Exec(context.Background(), `DROP TRIGGER refuse ON stackbone_checkpoints.checkpoints; DROP FUNCTION refuse_checkpoint()`)
+					if err != nil {
+						t.Error(err)
+					}
+				})
+			},
+			"storage_unavailable", "agent: storage unavailable: save turn",
+			[]string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_ERROR"}},
+		// Person memory is gone when the model reads it.
+		{"memory", "support", strings.Replace(customerHello, `"t1"`, `"t5"`, 1),
+			func(t *testing.T) {
+				b.model.Script(providertest.Reply{ToolCalls: memoryRead("call_m")})
+				b.exec(t, `ALTER TABLE stackbone_platform.memory_facts RENAME TO memory_facts_gone`)
+			},
+			"memory_unavailable", "agent: memory unavailable:",
+			[]string{"RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_ERROR"}},
 	}
+	// One after the other: they share the box's scripted model, and the
+	// last breaks memory for good.
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			srv, _ := serveFake(t, func(ctx context.Context, req agent.TurnRequest, emit agent.Emit) (agent.Result, error) {
-				if c.partial {
-					if err := emit(text("m1", "Half a sen")); err != nil {
-						return agent.Result{}, err
-					}
-				}
-				return agent.Result{}, c.err
-			})
-			r := stream(t, srv.URL+"/agui/support", userHello, "t1", "r1")
-			if got := r.types(); !reflect.DeepEqual(got, c.sequence) {
-				t.Fatalf("events %v, want %v", got, c.sequence)
+			c.setup(t)
+			var in struct{ ThreadID string }
+			if err := json.Unmarshal([]byte(c.body), &in); err != nil {
+				t.Fatal(err)
 			}
-			if r.End.str("code") != c.code || r.End.str("message") != c.message {
+			r := stream(t, b.url+"/agui/"+c.agent, c.body, in.ThreadID, "r1")
+			if got := r.types(); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("events %v, want %v", got, c.want)
+			}
+			if r.End.str("code") != c.code || !strings.HasPrefix(r.End.str("message"), c.message) {
 				t.Fatalf("RUN_ERROR %s", r.End.Data)
 			}
 		})
@@ -347,13 +418,9 @@ func TestFailuresAfterTheStartAreRunErrors(t *testing.T) {
 
 func TestInputReachesTheRuntime(t *testing.T) {
 	t.Parallel()
-	srv, f := serveFake(t, func(ctx context.Context, req agent.TurnRequest, emit agent.Emit) (agent.Result, error) {
-		return agent.Result{Finish: agent.FinishStop}, emit(text("m9", "ok"))
-	})
-	body := `{
-		"threadId": "thread-42", "runId": "run-2", "parentRunId": "run-1", "protocolVersion": "1.1",
-		"state": {"step": 3}, "futureMember": {"x": 1},
-		"messages": [
+	b := newBox(t)
+	b.model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply { return providertest.Reply{Content: "ok"} })
+	messages := `
 			{"id": "s1", "role": "system", "content": "Be brief."},
 			{"id": "d1", "role": "developer", "content": "Answer in English."},
 			{"id": "u1", "role": "user", "content": [{"type": "text", "text": "What is "}, {"type": "image", "source": {"type": "url", "value": "https://example.com/a.png"}}, {"type": "text", "text": "this?"}]},
@@ -362,55 +429,73 @@ func TestInputReachesTheRuntime(t *testing.T) {
 			{"id": "act1", "role": "activity", "activityType": "progress", "content": {"pct": 50}},
 			{"id": "rs1", "role": "reasoning", "content": "thinking"},
 			{"id": "a2", "role": "assistant"},
-			{"id": "u2", "role": "user", "content": "  Thanks\u00e9  "}
-		],
+			{"id": "u2", "role": "user", "content": "  Thanks\u00e9  "}`
+	input := func(runID, more string) string {
+		return `{
+		"threadId": "thread-42", "runId": "` + runID + `", "parentRunId": "run-1", "protocolVersion": "1.1",
+		"state": {"step": 3}, "futureMember": {"x": 1},
+		"messages": [` + messages + more + `],
 		"tools": [{"name": "lookup", "description": "Look up", "parameters": {"type": "object"}}, {"name": "bare"}],
 		"context": [{"description": "page", "value": "/pricing"}, {"description": "plan", "value": "pro"}],
 		"forwardedProps": {"identities": {"contact.email": " Ana@Example.com ", "phoneNumber": "+34600000000"}, "customerId": "crm/person_42", "theme": "dark"}
 	}`
-	stream(t, srv.URL+"/agui/support", body, "thread-42", "run-2")
-	req := f.last(t)
-	if req.Agent != "support" || req.SessionKey != "thread-42" || req.ConversationKey != "" || req.Wire != "agui" {
-		t.Fatalf("request %+v", req)
 	}
-	wantIDs := identity.Set{"contact.email": " Ana@Example.com ", "phoneNumber": "+34600000000", "customerId": "crm/person_42"}
-	if !reflect.DeepEqual(req.Identities, wantIDs) {
-		t.Fatalf("identities %v", req.Identities)
+	const appContext = "system: Context from the application:\n- page: /pricing\n- plan: pro"
+	conversation := []string{
+		"system: Be brief.",
+		"system: Answer in English.",
+		"user: What is this?",
+		`assistant: Checking. [call call_1 lookup {"q":"a"}]`,
+		"tool: partial\nError: timed out [answers call_1]",
+		"assistant: ",
+		"user:   Thanksé  ",
 	}
-	ctx := req.Messages[0]
-	if ctx.Role != agent.RoleSystem || !strings.HasPrefix(ctx.ID, "agui-context-") ||
-		!strings.Contains(ctx.Content, "page: /pricing") || !strings.Contains(ctx.Content, "plan: pro") {
-		t.Fatalf("context message %+v", ctx)
+	stream(t, b.url+"/agui/support", input("run-2", ""), "thread-42", "run-2")
+	first := b.chat(t, 0)
+	want := append([]string{supportSystem, appContext}, conversation...)
+	if got := sent(first); !reflect.DeepEqual(got, want) {
+		t.Fatalf("the model received\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	want := []agent.Message{
-		{ID: "s1", Role: agent.RoleSystem, Content: "Be brief."},
-		{ID: "d1", Role: agent.RoleSystem, Content: "Answer in English."},
-		{ID: "u1", Role: agent.RoleUser, Content: "What is this?"},
-		{ID: "a1", Role: agent.RoleAssistant, Content: "Checking.", ToolCalls: []agent.ToolCall{{ID: "call_1", Name: "lookup", Arguments: `{"q":"a"}`}}},
-		{ID: "tm1", Role: agent.RoleTool, ToolCallID: "call_1", Content: "partial\nError: timed out"},
-		{ID: "a2", Role: agent.RoleAssistant},
-		{ID: "u2", Role: agent.RoleUser, Content: "  Thanksé  "},
+	// customerId selected the person, so memory_read joins the client's tools.
+	if got := offered(first); !reflect.DeepEqual(got, []string{agent.ToolMemoryRead, "lookup", "bare"}) {
+		t.Fatalf("tools offered %v", got)
 	}
-	if got := req.Messages[1:]; !reflect.DeepEqual(got, want) {
-		t.Fatalf("messages\n got %+v\nwant %+v", got, want)
+	lookup, bare := first.Tools[1].Function, first.Tools[2].Function
+	if lookup.Description != "Look up" || string(mustJSON(t, lookup.Parameters)) != `{"type":"object"}` ||
+		bare.Description != "" || !strings.Contains(string(mustJSON(t, bare.Parameters)), `"properties":{}`) {
+		t.Fatalf("tools %+v %+v", lookup, bare)
 	}
-	if len(req.Tools) != 2 || req.Tools[1].Name != "bare" || req.Tools[1].Parameters != nil {
-		t.Fatalf("tools %+v", req.Tools)
+	// threadId is a session key, the session of the customer the identities
+	// name; the turn is recorded as this wire's.
+	list := b.turnRuns(t, "support")
+	if len(list) != 1 || list[0].Metadata["session"] != agent.SessionID("session", "support", "customerId=crm/person_42", "thread-42") ||
+		list[0].Metadata["wire"] != "agui" {
+		t.Fatalf("runs %+v", list)
 	}
 
-	// The same context on the next run is the same message: a session stores
-	// it once.
-	stream(t, srv.URL+"/agui/support", body, "thread-42", "run-2")
-	if again := f.last(t).Messages[0]; again.ID != ctx.ID {
-		t.Fatalf("context id changed: %s then %s", ctx.ID, again.ID)
+	// The same context on the next run is the same message: the session
+	// holds it once.
+	stream(t, b.url+"/agui/support", input("run-3", `, {"id": "u3", "role": "user", "content": "And the price?"}`), "thread-42", "run-3")
+	want = append(want, "assistant: ok", "user: And the price?")
+	if got := sent(b.chat(t, 1)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("the model received\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// The identities object reaches the runtime as sent: an agent keyed on
+	// contact.email is scoped to the untrimmed address.
+	stream(t, b.url+"/agui/mailer", input("run-2", ""), "thread-42", "run-2")
+	if got := offered(b.chat(t, 2)); !reflect.DeepEqual(got, []string{agent.ToolMemoryRead, "lookup", "bare"}) {
+		t.Fatalf("tools offered %v", got)
+	}
+	if list := b.turnRuns(t, "mailer"); len(list) != 1 || list[0].Metadata["session"] != agent.SessionID("session", "mailer", "contact.email= Ana@Example.com ", "thread-42") {
+		t.Fatalf("runs %+v", list)
 	}
 }
 
 func TestInvalidInputIsA400(t *testing.T) {
 	t.Parallel()
-	srv, f := serveFake(t, func(ctx context.Context, req agent.TurnRequest, emit agent.Emit) (agent.Result, error) {
-		return agent.Result{Finish: agent.FinishStop}, nil
-	})
+	b := newBox(t)
+	b.model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply { return providertest.Reply{Content: "ok"} })
 	msg := func(extra string) string {
 		return `{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":"hi"}]` + extra + `}`
 	}
@@ -450,71 +535,86 @@ func TestInvalidInputIsA400(t *testing.T) {
 	cases["33 identity fields"] = msg(`,"forwardedProps":{"identities":{` + many.String() + `}}`)
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			expectError(t, srv.URL+"/agui/support", aguiwire.TestKey, body, 400, "invalid_request")
+			expectError(t, b.url+"/agui/support", boxKey, body, 400, "invalid_request")
 		})
 	}
+	if n := len(b.model.ChatRequests()); n != 0 {
+		t.Fatalf("invalid input reached the model %d times", n)
+	}
+
 	t.Run("same customerId twice is fine", func(t *testing.T) {
-		stream(t, srv.URL+"/agui/support", msg(`,"forwardedProps":{"customerId":"a","identities":{"customerId":"a"}}`), "t", "r")
+		stream(t, b.url+"/agui/support", msg(`,"forwardedProps":{"customerId":"a","identities":{"customerId":"a"}}`), "t", "r")
+		if got := offered(b.chat(t, 0)); !reflect.DeepEqual(got, []string{agent.ToolMemoryRead}) {
+			t.Fatalf("tools offered %v", got)
+		}
 	})
 	t.Run("a non-object forwardedProps carries no identity", func(t *testing.T) {
-		stream(t, srv.URL+"/agui/support", msg(`,"forwardedProps":"anything"`), "t", "r")
-		if ids := f.last(t).Identities; len(ids) != 0 {
-			t.Fatalf("identities %v", ids)
+		in := strings.Replace(msg(`,"forwardedProps":"anything"`), `"t"`, `"t2"`, 1)
+		stream(t, b.url+"/agui/support", in, "t2", "r")
+		if got := offered(b.chat(t, 1)); len(got) != 0 {
+			t.Fatalf("tools offered %v", got)
 		}
 	})
 }
 
 func TestAuthAndUnknownAgent(t *testing.T) {
 	t.Parallel()
-	srv, f := serveFake(t, func(ctx context.Context, req agent.TurnRequest, emit agent.Emit) (agent.Result, error) {
-		return agent.Result{Finish: agent.FinishStop}, nil
-	})
-	expectError(t, srv.URL+"/agui/support", "", userHello, 401, "unauthorized")
-	expectError(t, srv.URL+"/agui/support", "wrong", userHello, 401, "unauthorized")
-	expectError(t, srv.URL+"/agui/nobody", aguiwire.TestKey, userHello, 404, "agent_not_found")
-	if f.calls() != 0 {
-		t.Fatal("a refused request reached the runtime")
+	b := newBox(t)
+	for _, key := range []string{"", "wrong"} {
+		expectError(t, b.url+"/agui/support", key, userHello, 401, "unauthorized")
+		if resp, _ := post(t, b.url+"/agui/support", key, userHello); resp.Header.Get("WWW-Authenticate") == "" {
+			t.Fatalf("401 without WWW-Authenticate (key %q)", key)
+		}
 	}
-	resp, _ := post(t, srv.URL+"/agui/support", "", userHello)
-	if resp.Header.Get("WWW-Authenticate") == "" {
-		t.Fatal("401 without WWW-Authenticate")
+	expectError(t, b.url+"/agui/nobody", boxKey, userHello, 404, "agent_not_found")
+	if n := len(b.model.ChatRequests()); n != 0 {
+		t.Fatalf("a refused request reached the model %d times", n)
 	}
 }
 
-// A client that goes away cancels the turn: the next emit fails and the
-// turn's context ends.
+// A client that goes away mid-stream cancels the turn: the model call in
+// flight ends with it, the run is recorded, and the thread takes the next
+// run.
 func TestClientGoingAwayCancelsTheTurn(t *testing.T) {
 	t.Parallel()
-	emitFailed := make(chan error, 1)
-	srv, _ := serveFake(t, func(ctx context.Context, req agent.TurnRequest, emit agent.Emit) (agent.Result, error) {
-		for {
-			if err := emit(text("m1", "tick ")); err != nil {
-				emitFailed <- err
-				return agent.Result{}, err
-			}
-			if ctx.Err() != nil {
-				emitFailed <- ctx.Err()
-				return agent.Result{}, ctx.Err()
-			}
-		}
-	})
+	b := newBox(t)
+	// The second step's answer is never released: only the end of the
+	// turn's context can end that model call.
+	never, _ := gate(t)
+	b.model.Script(providertest.Reply{ToolCalls: memoryRead("call_m")}, providertest.Reply{Content: "Too late.", Gate: never})
 	ctx, cancel := context.WithCancel(t.Context())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/agui/support", strings.NewReader(userHello))
-	req.Header.Set("Authorization", "Bearer "+aguiwire.TestKey)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/agui/support", strings.NewReader(customerHello))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+boxKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 64)
-	if _, err := resp.Body.Read(buf); err != nil {
-		t.Fatal(err)
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"RUN_STARTED"`) {
+		t.Fatalf("first line %q: %v", line, err)
 	}
+	waitFor(t, func() bool { return len(b.model.ChatRequests()) == 2 })
 	cancel()
 	resp.Body.Close()
-	select {
-	case <-emitFailed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the turn went on after the client left")
+
+	// The run is recorded as ended while the model's answer is still held
+	// back. (The runtime records a model call cut short by the client as
+	// failed, provider_failed; a cancellation it notices itself, as
+	// cancelled.)
+	var list []runs.Run
+	waitFor(t, func() bool { list = b.turnRuns(t, "support"); return len(list) > 0 })
+	if run := list[0]; len(list) != 1 || (run.Status != runs.StatusCancelled && run.Status != runs.StatusFailed) {
+		t.Fatalf("run %+v", run)
+	}
+
+	// The session is free again and kept nothing of the cancelled turn.
+	b.model.Script(providertest.Reply{Content: "Hello again."})
+	textRun(t, stream(t, b.url+"/agui/support", customerHello, "t1", "r1"), "Hello again.")
+	if got := sent(b.chat(t, 2)); !reflect.DeepEqual(got, []string{supportSystem, "user: Hello"}) {
+		t.Fatalf("the model received %q", got)
 	}
 }
