@@ -312,3 +312,72 @@ func TestBargeInCommitsOnlyWhatPlayed(t *testing.T) {
 	call.Close(voice.OutcomeCompleted)
 	<-done
 }
+
+// Every close path shares one completion: racing closes (the transport's
+// BYE, the media ending, a shutdown) save once; a failed save is recorded
+// and not retried; an agent keyed on email runs without memory and says why.
+func TestOneCompletionWhateverCloses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.model.ScriptTranscripts("Please remember my order number.")
+	e.model.Script(providertest.Reply{Content: "I will."},
+		providertest.Reply{Status: 500, Message: "extraction exploded"}) // the save fails
+	call, err := e.mgr.Open(ctx, voice.CallInfo{Direction: voice.Inbound, Agent: "receptionist", PhoneNumber: "+34600999000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	media := newPipe(8000)
+	runCtx, shutdown := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- call.Run(runCtx, media, &controls{}) }()
+	waitUntil(t, "the greeting", 10*time.Second, func() bool { return len(call.Entries()) == 1 })
+	media.say(800)
+	waitUntil(t, "the answer", 20*time.Second, func() bool { return len(call.Entries()) == 3 })
+	var wg sync.WaitGroup
+	for _, f := range []func(){
+		func() { call.Close(voice.OutcomeCompleted) },
+		func() { close(media.hangup) },
+		shutdown,
+		func() { call.Close(voice.OutcomeFailed) },
+	} {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	wg.Wait()
+	<-done
+	r, _ := e.mgr.Get(ctx, call.ID())
+	extractions := 0
+	for _, req := range e.model.ChatRequests() {
+		if strings.Contains(req.Messages[0].Content, `"operations"`) {
+			extractions++
+		}
+	}
+	if extractions != 1 {
+		t.Fatalf("%d extraction requests, want exactly one (no retry)", extractions)
+	}
+	if r.Memory.Saved || r.Memory.SaveError != "memory_model_failed" || r.Status != "ended" || r.Outcome == nil {
+		t.Fatalf("completion: %+v %+v", r, r.Memory)
+	}
+	select {
+	case <-call.Done():
+	default:
+		t.Fatal("Done not closed")
+	}
+
+	// An agent keyed on email: a phone call has no email identity.
+	e.model.Script(providertest.Reply{Content: "Hello."})
+	c2, err := e.mgr.Open(ctx, voice.CallInfo{Direction: voice.Inbound, Agent: "mailer", PhoneNumber: "+34600999000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2 := make(chan error, 1)
+	m2 := newPipe(8000)
+	go func() { d2 <- c2.Run(ctx, m2, &controls{}) }()
+	c2.Close(voice.OutcomeCompleted)
+	<-d2
+	r2, _ := e.mgr.Get(ctx, c2.ID())
+	if r2.Memory.Off == "" || !strings.Contains(r2.Memory.Off, "email") || r2.Memory.Saved || r2.Memory.RecalledFacts != 0 {
+		t.Fatalf("email-keyed agent on a phone call: %+v", r2.Memory)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/stackbone/box/store/notify"
 	"github.com/stackbone/box/store/pgcluster"
 	"github.com/stackbone/box/voice"
+	"github.com/stackbone/box/voice/espeak"
 	aguiwire "github.com/stackbone/box/wire/agui"
 	anthropicwire "github.com/stackbone/box/wire/anthropic"
 	openaiwire "github.com/stackbone/box/wire/openai"
@@ -90,7 +91,7 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	aguiwire.Register(handler, aguiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: runtime, Memory: mem, Settings: settings,
-		Runs: runStore, Speech: voice.ProviderSpeech(registry, nil), Logger: log})
+		Runs: runStore, Speech: voice.ProviderSpeech(registry, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) }), Logger: log})
 	calls.Register(handler)
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
