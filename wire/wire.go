@@ -7,12 +7,32 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/identity"
 )
+
+// Config wires one text wire; every wire package registers with it.
+type Config struct {
+	// Runtime runs the turns. Required.
+	Runtime *agent.Runtime
+	// Guard authenticates a request and checks its scope; (*api.Server).Guard.
+	// Required.
+	Guard func(r *http.Request, scope string, xAPIKey bool) (*http.Request, *api.Refusal)
+	// Logger receives ids, codes, sizes and timings, never message text.
+	// Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Mux is where a wire mounts its routes (an *api.Server or an *http.ServeMux).
+type Mux interface {
+	Handle(pattern string, h http.Handler)
+}
 
 // Header names of the box's wire extensions.
 const (

@@ -14,6 +14,7 @@ import (
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/identity"
+	"github.com/stackbone/box/wire"
 )
 
 // ProtocolVersion is the AG-UI version this wire speaks, declared on
@@ -24,17 +25,8 @@ const ProtocolVersion = "1.0"
 // every run, so this is generous.
 const maxBodyBytes = 8 << 20
 
-// Config wires the AG-UI route.
-type Config struct {
-	// Runtime runs the turns. Required.
-	Runtime *agent.Runtime
-	// Guard authenticates a request and checks its scope; (*api.Server).Guard.
-	// Required.
-	Guard func(r *http.Request, scope string, xAPIKey bool) (*http.Request, *api.Refusal)
-	// Logger receives ids, codes, sizes and timings, never message text.
-	// Defaults to slog.Default().
-	Logger *slog.Logger
-}
+// Config wires the wire (see wire.Config).
+type Config = wire.Config
 
 type handler struct {
 	rt    *agent.Runtime

@@ -10,21 +10,12 @@ import (
 	"time"
 
 	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/wire"
 )
 
-// Config wires the Anthropic wire.
-type Config struct {
-	// Runtime runs the turns. Required.
-	Runtime *agent.Runtime
-	// Guard authenticates a request ((*api.Server).Guard). Required.
-	Guard func(r *http.Request, scope string, xAPIKey bool) (*http.Request, *api.Refusal)
-	// Logger receives ids, codes, sizes and timings, never message text.
-	// Defaults to slog.Default().
-	Logger *slog.Logger
-}
+// Config wires the wire (see wire.Config).
+type Config = wire.Config
 
 // Register mounts the wire's route on mux (an *api.Server or an
 // *http.ServeMux).
