@@ -67,3 +67,9 @@ func TestApplyEnv(t *testing.T) {
 		t.Fatalf("bad env effort: %v", err)
 	}
 }
+
+func TestProductionExampleParses(t *testing.T) {
+	if _, err := config.Load("../configs/production.example.yaml"); err != nil {
+		t.Fatal(err)
+	}
+}
