@@ -19,12 +19,14 @@ import (
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/configs"
+	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/migrations"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/store/notify"
 	"github.com/stackbone/box/store/pgcluster"
+	"github.com/stackbone/box/stores"
 	"github.com/stackbone/box/voice"
 	"github.com/stackbone/box/voice/espeak"
 	aguiwire "github.com/stackbone/box/wire/agui"
@@ -80,12 +82,17 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	if err := settings.FixDeclaredKeys(ctx); err != nil {
 		return err
 	}
+	memoryStores := stores.New(stores.Config{Pool: pool, Agents: cfg.Agents, Models: registry, Logger: log})
+	if err := memoryStores.Sync(ctx); err != nil {
+		return err
+	}
 	// Caches of keys and settings are cleared across boxes by LISTEN/NOTIFY.
 	listener := notify.New(pool, log)
 	listener.Subscribe("auth", keys.Invalidate)
 	listener.Subscribe("settings", settings.Invalidate)
 	go listener.Run(ctx)
-	runtime := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log})
+	runtime := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log,
+		Tools: agent.Sources(memoryStores.Tools())})
 	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: runtime, Config: cfg, Logger: log})
 	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
@@ -93,6 +100,22 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: runtime, Memory: mem, Settings: settings,
 		Runs: runStore, Speech: voice.ProviderSpeech(registry, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) }), Logger: log})
 	calls.Register(handler)
+	memoryStores.Register(handler)
+
+	// Background work: one River client for every package's jobs.
+	queue := jobs.NewRegistry()
+	if err := memoryStores.AddWorkers(queue); err != nil {
+		return err
+	}
+	jobClient, err := jobs.NewClient(pool, queue, log)
+	if err != nil {
+		return err
+	}
+	jobClient.PeriodicJobs().AddMany(memoryStores.PeriodicJobs())
+	if err := jobClient.Start(ctx); err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
+	defer jobClient.Stop(context.WithoutCancel(ctx))
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
 	if err != nil {

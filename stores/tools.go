@@ -1,0 +1,398 @@
+package stores
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/config"
+)
+
+// Names of the memory store tools.
+const (
+	ToolListMemories   = "list_memories"
+	ToolSearchMemories = "search_memories"
+	ToolReadMemory     = "read_memory"
+	ToolCreateMemory   = "create_memory"
+	ToolUpdateMemory   = "update_memory"
+	ToolDeleteMemory   = "delete_memory"
+)
+
+// Attached is a store a session may use.
+type Attached struct {
+	Store        Store
+	Access       string
+	Instructions string
+}
+
+// Attachments resolves the stores a session of the agent uses: its learned
+// memory (read only: learning runs write it) and the agent's configured
+// memoryStores that are active, curated, and workspace or scoped to this
+// agent, in configured order, at most MaxStoresPerSession in all. Stores
+// left out are logged with the reason. Errors: ErrNotFound (an unknown
+// agent), ErrUnavailable.
+func (s *Service) Attachments(ctx context.Context, agentName string) ([]Attached, error) {
+	learned, err := s.learnedStore(ctx, agentName)
+	if err != nil {
+		return nil, err
+	}
+	out := []Attached{{Store: learned, Access: config.AccessReadOnly}}
+	want := s.cfg.Agents[agentName].MemoryStores
+	if len(want) == 0 {
+		return out, nil
+	}
+	refs := make([]string, len(want))
+	for i, w := range want {
+		refs[i] = w.MemoryStoreID
+	}
+	rows, err := s.cfg.Pool.Query(ctx, `SELECT `+storeCols+` FROM stackbone_platform.memory_stores
+		WHERE id::text = ANY($1) OR slug = ANY($1)`, refs)
+	if err != nil {
+		return nil, dbErr("resolve attachments", err)
+	}
+	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Store, error) { return scanStore(r) })
+	if err != nil {
+		return nil, dbErr("resolve attachments", err)
+	}
+	for _, w := range want {
+		i := slices.IndexFunc(found, func(st Store) bool { return st.ID.String() == w.MemoryStoreID || st.Slug == w.MemoryStoreID })
+		why := ""
+		switch {
+		case i < 0:
+			why = "no such store"
+		case found[i].Origin != OriginCurated:
+			why = "not a curated store"
+		case found[i].Status != StatusActive:
+			why = "archived"
+		case found[i].AgentID != nil && *found[i].AgentID != agentName:
+			why = "scoped to another agent"
+		case slices.ContainsFunc(out, func(a Attached) bool { return a.Store.ID == found[i].ID }):
+			why = "attached twice"
+		case len(out) >= MaxStoresPerSession:
+			why = "past the per-session limit of 8 stores"
+		}
+		if why != "" {
+			s.log.Warn("memory store not attached", "agent", agentName, "store", clip(w.MemoryStoreID, 100), "reason", why)
+			continue
+		}
+		access := w.Access
+		if access == "" {
+			access = config.AccessReadOnly
+		}
+		out = append(out, Attached{Store: found[i], Access: access, Instructions: w.Instructions})
+	}
+	return out, nil
+}
+
+// Tools is the agent.ToolSource of memory stores: for each turn it offers
+// list_memories, search_memories and read_memory over the stores the
+// session uses, and create_memory, update_memory and delete_memory when
+// one of them is read_write. The tools show each store's slug, name,
+// description, access and instructions, never its contents: the model
+// browses, searches and reads only what helps the task. A database failure
+// fails the turn with agent.ErrMemory; a bad call answers the model with
+// an error result.
+func (s *Service) Tools() agent.ToolSource {
+	return func(ctx context.Context, agentName string) ([]agent.ServerTool, error) {
+		if !s.agentExists(agentName) {
+			return nil, nil
+		}
+		att, err := s.Attachments(ctx, agentName)
+		if err != nil {
+			return nil, fmt.Errorf("%w: memory stores: %v", agent.ErrMemory, err)
+		}
+		return s.toolsFor(att), nil
+	}
+}
+
+func (s *Service) toolsFor(att []Attached) []agent.ServerTool {
+	var slugs, writable []string
+	var catalog strings.Builder
+	catalog.WriteString("Memory stores of this conversation (their contents are not in the prompt; browse, search and read them when it helps the task):\n")
+	for _, a := range att {
+		slugs = append(slugs, a.Store.Slug)
+		access := "read only"
+		if a.Access == config.AccessReadWrite {
+			access = "read and write"
+			writable = append(writable, a.Store.Slug)
+		}
+		fmt.Fprintf(&catalog, "- %s (%s, %s): %s", a.Store.Slug, a.Store.Name, access, oneLine(a.Store.Description))
+		if a.Instructions != "" {
+			fmt.Fprintf(&catalog, " Instructions: %s", oneLine(a.Instructions))
+		}
+		catalog.WriteString("\n")
+	}
+	byslug := func(slug string) (Attached, bool) {
+		i := slices.IndexFunc(att, func(a Attached) bool { return a.Store.Slug == slug })
+		if i < 0 {
+			return Attached{}, false
+		}
+		return att[i], true
+	}
+	storeProp := func(list []string, desc string) map[string]any {
+		return map[string]any{"type": "string", "enum": list, "description": desc}
+	}
+	schema := func(props map[string]any, required ...string) json.RawMessage {
+		b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false})
+		return b
+	}
+	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+	run := func(fn func(ctx context.Context, args map[string]any, scope agent.Scope) (any, error)) func(context.Context, agent.ToolCall, agent.Scope) (string, error) {
+		return func(ctx context.Context, call agent.ToolCall, scope agent.Scope) (string, error) {
+			args := map[string]any{}
+			if strings.TrimSpace(call.Arguments) != "" {
+				if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
+					return toolError(invalid("arguments", "must be a JSON object")), nil
+				}
+			}
+			out, err := fn(ctx, args, scope)
+			if errors.Is(err, ErrUnavailable) {
+				return "", fmt.Errorf("%w: memory stores: %v", agent.ErrMemory, err)
+			}
+			if err != nil {
+				return toolError(err), nil
+			}
+			b, err := json.Marshal(out)
+			return string(b), err
+		}
+	}
+	target := func(args map[string]any, needWrite bool) (Attached, error) {
+		slug, _ := args["store"].(string)
+		a, ok := byslug(slug)
+		if !ok {
+			return Attached{}, invalid("store", "must be one of %s", strings.Join(slugs, ", "))
+		}
+		if needWrite && a.Access != config.AccessReadWrite {
+			return Attached{}, invalid("store", "%s is read only in this conversation", slug)
+		}
+		return a, nil
+	}
+	arg := func(args map[string]any, k string) string { v, _ := args[k].(string); return v }
+	tools := []agent.ServerTool{
+		{
+			Def: agent.Tool{Name: ToolListMemories, Parameters: schema(map[string]any{
+				"store":       storeProp(slugs, "The memory store to browse."),
+				"path_prefix": str("The folder to list, such as / or /releases/. Defaults to /."),
+				"cursor":      str("next_cursor of the previous page, for more entries."),
+			}, "store"),
+				Description: catalog.String() + "\nlist_memories lists one folder of a store like a directory: memories (path, summary, byte_size) and memory_prefix entries for the folders beneath, with how many memories each holds. Content is not included; read a memory with read_memory."},
+			Run: run(func(ctx context.Context, args map[string]any, _ agent.Scope) (any, error) {
+				a, err := target(args, false)
+				if err != nil {
+					return nil, err
+				}
+				l, err := s.ListMemories(ctx, a.Store.ID, arg(args, "path_prefix"), ListOptions{Cursor: arg(args, "cursor")})
+				if err != nil {
+					return nil, err
+				}
+				return map[string]any{"store": a.Store.Slug, "entries": l.Entries, "next_cursor": l.NextCursor}, nil
+			}),
+		},
+		{
+			Def: agent.Tool{Name: ToolSearchMemories, Parameters: schema(map[string]any{
+				"query":       str("Words to look for in the memories' content, summaries and paths."),
+				"store":       storeProp(slugs, "Search one store; leave it out to search every store of this conversation."),
+				"path_prefix": str("Only memories under this folder, such as /releases/."),
+			}, "query"),
+				Description: "Find memories by content in the memory stores of this conversation (listed in list_memories), best matches first: path, summary and size of each. Read one with read_memory."},
+			Run: run(func(ctx context.Context, args map[string]any, _ agent.Scope) (any, error) {
+				list := att
+				if arg(args, "store") != "" {
+					a, err := target(args, false)
+					if err != nil {
+						return nil, err
+					}
+					list = []Attached{a}
+				}
+				type hit struct {
+					Store    string  `json:"store"`
+					MemoryID string  `json:"memory_id"`
+					Path     string  `json:"path"`
+					Summary  string  `json:"summary"`
+					ByteSize int     `json:"byte_size"`
+					Rank     float32 `json:"-"`
+				}
+				var hits []hit
+				for _, a := range list {
+					res, err := s.SearchMemories(ctx, a.Store.ID, arg(args, "query"), SearchOptions{PathPrefix: arg(args, "path_prefix"), Limit: 10})
+					if err != nil {
+						return nil, err
+					}
+					for _, h := range res.Memories {
+						hits = append(hits, hit{Store: a.Store.Slug, MemoryID: h.MemoryID.String(), Path: h.Path, Summary: h.Summary, ByteSize: h.ByteSize, Rank: h.Rank})
+					}
+				}
+				slices.SortStableFunc(hits, func(x, y hit) int {
+					switch {
+					case x.Rank > y.Rank:
+						return -1
+					case x.Rank < y.Rank:
+						return 1
+					}
+					return 0
+				})
+				if len(hits) > 10 {
+					hits = hits[:10]
+				}
+				if hits == nil {
+					hits = []hit{}
+				}
+				return map[string]any{"results": hits}, nil
+			}),
+		},
+		{
+			Def: agent.Tool{Name: ToolReadMemory, Parameters: schema(map[string]any{
+				"store":     storeProp(slugs, "The memory store."),
+				"path":      str("The memory's path, such as /releases/versioning.md."),
+				"memory_id": str("The memory's id (from search_memories), instead of path."),
+			}, "store"),
+				Description: "Read one memory in full: its path, summary, content and content_sha256 (needed to update it)."},
+			Run: run(func(ctx context.Context, args map[string]any, _ agent.Scope) (any, error) {
+				a, err := target(args, false)
+				if err != nil {
+					return nil, err
+				}
+				m, err := s.readArg(ctx, a.Store.ID, args)
+				if err != nil {
+					return nil, err
+				}
+				return toolMemory(a, m, true), nil
+			}),
+		},
+	}
+	if len(writable) == 0 {
+		return tools
+	}
+	wprop := storeProp(writable, "A memory store of this conversation you may write.")
+	tools = append(tools,
+		agent.ServerTool{
+			Def: agent.Tool{Name: ToolCreateMemory, Parameters: schema(map[string]any{
+				"store": wprop, "path": str("A new path, such as /releases/tagging.md; an existing path is refused."),
+				"summary": str("One line saying what the memory tells (at most 512 characters)."),
+				"content": str("The memory's text (at most 100 KiB). One idea per memory."),
+			}, "store", "path", "summary", "content"),
+				Description: "Add a memory to a writable memory store. It never overwrites: use update_memory for an existing path."},
+			Run: run(func(ctx context.Context, args map[string]any, scope agent.Scope) (any, error) {
+				a, err := target(args, true)
+				if err != nil {
+					return nil, err
+				}
+				m, err := s.CreateMemory(ctx, a.Store.ID, CreateMemory{Path: arg(args, "path"), Summary: arg(args, "summary"), Content: arg(args, "content")}, sessionAuthor(scope))
+				if err != nil {
+					return nil, err
+				}
+				return toolMemory(a, m, false), nil
+			}),
+		},
+		agent.ServerTool{
+			Def: agent.Tool{Name: ToolUpdateMemory, Parameters: schema(map[string]any{
+				"store": wprop, "path": str("The memory's current path."), "memory_id": str("The memory's id, instead of path."),
+				"content_sha256": str("The content_sha256 you read; the update is refused if the memory changed since."),
+				"content":        str("New content (leave out to keep)."), "summary": str("New summary (leave out to keep)."),
+				"new_path": str("A new path, to rename the memory."),
+			}, "store", "content_sha256"),
+				Description: "Change a memory of a writable store. Read it first: the update needs its content_sha256 and is refused if someone changed it since."},
+			Run: run(func(ctx context.Context, args map[string]any, scope agent.Scope) (any, error) {
+				a, err := target(args, true)
+				if err != nil {
+					return nil, err
+				}
+				m, err := s.readArg(ctx, a.Store.ID, args)
+				if err != nil {
+					return nil, err
+				}
+				in := UpdateMemory{ContentSHA256: optional(args, "content_sha256"), Content: optional(args, "content"),
+					Summary: optional(args, "summary"), Path: optional(args, "new_path")}
+				if in.ContentSHA256 == nil {
+					return nil, invalid("content_sha256", "is required: read the memory first")
+				}
+				m, err = s.UpdateMemory(ctx, a.Store.ID, m.ID, in, sessionAuthor(scope))
+				if err != nil {
+					return nil, err
+				}
+				return toolMemory(a, m, false), nil
+			}),
+		},
+		agent.ServerTool{
+			Def: agent.Tool{Name: ToolDeleteMemory, Parameters: schema(map[string]any{
+				"store": wprop, "path": str("The memory's path."), "memory_id": str("The memory's id, instead of path."),
+			}, "store"),
+				Description: "Delete a memory of a writable store. Its history is kept and people can restore it."},
+			Run: run(func(ctx context.Context, args map[string]any, scope agent.Scope) (any, error) {
+				a, err := target(args, true)
+				if err != nil {
+					return nil, err
+				}
+				m, err := s.readArg(ctx, a.Store.ID, args)
+				if err != nil {
+					return nil, err
+				}
+				if err := s.DeleteMemory(ctx, a.Store.ID, m.ID, sessionAuthor(scope)); err != nil {
+					return nil, err
+				}
+				return map[string]any{"deleted": true, "path": m.Path}, nil
+			}),
+		},
+	)
+	return tools
+}
+
+// readArg reads the memory a tool call names by memory_id or path.
+func (s *Service) readArg(ctx context.Context, storeID uuid.UUID, args map[string]any) (Memory, error) {
+	if v, _ := args["memory_id"].(string); v != "" {
+		id, err := uuid.Parse(v)
+		if err != nil {
+			return Memory{}, notFound("no memory " + clip(v, 64))
+		}
+		return s.GetMemory(ctx, storeID, id)
+	}
+	p, _ := args["path"].(string)
+	if p == "" {
+		return Memory{}, invalid("path", "is required (or memory_id)")
+	}
+	return s.GetMemoryByPath(ctx, storeID, p)
+}
+
+func sessionAuthor(scope agent.Scope) Author {
+	id := scope.SessionID
+	if id == "" {
+		id = "run:" + scope.RunID.String()
+	}
+	return Author{Kind: AuthorSession, ID: id}
+}
+
+func optional(args map[string]any, k string) *string {
+	if v, ok := args[k].(string); ok {
+		return &v
+	}
+	return nil
+}
+
+func toolMemory(a Attached, m Memory, content bool) map[string]any {
+	out := map[string]any{"store": a.Store.Slug, "memory_id": m.ID, "path": m.Path, "summary": m.Summary,
+		"content_sha256": m.ContentSHA256, "byte_size": m.ByteSize, "updated_at": m.UpdatedAt}
+	if content {
+		out["content"] = m.Content
+	}
+	return out
+}
+
+func toolError(err error) string {
+	code := Code(err)
+	if code == "" {
+		code = "internal"
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": strings.TrimPrefix(err.Error(), "stores: ")}})
+	return string(b)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
