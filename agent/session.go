@@ -123,12 +123,18 @@ func (r *Runtime) claimAndLoad(ctx context.Context, id, agentName string) (int, 
 	if err != nil {
 		br.Close()
 		if errors.Is(err, pgx.ErrNoRows) {
-			// Not claimed: say why (held or busy).
-			_, err = r.claim(ctx, id, kindSession, agentName, false)
-			if err == nil {
-				err = fmt.Errorf("%w: the session changed while it was claimed", ErrSessionBusy)
+			// Not claimed: claim again, which says why (held or busy), or
+			// succeeds when the turn that held it has just ended.
+			turns, err := r.claim(ctx, id, kindSession, agentName, false)
+			if err != nil {
+				return 0, nil, 0, err
 			}
-			return 0, nil, 0, err
+			msgs, _, step, err := r.loadCheckpoint(ctx, id)
+			if err != nil {
+				r.release(context.WithoutCancel(ctx), id, StatusFailed)
+				return 0, nil, 0, err
+			}
+			return turns, msgs, step, nil
 		}
 		return 0, nil, 0, storageErr("claim session", err)
 	}

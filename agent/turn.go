@@ -545,17 +545,18 @@ func (t *turn) fail(ctx context.Context, cause error) (Result, error) {
 	}
 	t.run.InputTokens, t.run.OutputTokens = t.usage.InputTokens, t.usage.OutputTokens
 	t.run.Metadata["toolCalls"] = t.toolCalls
-	if err := t.rt.cfg.Pool.SendBatch(context.WithoutCancel(ctx), runsBatch(t.run)).Close(); err != nil {
-		t.rt.log.Warn("agent: record failed run", "run", t.run.ID, "error", err)
-	}
 	if t.sessionID != "" {
-		// A failed decision leaves the session held, so a person can decide
-		// again; the checkpoint still holds the pending call.
+		// Free the session first: whoever sees the failed run may send the
+		// next turn at once. A failed decision leaves the session held, so a
+		// person can decide again; the checkpoint still holds the pending call.
 		status := StatusFailed
 		if t.resumed {
 			status = StatusHeld
 		}
 		t.rt.release(context.WithoutCancel(ctx), t.sessionID, status)
+	}
+	if err := t.rt.cfg.Pool.SendBatch(context.WithoutCancel(ctx), runsBatch(t.run)).Close(); err != nil {
+		t.rt.log.Warn("agent: record failed run", "run", t.run.ID, "error", err)
 	}
 	var se *storageError
 	if errors.As(cause, &se) {

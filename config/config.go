@@ -51,6 +51,10 @@ type Config struct {
 	RAG RAG `yaml:"rag"`
 	// ObjectStore is where uploaded originals are kept.
 	ObjectStore ObjectStore `yaml:"objectStore"`
+	// SIP holds the SIP listener, call limits and trunks.
+	SIP SIP `yaml:"sip"`
+	// Rooms holds browser test calls: LiveKit or the embedded WebRTC peer.
+	Rooms Rooms `yaml:"rooms"`
 }
 
 // HTTP holds the listener settings.
@@ -224,6 +228,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	problems = append(problems, c.ObjectStore.validate()...)
+	problems = append(problems, c.SIP.validate(c.Agents)...)
+	problems = append(problems, c.Rooms.validate()...)
 	if c.Memory.Model != "" {
 		if _, _, err := SplitModel(c.Memory.Model); err != nil {
 			problems = append(problems, fmt.Sprintf("memory.model: %v", err))
@@ -241,7 +247,8 @@ func (c *Config) Validate() error {
 
 // ApplyEnv lets the environment override the file: STACKBONE_HTTP_ADDR,
 // STACKBONE_DATABASE_URL, OPENAI_BASE_URL and OPENAI_API_KEY (provider
-// "openai"), STACKBONE_MEMORY_MODEL and STACKBONE_MEMORY_REASONING_EFFORT.
+// "openai"), STACKBONE_MEMORY_MODEL, STACKBONE_MEMORY_REASONING_EFFORT,
+// STACKBONE_SIP_ADDR and the SIP trunks' passwordEnv variables.
 // It returns an error when an environment value is invalid.
 func (c *Config) ApplyEnv(getenv func(string) string) error {
 	if v := getenv("STACKBONE_HTTP_ADDR"); v != "" {
@@ -253,6 +260,10 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	if v := getenv("STACKBONE_DATABASE_URL"); v != "" {
 		c.Database.URL = v
 	}
+	if err := c.SIP.applyEnv(getenv); err != nil {
+		return err
+	}
+	c.Rooms.applyEnv(getenv)
 	if c.Providers == nil {
 		c.Providers = map[string]Provider{}
 	}

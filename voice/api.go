@@ -24,8 +24,10 @@ type DialRequest struct {
 
 // Dialer places outbound calls (the SIP trunks).
 type Dialer interface {
-	// Dial starts ringing and returns the call's id at once; the call opens
-	// through Manager.Open when answered.
+	// Dial opens the call (Manager.Open, so the recall is ready for the
+	// greeting), starts ringing and returns the call's id at once. Errors
+	// wrap ErrInvalidDial (the request is wrong), ErrNoTrunk or
+	// ErrAtCapacity.
 	Dial(ctx context.Context, req DialRequest) (callID string, err error)
 }
 
@@ -152,11 +154,16 @@ func (m *Manager) dial(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := d.Dial(r.Context(), DialRequest{Agent: b.Agent, To: b.To, Trunk: b.Trunk, Identities: ids})
 	if err != nil {
-		status := http.StatusBadGateway
-		if errors.Is(err, ErrAtCapacity) {
-			status = http.StatusServiceUnavailable
+		status, code := http.StatusBadGateway, "voice_dial_failed"
+		switch {
+		case errors.Is(err, ErrInvalidDial):
+			status, code = http.StatusBadRequest, "voice_invalid_request"
+		case errors.Is(err, ErrNoTrunk):
+			status, code = http.StatusServiceUnavailable, "voice_no_trunk"
+		case errors.Is(err, ErrAtCapacity):
+			status, code = http.StatusServiceUnavailable, "voice_at_capacity"
 		}
-		api.WriteError(w, status, "voice_dial_failed", err.Error())
+		api.WriteError(w, status, code, err.Error())
 		return
 	}
 	api.WriteData(w, http.StatusAccepted, map[string]string{"callId": id})

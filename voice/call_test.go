@@ -381,3 +381,35 @@ func TestOneCompletionWhateverCloses(t *testing.T) {
 		t.Fatalf("email-keyed agent on a phone call: %+v", r2.Memory)
 	}
 }
+
+// A call closed before it ever ran (CANCEL before answer, no answer)
+// completes at once: its record ends and its slot frees; a late Run
+// returns without carrying media.
+func TestCallClosedBeforeItRan(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	call, err := e.mgr.Open(ctx, voice.CallInfo{Direction: voice.Inbound, Agent: "receptionist", PhoneNumber: "+34600555000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.mgr.Active() != 1 {
+		t.Fatalf("active %d", e.mgr.Active())
+	}
+	call.Close(voice.OutcomeCancelled)
+	select {
+	case <-call.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a call closed before it ran never completed")
+	}
+	r, _ := e.mgr.Get(ctx, call.ID())
+	if r.Status != "ended" || *r.Outcome != voice.OutcomeCancelled || r.AnsweredAt != nil || e.mgr.Active() != 0 {
+		t.Fatalf("record %+v, active %d", r, e.mgr.Active())
+	}
+	if err := call.Run(ctx, newPipe(8000), &controls{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.model.SpeechRequests()); n != 0 {
+		t.Fatalf("%d speech requests for a call that never ran", n)
+	}
+}

@@ -14,4 +14,8 @@ var (
 	ErrAtCapacity = errors.New("voice: at call capacity")
 	// ErrNotFound: no call with that id.
 	ErrNotFound = errors.New("voice: call not found")
+	// ErrInvalidDial: an outbound call request names a bad number or trunk.
+	ErrInvalidDial = errors.New("voice: invalid dial request")
+	// ErrNoTrunk: no outbound trunk can carry the call.
+	ErrNoTrunk = errors.New("voice: no outbound trunk")
 )

@@ -29,14 +29,24 @@ type utterance struct {
 // returns. A call ends by Close (any transport path), the media ending or
 // timing out, the maximum duration, or ctx (shutdown).
 func (c *Call) Run(ctx context.Context, media Media, controls Controls) error {
-	defer close(c.done)
-	defer c.m.remove(c)
+	c.mu.Lock()
+	select {
+	case <-c.closing:
+		// Closed before it ran: that close completes the call.
+		c.mu.Unlock()
+		<-c.done
+		return nil
+	default:
+	}
+	c.running = true
+	c.mu.Unlock()
+	defer c.finish(context.WithoutCancel(ctx))
 	c.media, c.controls, c.rate = media, controls, media.SampleRate()
 	c.playout = NewPlayout(c.rate * int(FrameDuration/time.Millisecond) / 1000)
 	var err error
 	if c.stt, c.tts, err = c.m.cfg.Speech(c.info.Agent, c.agent, c.rate); err != nil {
 		c.Close(OutcomeFailed)
-		c.complete(context.WithoutCancel(ctx))
+		_ = controls.Hangup(context.WithoutCancel(ctx))
 		return err
 	}
 	if _, err := c.m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET status = 'active', answered_at = now() WHERE id = $1`, c.info.ID); err != nil {
@@ -55,14 +65,14 @@ func (c *Call) Run(ctx context.Context, media Media, controls Controls) error {
 	case <-c.closing:
 	case <-maxTimer.C:
 		c.Close(OutcomeMaxDuration)
-		_ = controls.Hangup(context.WithoutCancel(ctx))
 	case <-ctx.Done():
 		c.Close(OutcomeShutdown)
-		_ = controls.Hangup(context.WithoutCancel(ctx))
 	}
+	// Every close path hangs up, so a transport blocked in ReadFrame (a call
+	// on hold has no media timeout) returns; hanging up twice is harmless.
+	_ = controls.Hangup(context.WithoutCancel(ctx))
 	cancel()
 	wg.Wait()
-	c.complete(context.WithoutCancel(ctx))
 	return nil
 }
 

@@ -23,7 +23,9 @@ import (
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/migrations"
 	"github.com/stackbone/box/provider"
+	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/store/notify"
 	"github.com/stackbone/box/store/pgcluster"
 	"github.com/stackbone/box/stores"
@@ -98,9 +100,29 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	aguiwire.Register(handler, aguiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: runtime, Memory: mem, Settings: settings,
+		MaxCalls: cfg.SIP.MaxCalls, MaxDuration: cfg.SIP.MaxCallDuration,
 		Runs: runStore, Speech: voice.ProviderSpeech(registry, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) }), Logger: log})
 	calls.Register(handler)
 	memoryStores.Register(handler)
+	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: cfg.Rooms, Logger: log})
+	if err != nil {
+		return err
+	}
+	browserRooms.Register(handler)
+	defer func() {
+		if err := browserRooms.Close(); err != nil {
+			log.Warn("rooms close", "error", err)
+		}
+	}()
+	phones, err := sip.New(sip.Config{Config: cfg.SIP, Manager: sip.Voice(calls), Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := phones.Start(ctx); err != nil {
+		return err
+	}
+	defer phones.Close()
+	calls.SetDialer(phones)
 
 	// Background work: one River client for every package's jobs.
 	queue := jobs.NewRegistry()

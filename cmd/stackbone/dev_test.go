@@ -43,7 +43,7 @@ func TestDevStartsServesAndStopsCleanly(t *testing.T) {
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "dev", "--data-dir", filepath.Join(dir, ".stackbone"))
 	cmd.Dir = dir // no configs/dev.yaml here: the embedded copy is used
-	cmd.Env = append(filteredEnv(), "STACKBONE_HTTP_ADDR="+addr)
+	cmd.Env = append(filteredEnv(), "STACKBONE_HTTP_ADDR="+addr, "STACKBONE_SIP_ADDR=127.0.0.1:0")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func filteredEnv() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "STACKBONE_DATABASE_URL", "STACKBONE_HTTP_ADDR", "OPENAI_BASE_URL", "OPENAI_API_KEY":
+		case "STACKBONE_DATABASE_URL", "STACKBONE_HTTP_ADDR", "STACKBONE_SIP_ADDR", "OPENAI_BASE_URL", "OPENAI_API_KEY":
 			continue
 		}
 		out = append(out, kv)

@@ -1,0 +1,488 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/emiago/diago"
+	"github.com/emiago/diago/media"
+	"github.com/emiago/sipgo"
+	sipgosip "github.com/emiago/sipgo/sip"
+	"github.com/jackc/pgx/v5/pgxpool"
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/zaf/g711"
+
+	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/migrations"
+	"github.com/stackbone/box/provider"
+	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/sip"
+	"github.com/stackbone/box/voice"
+)
+
+// CallsConfig sets up the concurrent-calls load run.
+type CallsConfig struct {
+	// AdminURL is a server where the run may create and drop its database.
+	// Required.
+	AdminURL string
+	// Steps are the numbers of concurrent calls tried, in order (default
+	// 25, 50, 100, 200).
+	Steps []int
+	// Hold is how long each step's calls stay up once all are established
+	// (default 20 s); the figures are measured in that window.
+	Hold time.Duration
+	// Rate is how many calls per second the generator starts (default 40),
+	// so call setup is measured under load rather than as one burst.
+	Rate int
+	// Logger for progress; default discard.
+	Logger *slog.Logger
+}
+
+// CallStep is what one step of concurrent calls measured.
+type CallStep struct {
+	Calls       int // concurrent calls asked
+	Established int
+	Failed      int
+	// Setup is INVITE to 200 OK at the generator (the box opens the call,
+	// recalls the person's memory and answers).
+	Setup Figures
+	// Pacing is how far the interval between two RTP packets the box sent
+	// on a call strays from 20 ms, taken as the box sends them (p50, p99
+	// and max to 0.1 ms).
+	Pacing Figures
+	// Jitter is the same as the generator received the packets, which adds
+	// the generator's own scheduling on the shared cores.
+	Jitter Figures
+	// Packets received by the generator in the window, and missing sequence
+	// numbers among them.
+	Packets, Lost int64
+	// Dropped are caller frames the box itself did not take in time.
+	Dropped int64
+	// Turns completed with metrics, and the box's own share of each turn's
+	// wire-to-wire time (minus endpointing, speech-to-text, time to first
+	// token and text-to-speech first byte, all provider or policy time).
+	Turns    int
+	Overhead Figures
+}
+
+// CallsReport is the result of a calls load run.
+type CallsReport struct {
+	Setup []string
+	Steps []CallStep
+}
+
+// Largest is the largest step whose box-side pacing jitter p99 stayed under
+// 5 ms with no packet lost or dropped and every call established; 0 if
+// none did.
+func (r CallsReport) Largest() int {
+	best := 0
+	for _, s := range r.Steps {
+		if s.Failed == 0 && s.Established == s.Calls && s.Pacing.P99 < 5*time.Millisecond && s.Lost == 0 && s.Dropped == 0 && s.Calls > best {
+			best = s.Calls
+		}
+	}
+	return best
+}
+
+// Print writes the report as a table.
+func (r CallsReport) Print(w io.Writer) {
+	fmt.Fprintln(w, "Concurrent SIP calls (RTP both ways, scripted speech and model)")
+	for _, s := range r.Setup {
+		fmt.Fprintln(w, "  "+s)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "calls\tup\tfailed\tsetup p50 ms\tsetup p95 ms\tpacing p50 ms\tpacing p99 ms\tpacing max ms\trx jitter p99 ms\tpackets\tlost\tdropped\tturns\toverhead p50 ms\toverhead p95 ms\t")
+	for _, s := range r.Steps {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t\n", s.Calls, s.Established, s.Failed,
+			ms(s.Setup.P50), ms(s.Setup.P95), ms(s.Pacing.P50), ms(s.Pacing.P99), ms(s.Pacing.Max), ms(s.Jitter.P99),
+			s.Packets, s.Lost, s.Dropped, s.Turns, ms(s.Overhead.P50), ms(s.Overhead.P95))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "largest step with pacing jitter p99 < 5 ms, no loss: %d calls\n", r.Largest())
+}
+
+const benchCallAgents = `
+agents:
+  receptionist:
+    model: openai/bench
+    instructions: You answer the phone.
+    memory: {identityKey: phoneNumber, read: true, save: true}
+`
+
+// Calls measures concurrent SIP calls on one process: the whole box (real
+// PostgreSQL, memory recall and save, agent runtime, call controller, SIP
+// server) and a sipgo/diago load generator on loopback that places the
+// calls and streams speech-like audio (1 s of tone, 2.5 s of silence) at
+// real time. The scripted provider transcribes, answers "Sure, I can help."
+// and speaks a tone.
+func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
+	if len(cfg.Steps) == 0 {
+		cfg.Steps = []int{25, 50, 100, 200}
+	}
+	if cfg.Hold <= 0 {
+		cfg.Hold = 20 * time.Second
+	}
+	if cfg.Rate <= 0 {
+		cfg.Rate = 40
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL)
+	if err != nil {
+		return CallsReport{}, err
+	}
+	defer drop()
+	if err := migrations.Apply(ctx, dbURL, nil); err != nil {
+		return CallsReport{}, err
+	}
+	pcfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return CallsReport{}, err
+	}
+	pcfg.MaxConns = 20
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return CallsReport{}, err
+	}
+	defer pool.Close()
+
+	model := providertest.Start()
+	defer model.Close()
+	model.DiscardRequests()
+	model.RespondTranscripts(func([]byte) string { return "I would like some help." })
+	model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+		if req.Model == "extractor" {
+			return providertest.Reply{Content: `{"operations":[{"op":"add","content":"Called for help."}],"summary":"Asked for help."}`}
+		}
+		return providertest.Reply{Content: "Sure, I can help."}
+	})
+	quiet := slog.New(slog.DiscardHandler)
+	c, err := config.Parse([]byte(benchCallAgents))
+	if err != nil {
+		return CallsReport{}, err
+	}
+	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: model.URL()}}, nil)
+	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: quiet, FallbackModel: "openai/extractor"})
+	settings := memory.NewSettings(pool, memory.AgentsFromConfig(c), quiet)
+	if err := settings.FixDeclaredKeys(ctx); err != nil {
+		return CallsReport{}, err
+	}
+	rt := agent.New(agent.Config{Pool: pool, Agents: c.Agents, Models: reg, Memory: mem, Settings: settings, Logger: quiet})
+	maxCalls := slices.Max(cfg.Steps) + 10
+	mgr := voice.NewManager(voice.Config{Pool: pool, Agents: c.Agents, Runtime: rt, Memory: mem, Settings: settings,
+		Runs: runs.NewStore(pool), Speech: voice.ProviderSpeech(reg, nil), Logger: quiet, MaxCalls: maxCalls})
+	srv, err := sip.New(sip.Config{Manager: sip.Voice(mgr), Logger: quiet, Config: config.SIP{
+		Addr: "127.0.0.1:0", MaxCalls: maxCalls,
+		Trunks: config.Trunks{Inbound: []config.InboundTrunk{{Name: "bench", Sources: []string{"127.0.0.1"},
+			Routes: []config.Route{{Number: "*", Agent: "receptionist"}}}}},
+	}})
+	if err != nil {
+		return CallsReport{}, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := srv.Start(sctx); err != nil {
+		return CallsReport{}, err
+	}
+	defer srv.Close()
+
+	gen, err := newGenerator(ctx)
+	if err != nil {
+		return CallsReport{}, err
+	}
+	defer gen.close()
+
+	rep := CallsReport{Setup: []string{
+		fmt.Sprintf("box and load generator in one process on loopback, GOMAXPROCS=%d; PostgreSQL %s", runtimeProcs(), serverVersion(ctx, pool)),
+		fmt.Sprintf("each step: calls started at %d/s, then held %s; G.711 PCMU, 20 ms packets both ways", cfg.Rate, cfg.Hold),
+		"setup: INVITE to 200 OK (open, recall, answer); jitter: |interval - 20 ms| of the box's packets at the generator",
+	}}
+	number := 0
+	for _, n := range cfg.Steps {
+		cfg.Logger.Info("bench calls: step", "calls", n)
+		before, since := srv.Stats(), time.Now()
+		var w0, w1 sip.Stats
+		step, err := gen.step(ctx, srv.Addr(), n, &number, cfg.Rate, cfg.Hold, func(end bool) {
+			if end {
+				w1 = srv.Stats()
+			} else {
+				w0 = srv.Stats()
+			}
+		})
+		if err != nil {
+			return rep, err
+		}
+		win := w1.Sub(w0)
+		step.Pacing = Figures{Name: "pacing", P50: win.PacingJitter(50), P95: win.PacingJitter(95), P99: win.PacingJitter(99), Max: win.PacingJitter(100)}
+		for _, n := range win.Pacing {
+			step.Pacing.N += int(n)
+		}
+		// Wait for the calls' completions (memory saves) before the next step.
+		deadline := time.Now().Add(2 * time.Minute)
+		for (mgr.Active() > 0 || srv.Active() > 0) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		after := srv.Stats()
+		step.Dropped = after.FramesDropped - before.FramesDropped
+		step.Turns, step.Overhead = overhead(ctx, pool, since)
+		rep.Steps = append(rep.Steps, step)
+		cfg.Logger.Info("bench calls: step done", "calls", n, "up", step.Established, "jitterP99Ms", ms(step.Jitter.P99))
+	}
+	return rep, nil
+}
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// overhead reads the per-turn metrics the controller recorded on the calls
+// that started since.
+func overhead(ctx context.Context, pool *pgxpool.Pool, since time.Time) (int, Figures) {
+	rec := &recorder{}
+	rows, err := pool.Query(ctx, `SELECT metrics FROM stackbone_platform.voice_calls WHERE started_at >= $1`, since)
+	if err != nil {
+		return 0, Figures{}
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			continue
+		}
+		var metrics []map[string]any
+		if json.Unmarshal(raw, &metrics) != nil {
+			continue
+		}
+		for _, m := range metrics {
+			w, ok := num(m["wireToWireMs"])
+			if !ok {
+				continue
+			}
+			rest := 0.0
+			for _, k := range []string{"endOfUtteranceMs", "speechToTextMs", "timeToFirstTokenMs", "textToSpeechFirstByteMs"} {
+				v, _ := num(m[k])
+				rest += v
+			}
+			rec.add(time.Duration((w-rest)*float64(time.Millisecond)), nil)
+		}
+	}
+	f := rec.figures("overhead", false)
+	return f.N, f
+}
+
+func num(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// generator places calls from its own SIP user agent.
+type generator struct {
+	ua *sipgo.UserAgent
+	dg *diago.Diago
+}
+
+func newGenerator(ctx context.Context) (*generator, error) {
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent("loadgen"),
+		sipgo.WithUserAgentTransactionLayerOptions(sipgosip.WithTransactionLayerLogger(slog.New(slog.DiscardHandler))),
+		sipgo.WithUserAgentTransportLayerOptions(sipgosip.WithTransportLayerLogger(slog.New(slog.DiscardHandler))))
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := l.LocalAddr().(*net.UDPAddr).Port
+	l.Close()
+	dg := diago.NewDiago(ua, diago.WithLogger(slog.New(slog.DiscardHandler)),
+		diago.WithTransport(diago.Transport{Transport: "udp", BindHost: "127.0.0.1", BindPort: port}))
+	if err := dg.ServeBackground(ctx, func(d *diago.DialogServerSession) {}); err != nil {
+		return nil, err
+	}
+	// The client sends from the listener once sipgo registered it.
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if c, err := ua.TransportLayer().GetConnection("udp", addr); err == nil && c != nil {
+			break
+		}
+	}
+	return &generator{ua: ua, dg: dg}, nil
+}
+
+func (g *generator) close() { g.ua.Close() }
+
+// callStats is what one generated call measured.
+type callStats struct {
+	jitter  []time.Duration
+	packets int64
+	lost    int64
+}
+
+// step holds n calls for the hold window and measures them.
+func (g *generator) step(ctx context.Context, boxAddr string, n int, number *int, rate int, hold time.Duration, window func(end bool)) (CallStep, error) {
+	step := CallStep{Calls: n}
+	setup := &recorder{}
+	var mu sync.Mutex
+	var all []callStats
+	var wg sync.WaitGroup
+	// The measurement window starts once every call should be up.
+	ramp := time.Duration(n) * time.Second / time.Duration(rate)
+	windowStart := time.Now().Add(ramp + time.Second)
+	windowEnd := windowStart.Add(hold)
+	stop := make(chan struct{})
+	var snap sync.WaitGroup
+	snap.Add(2)
+	time.AfterFunc(time.Until(windowStart), func() { window(false); snap.Done() })
+	time.AfterFunc(time.Until(windowEnd), func() { window(true); snap.Done(); close(stop) })
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	for i := 0; i < n; i++ {
+		<-tick.C
+		*number++
+		caller := "+1555" + fmt.Sprintf("%07d", *number)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, d, err := g.call(ctx, boxAddr, caller, windowStart, windowEnd, stop)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				step.Failed++
+				return
+			}
+			step.Established++
+			setup.add(d, nil)
+			all = append(all, st)
+		}()
+	}
+	wg.Wait()
+	snap.Wait()
+	step.Setup = setup.figures("setup", false)
+	jit := &recorder{}
+	for _, st := range all {
+		for _, j := range st.jitter {
+			jit.add(j, nil)
+		}
+		step.Packets += st.packets
+		step.Lost += st.lost
+	}
+	step.Jitter = jit.figures("jitter", false)
+	return step, nil
+}
+
+// call places one call, streams audio until stop, measures what it
+// receives inside the window, and hangs up. It returns the call setup time.
+func (g *generator) call(ctx context.Context, boxAddr, caller string, from, to time.Time, stop <-chan struct{}) (callStats, time.Duration, error) {
+	var st callStats
+	var recipient sipgosip.Uri
+	if err := sipgosip.ParseUri("sip:100@"+boxAddr, &recipient); err != nil {
+		return st, 0, err
+	}
+	host, _, _ := net.SplitHostPort(boxAddr)
+	opts := diago.InviteOptions{Headers: []sipgosip.Header{&sipgosip.FromHeader{
+		Address: sipgosip.Uri{Scheme: "sip", User: caller, Host: host}, Params: sipgosip.NewParams()}}}
+	start := time.Now()
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	d, med, err := g.dg.Invite(ictx, recipient, opts)
+	cancel()
+	if err != nil {
+		return st, 0, err
+	}
+	setup := time.Since(start)
+	defer func() {
+		hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = d.Hangup(hctx)
+		cancel()
+		d.Close()
+	}()
+	r, err := med.AudioReader()
+	if err != nil {
+		return st, setup, err
+	}
+	w, err := med.AudioWriter()
+	if err != nil {
+		return st, setup, err
+	}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		buf := make([]byte, media.RTPBufSize)
+		var last time.Time
+		var lastSeq uint16
+		for {
+			if _, err := r.Read(buf); err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					continue
+				}
+				return
+			}
+			now := time.Now()
+			seq := med.RTPPacketReader.PacketHeader.SequenceNumber
+			if now.After(from) && now.Before(to) {
+				st.packets++
+				if !last.IsZero() {
+					gap := now.Sub(last) - voice.FrameDuration
+					st.jitter = append(st.jitter, time.Duration(math.Abs(float64(gap))))
+					if d := seq - lastSeq; d > 1 && d < 1000 {
+						st.lost += int64(d - 1)
+					}
+				}
+				last = now
+			}
+			lastSeq = seq
+		}
+	}()
+	// 1 s of a voiced tone, 2.5 s of quiet, paced by the packet writer.
+	voiced, quiet := make([]byte, 160), make([]byte, 160)
+	for i := range voiced {
+		voiced[i] = g711.EncodeUlawFrame(int16(9000 * math.Sin(2*math.Pi*300*float64(i)/8000)))
+		quiet[i] = g711.EncodeUlawFrame(int16((i*7919)%61 - 30))
+	}
+	for frame := 0; ; frame++ {
+		select {
+		case <-stop:
+			hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = d.Hangup(hctx)
+			cancel()
+			<-readDone
+			return st, setup, nil
+		case <-d.Context().Done():
+			<-readDone
+			return st, setup, nil
+		default:
+		}
+		p := quiet
+		if frame%175 < 50 {
+			p = voiced
+		}
+		if _, err := w.Write(p); err != nil {
+			<-readDone
+			return st, setup, nil
+		}
+	}
+}

@@ -1,0 +1,334 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/migrations"
+	"github.com/stackbone/box/provider"
+	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/rooms"
+	"github.com/stackbone/box/rooms/roomstest"
+	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/voice"
+)
+
+// RoomsConfig sets up the browser-rooms load run on the embedded peer.
+type RoomsConfig struct {
+	// AdminURL is a server where the run may create and drop its database.
+	AdminURL string
+	// Steps are the numbers of concurrent calls tried, in order (default
+	// 1, 5, 10, 20, 40, 60, 80); the climb stops after the first step whose
+	// pacing jitter p99 reaches JitterLimit or that has errors.
+	Steps []int
+	// CallDuration is how long each call stays up (default 8 s): it joins,
+	// speaks 1.2 s, hears the agent's spoken answer, then idles.
+	CallDuration time.Duration
+	// JitterLimit is the pacing jitter p99 a step must stay under (default
+	// 5 ms).
+	JitterLimit time.Duration
+	// Logger for progress; default discard.
+	Logger *slog.Logger
+}
+
+// RoomsStep is the figures of one step.
+type RoomsStep struct {
+	N int
+	// Join is POST /api/voice/rooms to the caller's media connected
+	// (offer, answer, ICE and DTLS on loopback).
+	Join Figures
+	// Jitter is how far the agent's audio packets stray from 20 ms apart
+	// as the callers receive them.
+	Jitter Figures
+	// Ticker is the baseline: a bare 20 ms time.Ticker in the same process
+	// during the step, what the machine's scheduler gives anyway.
+	Ticker Figures
+	// Overhead is each turn's wire-to-wire time less the parts that are not
+	// the box (endpointing silence, speech-to-text, the model's first
+	// token, text-to-speech first byte), from the controller's metrics.
+	Overhead Figures
+	// WireToWire is the caller's last voiced frame sent to the first voiced
+	// agent packet received, as the caller measures it.
+	WireToWire Figures
+}
+
+// Rooms measures concurrent browser calls on the embedded WebRTC peer with
+// Go WebRTC callers on loopback: join time, the pacing jitter of agent
+// audio and the per-turn overhead, at growing numbers of calls, beside a
+// bare ticker's jitter measured in the same steps.
+func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
+	if len(cfg.Steps) == 0 {
+		cfg.Steps = []int{1, 5, 10, 20, 40, 60, 80}
+	}
+	if cfg.CallDuration <= 0 {
+		cfg.CallDuration = 8 * time.Second
+	}
+	if cfg.JitterLimit <= 0 {
+		cfg.JitterLimit = 5 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	maxN := 0
+	for _, n := range cfg.Steps {
+		maxN = max(maxN, n)
+	}
+	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL)
+	if err != nil {
+		return Report{}, nil, err
+	}
+	defer drop()
+	if err := migrations.Apply(ctx, dbURL, nil); err != nil {
+		return Report{}, nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return Report{}, nil, err
+	}
+	pcfg.MaxConns = 20
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return Report{}, nil, err
+	}
+	defer pool.Close()
+
+	model := providertest.Start()
+	defer model.Close()
+	model.DiscardRequests()
+	model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply {
+		return providertest.Reply{Content: "Sure, I can help with that."}
+	})
+	model.RespondTranscripts(func([]byte) string { return "Hello, I have a question about my order." })
+
+	quiet := slog.New(slog.DiscardHandler)
+	c, err := config.Parse([]byte("agents:\n  support:\n    model: openai/bench\n    instructions: You answer the phone.\n"))
+	if err != nil {
+		return Report{}, nil, err
+	}
+	c.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
+	reg := provider.NewRegistry(c.Providers, nil)
+	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: quiet})
+	settings := memory.NewSettings(pool, memory.AgentsFromConfig(c), quiet)
+	rt := agent.New(agent.Config{Pool: pool, Agents: c.Agents, Models: reg, Memory: mem, Settings: settings, Logger: quiet})
+	runStore := runs.NewStore(pool)
+	keys := auth.NewStore(pool)
+	const key = "bench-key"
+	if err := keys.Ensure(ctx, "bench", key, auth.AllScopes); err != nil {
+		return Report{}, nil, err
+	}
+	srv := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: rt, Config: c, Logger: quiet})
+	calls := voice.NewManager(voice.Config{Pool: pool, Agents: c.Agents, Runtime: rt, Memory: mem, Settings: settings,
+		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: quiet, MaxCalls: maxN})
+	calls.Register(srv)
+	rs, err := rooms.New(rooms.Config{Manager: calls, Rooms: config.Rooms{MaxRooms: maxN}, Logger: quiet})
+	if err != nil {
+		return Report{}, nil, err
+	}
+	defer rs.Close()
+	rs.Register(srv)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return Report{}, nil, err
+	}
+	hs := &http.Server{Handler: srv}
+	go hs.Serve(ln)
+	defer hs.Close()
+	base := "http://" + ln.Addr().String()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxN, MaxConnsPerHost: maxN}}
+
+	rep := Report{
+		Title: "Browser rooms: concurrent calls on the embedded WebRTC peer (PCMU), Go WebRTC callers on loopback",
+		Setup: []string{
+			fmt.Sprintf("each call: join, 1.2 s of speech, the spoken answer (about 1.1 s), idle to %s; scripted model and speech", cfg.CallDuration),
+			"join: POST /api/voice/rooms to media connected; jitter: |gap between agent packets - 20 ms| at the callers",
+			"overhead: wire-to-wire less endpointing, speech-to-text, first token and text-to-speech first byte (controller metrics)",
+		},
+	}
+	var steps []RoomsStep
+	largest := 0
+	for _, n := range cfg.Steps {
+		cfg.Logger.Info("rooms step", "calls", n)
+		st, err := roomsStep(ctx, n, cfg.CallDuration, base, key, client, calls)
+		if err != nil {
+			return Report{}, nil, err
+		}
+		steps = append(steps, st)
+		label := fmt.Sprintf("%d calls: ", n)
+		st.Join.Name, st.Jitter.Name, st.Overhead.Name, st.WireToWire.Name = label+"join", label+"agent audio pacing jitter",
+			label+"per-turn overhead", label+"wire to wire at the caller"
+		st.Ticker.Name, st.Ticker.Baseline = label+"bare 20 ms ticker jitter", true
+		rep.Figures = append(rep.Figures, st.Ticker, st.Jitter, st.Join, st.Overhead, st.WireToWire)
+		ok := st.Jitter.P99 < cfg.JitterLimit && st.Join.Errors == 0 && st.Jitter.N > 0 && st.Overhead.Errors == 0
+		if !ok {
+			break
+		}
+		largest = n
+	}
+	rep.Setup = append(rep.Setup, fmt.Sprintf("largest number of concurrent calls with pacing jitter p99 under %s and no errors: %d", cfg.JitterLimit, largest))
+	return rep, steps, nil
+}
+
+// roomsStep runs n calls at once (joins spread over a second) and
+// collects their figures.
+func roomsStep(ctx context.Context, n int, dur time.Duration, base, key string, hc *http.Client, calls *voice.Manager) (RoomsStep, error) {
+	var join, jitter, ticker, overhead, w2w recorder
+	stopTicker := make(chan struct{})
+	tickDone := make(chan struct{})
+	go func() { // the baseline, during the whole step
+		defer close(tickDone)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-stopTicker:
+				return
+			case now := <-t.C:
+				ticker.add(absDur(now.Sub(last)-20*time.Millisecond), nil)
+				last = now
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var callIDs []string
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			select {
+			case <-time.After(time.Duration(i) * time.Second / time.Duration(n)):
+			case <-ctx.Done():
+				return
+			}
+			callID, err := benchCall(ctx, dur, base, key, hc, &join, &jitter, &w2w)
+			if err != nil {
+				join.add(0, err)
+				return
+			}
+			mu.Lock()
+			callIDs = append(callIDs, callID)
+			mu.Unlock()
+		}(i)
+	}
+	wg.Wait()
+	close(stopTicker)
+	<-tickDone
+	// The controller's per-turn metrics, once each call completed.
+	for _, id := range callIDs {
+		var rec voice.CallRecord
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			r, err := calls.Get(ctx, id)
+			if err == nil && r.Status == "ended" {
+				rec = r
+				break
+			}
+			if time.Now().After(deadline) {
+				overhead.add(0, fmt.Errorf("call %s did not complete", id))
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if len(rec.Metrics) == 0 && rec.ID != "" {
+			overhead.add(0, fmt.Errorf("call %s has no turn metrics", id))
+		}
+		for _, m := range rec.Metrics {
+			ms := func(k string) float64 { v, _ := m[k].(float64); return v }
+			if _, ok := m["wireToWireMs"]; !ok {
+				overhead.add(0, fmt.Errorf("a turn without wire-to-wire"))
+				continue
+			}
+			o := ms("wireToWireMs") - ms("endOfUtteranceMs") - ms("speechToTextMs") - ms("timeToFirstTokenMs") - ms("textToSpeechFirstByteMs")
+			overhead.add(time.Duration(max(o, 0)*float64(time.Millisecond)), nil)
+		}
+	}
+	return RoomsStep{N: n, Join: join.figures("join", false), Jitter: jitter.figures("jitter", false), Ticker: ticker.figures("ticker", true),
+		Overhead: overhead.figures("overhead", false), WireToWire: w2w.figures("w2w", false)}, nil
+}
+
+// benchCall is one caller: open, join, speak, hear the answer, idle, hang up.
+func benchCall(ctx context.Context, dur time.Duration, base, key string, hc *http.Client, join, jitter, w2w *recorder) (string, error) {
+	start := time.Now()
+	body, _ := json.Marshal(map[string]string{"agent": "support"})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/voice/rooms", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	var env struct {
+		Data  rooms.View `json:"data"`
+		Error *struct{ Code, Message string }
+	}
+	err = json.NewDecoder(resp.Body).Decode(&env)
+	resp.Body.Close()
+	if err != nil || env.Error != nil || env.Data.Join == nil {
+		return "", fmt.Errorf("bench: open room: %v %+v", err, env.Error)
+	}
+	jctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	c, err := roomstest.Join(jctx, roomstest.Options{BaseURL: base, Key: key, OfferURL: env.Data.Join.OfferURL, HTTP: hc})
+	cancel()
+	if err != nil {
+		return "", err
+	}
+	join.add(time.Since(start), nil)
+	defer c.Close()
+	sleep := func(d time.Duration) bool {
+		select {
+		case <-time.After(d):
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if !sleep(500 * time.Millisecond) {
+		return "", ctx.Err()
+	}
+	c.Say(roomstest.Speech(1200))
+	for c.Saying() {
+		if !sleep(20 * time.Millisecond) {
+			return "", ctx.Err()
+		}
+	}
+	spoke := c.LastVoice()
+	if !sleep(time.Until(start.Add(dur))) {
+		return "", ctx.Err()
+	}
+	heard, ok := c.FirstVoicedAfter(spoke)
+	if !ok {
+		w2w.add(0, fmt.Errorf("bench: no spoken answer"))
+	} else {
+		w2w.add(heard.Sub(spoke), nil)
+	}
+	arr := c.Arrivals()
+	for i := 1; i < len(arr); i++ {
+		if arr[i].Seq == arr[i-1].Seq+1 {
+			jitter.add(absDur(arr[i].At.Sub(arr[i-1].At)-20*time.Millisecond), nil)
+		}
+	}
+	return env.Data.CallID, nil
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}

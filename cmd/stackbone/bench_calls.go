@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stackbone/box/bench"
+	"github.com/stackbone/box/store/pgcluster"
+)
+
+// benchCallsCmd is `stackbone bench calls`: concurrent SIP calls with RTP
+// both ways, stepped up, reporting RTP pacing jitter, loss, call setup time
+// and the box's own per-turn overhead, and the largest step that held.
+func benchCallsCmd() *cobra.Command {
+	var cfg bench.CallsConfig
+	var dataDir string
+	cmd := &cobra.Command{
+		Use:   "calls",
+		Short: "Concurrent SIP calls: RTP pacing jitter, loss, call setup and per-turn overhead at each step",
+		Long: `Creates a throwaway database on STACKBONE_DATABASE_URL's server (else the private
+cluster of stackbone dev under --data-dir), starts the whole box on loopback (memory,
+agent runtime, call controller, SIP server) with the scripted model, speech-to-text and
+text-to-speech, and a sipgo/diago load generator in the same process. At each step the
+generator places that many calls, streams speech-like audio (1 s of tone, 2.5 s of quiet)
+at real time on each, and measures the box's packets; the box answers every turn.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log := newLogger()
+			cfg.Logger = log
+			cfg.AdminURL = os.Getenv("STACKBONE_DATABASE_URL")
+			if cfg.AdminURL == "" {
+				dir, err := filepath.Abs(filepath.Join(dataDir, "postgres"))
+				if err != nil {
+					return err
+				}
+				cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: dir, Logger: log})
+				if err != nil {
+					return err
+				}
+				defer cluster.Stop(context.WithoutCancel(ctx))
+				cfg.AdminURL = cluster.URL(pgcluster.DefaultDatabase)
+			}
+			rep, err := bench.Calls(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			rep.Print(os.Stdout)
+			fmt.Println()
+			return nil
+		},
+	}
+	cmd.Flags().IntSliceVar(&cfg.Steps, "steps", []int{25, 50, 100, 200}, "concurrent calls at each step")
+	cmd.Flags().DurationVar(&cfg.Hold, "hold", 20*time.Second, "how long each step's calls stay up once established")
+	cmd.Flags().IntVar(&cfg.Rate, "rate", 40, "calls started per second")
+	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "where the private PostgreSQL cluster lives")
+	return cmd
+}

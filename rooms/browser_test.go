@@ -1,0 +1,155 @@
+package rooms_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/rooms/internal/cdp"
+	"github.com/stackbone/box/voice"
+)
+
+// pageState is window.stackboneCall of the call page.
+type pageState struct {
+	Status     string        `json:"status"`
+	RoomID     string        `json:"roomId"`
+	CallID     string        `json:"callId"`
+	Backend    string        `json:"backend"`
+	Transcript []voice.Entry `json:"transcript"`
+	Error      string        `json:"error"`
+	LevelMax   float64       `json:"agentLevelMax"`
+	VoicedMs   int           `json:"agentVoicedMs"`
+}
+
+func (p pageState) has(role, text string) bool {
+	for _, e := range p.Transcript {
+		if e.Role == role && e.Text == text {
+			return true
+		}
+	}
+	return false
+}
+
+// browserCall is the end-to-end scenario on either backend: headless
+// Chromium opens the call page, picks the agent, enters a phone number and
+// starts a call with a recorded voice as its microphone. The agent hears
+// the speech (the scripted speech-to-text receives it and the page shows
+// the heard transcript), the browser receives the agent's answer as sound,
+// and once the page has left, the call has completed and the person's
+// memory holds the extracted facts.
+func browserCall(t *testing.T, b *box, backend string, lead float64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	need(t, "chromium", "chromium")
+	wav := speechWAV(t, callerSays, lead)
+	number := "+34600111222"
+	b.model.ScriptTranscripts(callerSays)
+	b.model.RespondTranscripts(func([]byte) string { return "" }) // the quiet tail says nothing
+
+	br, err := cdp.Start(ctx, cdp.Options{UserDataDir: t.TempDir(), FakeAudio: wav, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	page := b.url + "/call?raw=1&agent=frontdesk&idName=phoneNumber&idValue=" + strings.ReplaceAll(number, "+", "%2B")
+	if err := br.Navigate(ctx, page); err != nil {
+		t.Fatal(err)
+	}
+	state := func() pageState {
+		var s pageState
+		if err := br.Eval(ctx, `window.stackboneCall`, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// The page loads the agents with the key from its field, then starts.
+	waitUntil(t, "the agents to load", 10*time.Second, func() bool {
+		var v string
+		_ = br.Eval(ctx, `document.getElementById("agent").value`, &v)
+		return v == "frontdesk"
+	})
+	started := time.Now()
+	if err := br.Eval(ctx, `document.getElementById("start").click()`, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the page to join the room", 20*time.Second, func() bool {
+		s := state()
+		if s.Status == "failed" {
+			t.Fatalf("the page failed: %s", s.Error)
+		}
+		return s.Status == "active"
+	})
+	s := state()
+	if s.Backend != backend || !strings.HasPrefix(s.RoomID, "room_") || !strings.HasPrefix(s.CallID, "call_") {
+		t.Fatalf("page state: %+v", s)
+	}
+	t.Logf("joined in %s", time.Since(started).Round(time.Millisecond))
+
+	// The agent heard the caller: the page shows the heard transcript.
+	waitUntil(t, "the caller's words in the page's transcript", 60*time.Second, func() bool {
+		return state().has(voice.RoleUser, callerSays)
+	})
+	ups := b.model.Uploads()
+	if len(ups) == 0 {
+		t.Fatal("speech-to-text received no audio")
+	}
+	pcm, rate := wavPCM(t, ups[0])
+	secs := float64(len(pcm)) / float64(rate)
+	if lvl := voice.Level(pcm); lvl < -40 || secs < 1.5 {
+		t.Fatalf("speech-to-text got %.1f s at %.1f dBFS: not the recorded speech", secs, lvl)
+	}
+	t.Logf("speech-to-text received %.1f s of %d Hz audio at %.1f dBFS", secs, rate, voice.Level(pcm))
+
+	// The agent's answer plays through to the browser and commits as heard.
+	waitUntil(t, "the agent's answer to play and commit", 30*time.Second, func() bool {
+		return state().has(voice.RoleAssistant, agentSays)
+	})
+	s = state()
+	if s.LevelMax < 0.05 || s.VoicedMs < 500 {
+		t.Fatalf("the browser heard no agent audio: peak RMS %.3f, %d ms above -40 dBFS", s.LevelMax, s.VoicedMs)
+	}
+	t.Logf("the browser heard the agent: peak RMS %.3f, %d ms of sound", s.LevelMax, s.VoicedMs)
+
+	// The page leaves: the room closes, the call completes and saves once.
+	if err := br.Navigate(ctx, "about:blank"); err != nil {
+		t.Fatal(err)
+	}
+	var rec voice.CallRecord
+	waitUntil(t, "the call to complete after the page left", 30*time.Second, func() bool {
+		r, err := b.calls.Get(ctx, s.CallID)
+		rec = r
+		return err == nil && r.Status == "ended" && r.Memory != nil && (r.Memory.Saved || r.Memory.SaveError != "")
+	})
+	if rec.Direction != voice.Browser || rec.Outcome == nil || *rec.Outcome != voice.OutcomeCallerHangup || rec.PhoneNumber != nil {
+		t.Fatalf("call record: %+v outcome %v", rec, rec.Outcome)
+	}
+	if !rec.Memory.Saved || rec.Memory.IdentityKey != "phoneNumber" || rec.Memory.Identity != number {
+		t.Fatalf("memory report: %+v", rec.Memory)
+	}
+	if len(rec.Metrics) != 1 || rec.Metrics[0]["wireToWireMs"] == nil || rec.Metrics[0]["speechToTextMs"] == nil {
+		t.Fatalf("per-turn metrics: %+v", rec.Metrics)
+	}
+	t.Logf("turn metrics: %v", rec.Metrics[0])
+	got, err := b.mem.Recall(ctx, memory.RecallRequest{AgentID: "frontdesk", UserID: number})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var facts []string
+	for _, f := range got.Facts {
+		facts = append(facts, f.Content)
+	}
+	if strings.Join(facts, "|") != "Interested in the AI master.|Wants calls after 16:00." || len(got.Calls) != 1 ||
+		*got.Calls[0].Outcome != voice.OutcomeCallerHangup {
+		t.Fatalf("saved memory: facts %q, calls %+v", facts, got.Calls)
+	}
+	// The API shows the ended room from the call's record.
+	var v struct {
+		Status     string        `json:"status"`
+		Transcript []voice.Entry `json:"transcript"`
+	}
+	if st, code := b.do("GET", "/api/voice/rooms/"+s.RoomID, nil, &v); st != 200 || v.Status != "ended" || len(v.Transcript) != 2 {
+		t.Fatalf("GET room after the call: %d %s %+v", st, code, v)
+	}
+}

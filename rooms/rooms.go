@@ -1,0 +1,565 @@
+package rooms
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/identity"
+	"github.com/stackbone/box/voice"
+)
+
+// Config wires the rooms service.
+type Config struct {
+	// Manager opens and runs the calls (the same controller as SIP).
+	// Required.
+	Manager *voice.Manager
+	// Rooms is the rooms section of the configuration: LiveKit when
+	// Rooms.LiveKit.URL is set, else the embedded peer. Zero fields take the
+	// defaults of package config (DefaultRooms...).
+	Rooms config.Rooms
+	// Logger receives ids, codes and timings, never what was said.
+	// Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Backends.
+const (
+	BackendEmbedded = "embedded"
+	BackendLiveKit  = "livekit"
+)
+
+// Room states as the API shows them.
+const (
+	StatusWaiting = "waiting" // the agent is in the room; the browser has not joined
+	StatusActive  = "active"  // the call is running
+	StatusEnded   = "ended"   // completed (saved or not)
+)
+
+// backend carries the media of rooms: LiveKit or the embedded peer.
+type backend interface {
+	// name is BackendEmbedded or BackendLiveKit.
+	name() string
+	// open readies the media side of r and sets r.media, r.answer (for
+	// signalling over HTTP) and r.teardown. It calls r.connected once the
+	// browser's audio path is up, and stops r.media when the browser left.
+	// It returns what the browser needs to join.
+	open(ctx context.Context, r *room) (Join, error)
+	// close releases what the backend shares between rooms.
+	close() error
+}
+
+// Service serves browser rooms. It is safe for concurrent use.
+type Service struct {
+	cfg     Config
+	log     *slog.Logger
+	backend backend
+
+	ctx    context.Context // ends running calls at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	rooms  map[string]*room
+	closed bool
+}
+
+// New returns the service with the backend the configuration names.
+// LiveKit needs a build with Opus (-tags libopus); without it New fails
+// with opus.ErrUnavailable rather than serving rooms nobody can hear.
+func New(cfg Config) (*Service, error) {
+	if cfg.Manager == nil {
+		return nil, errors.New("rooms: Config.Manager is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &cfg.Rooms
+	if r.MaxRooms == 0 {
+		r.MaxRooms = config.DefaultRoomsMaxRooms
+	}
+	if r.JoinTimeout == 0 {
+		r.JoinTimeout = config.DefaultRoomsJoinTimeout
+	}
+	if r.MediaTimeout == 0 {
+		r.MediaTimeout = config.DefaultRoomsMediaTimeout
+	}
+	if r.Embedded.Host == "" {
+		r.Embedded.Host = config.DefaultRoomsHost
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "rooms"), rooms: map[string]*room{}}
+	var err error
+	if r.LiveKit.Configured() {
+		s.backend, err = newLiveKit(r.LiveKit, s.log)
+	} else {
+		s.backend, err = newEmbedded(r.Embedded, s.log)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.log.Info("browser rooms ready", "backend", s.backend.name())
+	return s, nil
+}
+
+// Backend names the backend in use.
+func (s *Service) Backend() string { return s.backend.name() }
+
+// Register mounts the rooms routes and the call page on srv.
+func (s *Service) Register(srv *api.Server) {
+	srv.Route("POST /api/voice/rooms", auth.ScopeVoice, s.create)
+	srv.Route("GET /api/voice/rooms", auth.ScopeVoice, s.list)
+	srv.Route("GET /api/voice/rooms/{id}", auth.ScopeVoice, s.get)
+	srv.Route("DELETE /api/voice/rooms/{id}", auth.ScopeVoice, s.end)
+	srv.Route("POST /api/voice/rooms/{id}/offer", auth.ScopeVoice, s.offer)
+	srv.Handle("GET /call", pageHandler())
+	srv.Handle("GET /call/", pageHandler())
+}
+
+// Close ends every room (outcome shutdown) and waits until each call
+// completed, its memory saved; then it releases the backend.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	open := make([]*room, 0, len(s.rooms))
+	for _, r := range s.rooms {
+		if r != nil {
+			open = append(open, r)
+		}
+	}
+	s.mu.Unlock()
+	for _, r := range open {
+		r.abandon(voice.OutcomeShutdown)
+	}
+	s.cancel()
+	s.wg.Wait()
+	return s.backend.close()
+}
+
+// Join is what the browser needs to join a room.
+type Join struct {
+	// OfferURL (embedded) is where the browser POSTs its SDP offer
+	// ({"type":"offer","sdp":...}) for the box's answer.
+	OfferURL string `json:"offerUrl,omitempty"`
+	// URL and Token (LiveKit) connect the browser to the LiveKit room as
+	// Identity.
+	URL      string `json:"url,omitempty"`
+	Token    string `json:"token,omitempty"`
+	Identity string `json:"identity,omitempty"`
+	// ExpiresAt is when the room ends if the browser has not joined.
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// View is a room as the API shows it.
+type View struct {
+	ID              string              `json:"id"`
+	CallID          string              `json:"callId"`
+	Backend         string              `json:"backend,omitempty"`
+	Agent           string              `json:"agent"`
+	Status          string              `json:"status"`
+	CreatedAt       time.Time           `json:"createdAt"`
+	Join            *Join               `json:"join,omitempty"`
+	Outcome         *string             `json:"outcome"`
+	DurationSeconds *float64            `json:"durationSeconds"`
+	Transcript      []voice.Entry       `json:"transcript"`
+	Memory          *voice.MemoryReport `json:"memory,omitempty"`
+}
+
+// room is one browser call.
+type room struct {
+	id, callID, agent string
+	created           time.Time
+	svc               *Service
+	call              *voice.Call
+	log               *slog.Logger
+
+	// Set by the backend's open.
+	media    *peerMedia
+	answer   func(ctx context.Context, offerSDP string) (string, error) // nil: not signalled over HTTP
+	teardown func()                                                     // ends the browser side; called once
+
+	startOnce    sync.Once
+	teardownOnce sync.Once
+	joinTimer    *time.Timer
+
+	mu        sync.Mutex
+	status    string
+	connectAt time.Time
+}
+
+func roomIDs() (roomID, callID string) {
+	u := uuid.NewString()
+	return "room_" + u, "call_" + u
+}
+
+// callIDOf maps a room id to its call's id (they share the uuid), so a
+// room that ended, or that another box carries, is still found.
+func callIDOf(roomID string) (string, bool) {
+	u, ok := strings.CutPrefix(roomID, "room_")
+	if !ok || uuid.Validate(u) != nil {
+		return "", false
+	}
+	return "call_" + u, true
+}
+
+// Open opens a room for agent with the caller's explicit identities: the
+// call opens at once (snapshot of the memory settings, identity, recall),
+// the agent joins, and the browser has JoinTimeout to join. Errors:
+// ErrAtCapacity, ErrClosed, voice.ErrUnknownAgent, voice.ErrAtCapacity,
+// ErrBackend, or a memory error of the call's open.
+func (s *Service) Open(ctx context.Context, agent string, ids identity.Set) (View, error) {
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return View{}, ErrClosed
+	case len(s.rooms) >= s.cfg.Rooms.MaxRooms:
+		s.mu.Unlock()
+		return View{}, fmt.Errorf("%w (%d rooms)", ErrAtCapacity, s.cfg.Rooms.MaxRooms)
+	}
+	roomID, callID := roomIDs()
+	s.rooms[roomID] = nil // reserve the slot while the call opens
+	s.mu.Unlock()
+	release := func() {
+		s.mu.Lock()
+		delete(s.rooms, roomID)
+		s.mu.Unlock()
+	}
+
+	started := time.Now()
+	call, err := s.cfg.Manager.Open(ctx, voice.CallInfo{ID: callID, Direction: voice.Browser, Agent: agent, Identities: ids})
+	if err != nil {
+		release()
+		return View{}, err
+	}
+	r := &room{id: roomID, callID: callID, agent: agent, created: started, svc: s, call: call, status: StatusWaiting,
+		log: s.log.With("room", roomID, "call", callID)}
+	join, err := s.backend.open(ctx, r)
+	if err != nil {
+		r.log.Warn("rooms: backend open failed", "backend", s.backend.name(), "error", err)
+		if r.media == nil {
+			r.media = newPeerMedia(8000, 0, func([]int16) error { return nil })
+		}
+		s.mu.Lock()
+		s.rooms[roomID] = r
+		s.mu.Unlock()
+		r.abandon(voice.OutcomeFailed) // the call completes and is recorded
+		return View{}, fmt.Errorf("%w: %v", ErrBackend, err)
+	}
+	join.ExpiresAt = started.Add(s.cfg.Rooms.JoinTimeout)
+	s.mu.Lock()
+	s.rooms[roomID] = r
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		r.abandon(voice.OutcomeShutdown)
+		return View{}, ErrClosed
+	}
+	r.joinTimer = time.AfterFunc(s.cfg.Rooms.JoinTimeout, func() {
+		if r.getStatus() == StatusWaiting {
+			r.log.Info("rooms: the browser did not join in time")
+			r.abandon(voice.OutcomeNoAnswer)
+		}
+	})
+	r.log.Info("rooms: room open", "agent", agent, "backend", s.backend.name(), "openMs", time.Since(started).Milliseconds())
+	v := s.view(ctx, r)
+	v.Join = &join
+	return v, nil
+}
+
+func (s *Service) lookup(id string) (*room, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rooms[id]
+	return r, r != nil
+}
+
+func (s *Service) remove(r *room) {
+	s.mu.Lock()
+	delete(s.rooms, r.id)
+	s.mu.Unlock()
+}
+
+func (r *room) getStatus() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status
+}
+
+// connected starts the call once the browser's audio path is up. The
+// controller greets from here on, so nothing plays to a room nobody joined.
+func (r *room) connected() {
+	r.start(func() {
+		r.mu.Lock()
+		r.status, r.connectAt = StatusActive, time.Now()
+		r.mu.Unlock()
+		r.log.Info("rooms: browser joined", "joinMs", time.Since(r.created).Milliseconds())
+	})
+}
+
+// abandon ends the room with outcome: a running call closes; a room the
+// browser never joined runs the call's completion on ended media, so the
+// call is recorded and its slot freed.
+func (r *room) abandon(outcome string) {
+	r.call.Close(outcome) // first close wins
+	r.media.stop()
+	r.start(func() {})
+}
+
+func (r *room) start(before func()) {
+	r.startOnce.Do(func() {
+		if r.joinTimer != nil {
+			r.joinTimer.Stop()
+		}
+		before()
+		r.svc.wg.Add(1)
+		go r.svc.run(r)
+	})
+}
+
+// run carries the call until it completed, then frees the room.
+func (s *Service) run(r *room) {
+	defer s.wg.Done()
+	err := r.call.Run(s.ctx, r.media, r)
+	if err != nil {
+		r.log.Warn("rooms: call run", "error", err)
+	}
+	r.hangup()
+	r.mu.Lock()
+	r.status = StatusEnded
+	r.mu.Unlock()
+	s.remove(r)
+	r.log.Info("rooms: room closed", "framesIn", r.media.received.Load(), "framesDropped", r.media.dropped.Load(),
+		"framesOut", r.media.sent.Load(), "mediaTimeout", r.media.timedOut.Load())
+}
+
+// hangup ends the browser side once.
+func (r *room) hangup() {
+	r.media.stop()
+	r.teardownOnce.Do(func() {
+		if r.teardown != nil {
+			r.teardown()
+		}
+	})
+}
+
+// Hangup ends the call from the box's side (voice.Controls): the browser's
+// peer connection or LiveKit participant goes away.
+func (r *room) Hangup(context.Context) error {
+	r.hangup()
+	return nil
+}
+
+// Transfer is not available in a browser room.
+func (r *room) Transfer(context.Context, string) error { return voice.ErrNoTransfer }
+
+// Get returns the room id's view: live while the room is open, else from
+// the call's record. Errors: ErrNotFound.
+func (s *Service) Get(ctx context.Context, id string) (View, error) {
+	if r, ok := s.lookup(id); ok {
+		return s.view(ctx, r), nil
+	}
+	callID, ok := callIDOf(id)
+	if !ok {
+		return View{}, ErrNotFound
+	}
+	rec, err := s.cfg.Manager.Get(ctx, callID)
+	if errors.Is(err, voice.ErrNotFound) || (err == nil && rec.Direction != voice.Browser) {
+		return View{}, ErrNotFound
+	}
+	if err != nil {
+		return View{}, err
+	}
+	status := rec.Status
+	if status == "ringing" {
+		status = StatusWaiting
+	}
+	return View{ID: id, CallID: rec.ID, Agent: rec.Agent, Status: status, CreatedAt: rec.StartedAt, Outcome: rec.Outcome,
+		DurationSeconds: rec.DurationSeconds, Transcript: nonNil(rec.Transcript), Memory: rec.Memory}, nil
+}
+
+// view is a live room: the heard transcript so far comes from the
+// controller, the memory report from the call's record.
+func (s *Service) view(ctx context.Context, r *room) View {
+	v := View{ID: r.id, CallID: r.callID, Backend: s.backend.name(), Agent: r.agent, Status: r.getStatus(), CreatedAt: r.created,
+		Transcript: nonNil(r.call.Entries())}
+	if rec, err := s.cfg.Manager.Get(ctx, r.callID); err == nil {
+		v.Memory = rec.Memory
+		if rec.Status == "ended" {
+			v.Status, v.Outcome, v.DurationSeconds, v.Transcript = StatusEnded, rec.Outcome, rec.DurationSeconds, nonNil(rec.Transcript)
+		}
+	}
+	return v
+}
+
+func nonNil(e []voice.Entry) []voice.Entry {
+	if e == nil {
+		return []voice.Entry{}
+	}
+	return e
+}
+
+// End closes room id: the call completes (outcome completed) and saves.
+// Errors: ErrNotFound, ErrEnded.
+func (s *Service) End(ctx context.Context, id string) error {
+	r, ok := s.lookup(id)
+	if !ok {
+		if _, err := s.Get(ctx, id); err == nil {
+			return ErrEnded
+		}
+		return ErrNotFound
+	}
+	if r.getStatus() == StatusWaiting {
+		r.abandon(voice.OutcomeCancelled)
+	} else {
+		r.call.Close(voice.OutcomeCompleted)
+	}
+	return nil
+}
+
+// Answer answers the browser's SDP offer for room id (embedded backend).
+// Errors: ErrNotFound, ErrEnded, ErrWrongBackend, ErrAlreadyJoined,
+// ErrBadOffer.
+func (s *Service) Answer(ctx context.Context, id, offerSDP string) (string, error) {
+	r, ok := s.lookup(id)
+	if !ok {
+		if _, err := s.Get(ctx, id); err == nil {
+			return "", ErrEnded
+		}
+		return "", ErrNotFound
+	}
+	if r.answer == nil {
+		return "", ErrWrongBackend
+	}
+	return r.answer(ctx, offerSDP)
+}
+
+// The one table from errors to HTTP statuses and codes.
+func statusOf(err error) (int, string) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound, "room_not_found"
+	case errors.Is(err, voice.ErrUnknownAgent):
+		return http.StatusNotFound, "agent_not_found"
+	case errors.Is(err, ErrAtCapacity), errors.Is(err, voice.ErrAtCapacity):
+		return http.StatusServiceUnavailable, "rooms_at_capacity"
+	case errors.Is(err, ErrClosed):
+		return http.StatusServiceUnavailable, "unavailable"
+	case errors.Is(err, ErrWrongBackend):
+		return http.StatusConflict, "rooms_wrong_backend"
+	case errors.Is(err, ErrAlreadyJoined):
+		return http.StatusConflict, "rooms_already_joined"
+	case errors.Is(err, ErrEnded):
+		return http.StatusConflict, "room_ended"
+	case errors.Is(err, ErrBadOffer), errors.Is(err, identity.ErrInvalid):
+		return http.StatusBadRequest, "rooms_invalid_request"
+	case errors.Is(err, ErrBackend):
+		return http.StatusBadGateway, "rooms_backend_failed"
+	}
+	return http.StatusServiceUnavailable, "unavailable"
+}
+
+func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, code := statusOf(err)
+	msg := err.Error()
+	if status == http.StatusServiceUnavailable && code == "unavailable" {
+		s.log.Warn("rooms: request failed", "route", r.Pattern, "error", err)
+		msg = "browser rooms are unavailable"
+	}
+	api.WriteError(w, status, code, msg)
+}
+
+func (s *Service) create(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Agent      string          `json:"agent"`
+		Identities json.RawMessage `json:"identities"`
+	}
+	if err := api.Decode(w, r, 64<<10, &b); err != nil {
+		api.WriteError(w, http.StatusBadRequest, "rooms_invalid_request", err.Error())
+		return
+	}
+	if b.Agent == "" {
+		api.WriteError(w, http.StatusBadRequest, "rooms_invalid_request", "agent is required")
+		return
+	}
+	// Only the explicit identities: never the operator's key, a session id
+	// or a scalar customer id.
+	ids, err := identity.ParseJSONValue(b.Identities, nil)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.Open(r.Context(), b.Agent, ids)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusCreated, v)
+}
+
+func (s *Service) list(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	open := make([]*room, 0, len(s.rooms))
+	for _, rm := range s.rooms {
+		if rm != nil {
+			open = append(open, rm)
+		}
+	}
+	s.mu.Unlock()
+	out := make([]View, 0, len(open))
+	for _, rm := range open {
+		out = append(out, View{ID: rm.id, CallID: rm.callID, Backend: s.backend.name(), Agent: rm.agent, Status: rm.getStatus(),
+			CreatedAt: rm.created, Transcript: []voice.Entry{}})
+	}
+	api.WriteData(w, http.StatusOK, out)
+}
+
+func (s *Service) get(w http.ResponseWriter, r *http.Request) {
+	v, err := s.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusOK, v)
+}
+
+func (s *Service) end(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.End(r.Context(), id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusAccepted, map[string]string{"id": id, "status": "ending"})
+}
+
+func (s *Service) offer(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Type string `json:"type"`
+		SDP  string `json:"sdp"`
+	}
+	if err := api.Decode(w, r, 64<<10, &b); err != nil {
+		api.WriteError(w, http.StatusBadRequest, "rooms_invalid_request", err.Error())
+		return
+	}
+	if b.Type != "offer" || b.SDP == "" {
+		api.WriteError(w, http.StatusBadRequest, "rooms_invalid_request", `send {"type":"offer","sdp":"..."}`)
+		return
+	}
+	answer, err := s.Answer(r.Context(), r.PathValue("id"), b.SDP)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusOK, map[string]string{"type": "answer", "sdp": answer})
+}

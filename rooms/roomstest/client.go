@@ -1,0 +1,359 @@
+// Package roomstest is a Go WebRTC caller for embedded rooms, standing in
+// for a browser where a browser is too heavy (load runs, quick API tests):
+// it joins a room through its offer route, sends PCMU caller audio paced
+// at real time, and records the agent's packets as they arrive.
+//
+//	c, err := roomstest.Join(ctx, roomstest.Options{BaseURL: url, Key: key, OfferURL: room.Join.OfferURL})
+//	defer c.Close()
+//	c.Say(roomstest.Speech(1200))          // 1.2 s of speech-like sound
+//	c.WaitVoiced(ctx, 50)                   // the agent answered aloud
+package roomstest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/pion/ice/v4"
+	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v4/pkg/media"
+	"github.com/zaf/g711"
+)
+
+// Rate is the caller's sample rate (PCMU).
+const Rate = 8000
+
+const frameSamples = Rate / 50
+
+// Options join a room.
+type Options struct {
+	// BaseURL of the box (http://127.0.0.1:PORT) and an API key with the
+	// voice scope.
+	BaseURL, Key string
+	// OfferURL is the room's join.offerUrl.
+	OfferURL string
+	// HTTP is the client for the offer (default http.DefaultClient).
+	HTTP *http.Client
+}
+
+// Arrival is one agent packet as received.
+type Arrival struct {
+	At     time.Time
+	Seq    uint16
+	Voiced bool // louder than -40 dBFS
+}
+
+// Client is one caller.
+type Client struct {
+	pc        *webrtc.PeerConnection
+	track     *webrtc.TrackLocalStaticSample
+	connected chan struct{}
+	stop      chan struct{}
+	stopOnce  sync.Once
+	wg        sync.WaitGroup
+
+	mu        sync.Mutex
+	muted     bool      // send nothing at all (a dead transport)
+	queue     [][]int16 // caller frames still to send
+	lastVoice time.Time // when the last voiced caller frame was sent
+	arrivals  []Arrival
+	closedErr error
+}
+
+// Join offers the room a sendrecv PCMU audio section with loopback
+// candidates and starts sending quiet line noise at real time.
+func Join(ctx context.Context, opt Options) (*Client, error) {
+	if opt.HTTP == nil {
+		opt.HTTP = http.DefaultClient
+	}
+	me := &webrtc.MediaEngine{}
+	if err := me.RegisterCodec(webrtc.RTPCodecParameters{
+		RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: Rate}, PayloadType: 0,
+	}, webrtc.RTPCodecTypeAudio); err != nil {
+		return nil, err
+	}
+	var se webrtc.SettingEngine
+	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	se.SetIncludeLoopbackCandidate(true)
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	api := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithSettingEngine(se))
+	pc, err := api.NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{pc: pc, connected: make(chan struct{}), stop: make(chan struct{})}
+	c.track, err = webrtc.NewTrackLocalStaticSample(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: Rate}, "mic", "caller")
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	if _, err := pc.AddTrack(c.track); err != nil {
+		pc.Close()
+		return nil, err
+	}
+	var once sync.Once
+	pc.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
+		if s == webrtc.PeerConnectionStateConnected {
+			once.Do(func() { close(c.connected) })
+		}
+	})
+	pc.OnTrack(func(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+		c.wg.Add(1)
+		go c.receive(t)
+	})
+	offer, err := pc.CreateOffer(nil)
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(offer); err != nil {
+		pc.Close()
+		return nil, err
+	}
+	select {
+	case <-gathered:
+	case <-ctx.Done():
+		pc.Close()
+		return nil, ctx.Err()
+	}
+	answer, err := postOffer(ctx, opt, pc.LocalDescription().SDP)
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
+		pc.Close()
+		return nil, err
+	}
+	select {
+	case <-c.connected:
+	case <-ctx.Done():
+		pc.Close()
+		return nil, fmt.Errorf("roomstest: not connected: %w", ctx.Err())
+	}
+	c.wg.Add(1)
+	go c.send()
+	return c, nil
+}
+
+func postOffer(ctx context.Context, opt Options, sdp string) (string, error) {
+	body, _ := json.Marshal(map[string]string{"type": "offer", "sdp": sdp})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, opt.BaseURL+opt.OfferURL, bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+opt.Key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := opt.HTTP.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Data struct {
+			SDP string `json:"sdp"`
+		} `json:"data"`
+		Error *struct {
+			Code, Message string
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return "", fmt.Errorf("roomstest: offer: %s: %w", resp.Status, err)
+	}
+	if env.Error != nil {
+		return "", fmt.Errorf("roomstest: offer: %s %s", env.Error.Code, env.Error.Message)
+	}
+	return env.Data.SDP, nil
+}
+
+// send paces caller frames at 20 ms: queued speech, else quiet noise.
+func (c *Client) send() {
+	defer c.wg.Done()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	quiet := Noise(frameSamples, 30)
+	buf := make([]byte, frameSamples)
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-tick.C:
+		}
+		c.mu.Lock()
+		if c.muted {
+			c.mu.Unlock()
+			continue
+		}
+		f := quiet
+		if len(c.queue) > 0 {
+			f, c.queue = c.queue[0], c.queue[1:]
+			if level(f) > -40 {
+				c.lastVoice = time.Now()
+			}
+		}
+		c.mu.Unlock()
+		for i, v := range f {
+			buf[i] = g711.EncodeUlawFrame(v)
+		}
+		if err := c.track.WriteSample(media.Sample{Data: append([]byte(nil), buf...), Duration: 20 * time.Millisecond}); err != nil {
+			return
+		}
+	}
+}
+
+func (c *Client) receive(t *webrtc.TrackRemote) {
+	defer c.wg.Done()
+	pcm := make([]int16, 0, frameSamples)
+	for {
+		pkt, _, err := t.ReadRTP()
+		if err != nil {
+			c.mu.Lock()
+			c.closedErr = err
+			c.mu.Unlock()
+			return
+		}
+		pcm = pcm[:0]
+		for _, b := range pkt.Payload {
+			pcm = append(pcm, g711.DecodeUlawFrame(b))
+		}
+		a := Arrival{At: time.Now(), Seq: pkt.SequenceNumber, Voiced: level(pcm) > -40}
+		c.mu.Lock()
+		c.arrivals = append(c.arrivals, a)
+		c.mu.Unlock()
+	}
+}
+
+// Say queues caller audio at 8 kHz, sent after what is already queued.
+func (c *Client) Say(pcm []int16) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(pcm) >= frameSamples {
+		c.queue = append(c.queue, pcm[:frameSamples])
+		pcm = pcm[frameSamples:]
+	}
+}
+
+// Mute stops sending packets while the connection stays up, as a
+// browser whose network died would.
+func (c *Client) Mute() {
+	c.mu.Lock()
+	c.muted = true
+	c.mu.Unlock()
+}
+
+// Saying reports whether queued caller audio is still being sent.
+func (c *Client) Saying() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue) > 0
+}
+
+// LastVoice is when the last voiced caller frame was sent.
+func (c *Client) LastVoice() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastVoice
+}
+
+// Arrivals returns the agent packets received so far.
+func (c *Client) Arrivals() []Arrival {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Arrival(nil), c.arrivals...)
+}
+
+// Voiced counts agent packets louder than -40 dBFS.
+func (c *Client) Voiced() int {
+	n := 0
+	for _, a := range c.Arrivals() {
+		if a.Voiced {
+			n++
+		}
+	}
+	return n
+}
+
+// FirstVoicedAfter is the arrival of the first voiced agent packet after t.
+func (c *Client) FirstVoicedAfter(t time.Time) (time.Time, bool) {
+	for _, a := range c.Arrivals() {
+		if a.Voiced && a.At.After(t) {
+			return a.At, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// WaitVoiced waits until n voiced agent packets arrived.
+func (c *Client) WaitVoiced(ctx context.Context, n int) error {
+	for c.Voiced() < n {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("roomstest: %d of %d voiced agent packets: %w", c.Voiced(), n, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Ended reports whether the box ended the media (its side closed).
+func (c *Client) Ended() bool {
+	s := c.pc.ConnectionState()
+	return s == webrtc.PeerConnectionStateClosed || s == webrtc.PeerConnectionStateFailed || s == webrtc.PeerConnectionStateDisconnected
+}
+
+// Close hangs up: the peer connection closes, which the box notices as the
+// browser leaving.
+func (c *Client) Close() {
+	c.stopOnce.Do(func() { close(c.stop) })
+	_ = c.pc.Close()
+	c.wg.Wait()
+}
+
+// Speech is ms of speech-like caller audio at 8 kHz: 160 ms syllables of a
+// 300 Hz tone with short quiet gaps, as the voice tests use.
+func Speech(ms int) []int16 {
+	var out []int16
+	for i := 0; i < ms/20; i++ {
+		if i%10 >= 8 {
+			out = append(out, Noise(frameSamples, 30)...)
+			continue
+		}
+		for j := 0; j < frameSamples; j++ {
+			out = append(out, int16(10000*math.Sin(2*math.Pi*300*float64(i*frameSamples+j)/Rate)))
+		}
+	}
+	return out
+}
+
+// Noise is n samples of quiet line noise.
+func Noise(n, amp int) []int16 {
+	f := make([]int16, n)
+	for i := range f {
+		f[i] = int16((i*7919)%(2*amp+1) - amp)
+	}
+	return f
+}
+
+func level(pcm []int16) float64 {
+	if len(pcm) == 0 {
+		return -120
+	}
+	var sum float64
+	for _, s := range pcm {
+		v := float64(s) / 32768
+		sum += v * v
+	}
+	rms := math.Sqrt(sum / float64(len(pcm)))
+	if rms < 1e-6 {
+		return -120
+	}
+	return 20 * math.Log10(rms)
+}

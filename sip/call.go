@@ -1,0 +1,263 @@
+package sip
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/emiago/sipgo/sip"
+
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/voice"
+)
+
+// call is one SIP call leg the server carries, inbound or outbound. It is
+// the voice.Controls of its controller call.
+type call struct {
+	s         *Server
+	sipCallID string
+	direction string
+	log       *slog.Logger
+
+	// remote is host:port of the trunk side, where numbers are transferred.
+	remote string
+
+	mu    sync.Mutex
+	ctl   Call
+	leg   leg
+	media *rtpMedia
+	timer sessionTimer
+
+	refreshed chan struct{}
+	ended     chan struct{}
+	endOnce   sync.Once
+}
+
+// leg is what the call does on its SIP dialog.
+type leg struct {
+	hangup   func(ctx context.Context) error
+	reinvite func(ctx context.Context) error
+	refer    func(ctx context.Context, to sip.Uri, onNotify func(code int)) error
+	// done ends when the dialog ended (BYE either way, CANCEL).
+	done <-chan struct{}
+}
+
+func (c *call) setLeg(l leg) {
+	c.mu.Lock()
+	c.leg = l
+	c.mu.Unlock()
+}
+
+func (c *call) getLeg() leg {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leg
+}
+
+func (s *Server) newCall(sipCallID, direction string) *call {
+	return &call{
+		s: s, sipCallID: sipCallID, direction: direction,
+		log:       s.log.With("sipCallId", sipCallID, "direction", direction),
+		refreshed: make(chan struct{}, 1), ended: make(chan struct{}),
+	}
+}
+
+func (c *call) setController(ctl Call) {
+	c.mu.Lock()
+	c.ctl = ctl
+	c.mu.Unlock()
+}
+
+func (c *call) controller() Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ctl
+}
+
+func (c *call) setMedia(m *rtpMedia) {
+	c.mu.Lock()
+	c.media = m
+	c.mu.Unlock()
+}
+
+func (c *call) getMedia() *rtpMedia {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.media
+}
+
+func (c *call) isEnded() bool {
+	select {
+	case <-c.ended:
+		return true
+	default:
+		return false
+	}
+}
+
+// end ends the call once: it records outcome with the controller first
+// (so the controller's own close paths, which follow from the media
+// ending, do not win), then ends the media, then sends BYE when bye is set.
+// An empty outcome leaves the outcome to the controller.
+func (c *call) end(outcome string, bye bool) {
+	c.endOnce.Do(func() {
+		if ctl := c.controller(); outcome != "" && ctl != nil {
+			ctl.Close(outcome)
+		}
+		close(c.ended)
+		if m := c.getMedia(); m != nil {
+			m.stop()
+		}
+		if l := c.getLeg(); bye && l.hangup != nil {
+			// BYE is retransmitted until answered; a peer that is gone
+			// costs at most this long.
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			if err := l.hangup(ctx); err != nil {
+				c.log.Debug("sip: hangup", "error", err)
+			}
+			cancel()
+		}
+		c.log.Info("sip: call ended", "outcome", outcome)
+	})
+}
+
+// Hangup ends the call from the box's side (BYE). The outcome is the
+// controller's to record.
+func (c *call) Hangup(ctx context.Context) error {
+	c.end("", true)
+	return nil
+}
+
+var numberRe = regexp.MustCompile(`^\+?[0-9*#]{1,32}$`)
+
+// Transfer hands the call to target with a blind transfer (REFER): a SIP
+// URI, or a number sent to the trunk the call came through. It returns nil
+// once the other side reported the transfer succeeded (NOTIFY 2xx) or
+// hung up after accepting it; the call then ends with outcome transferred.
+// A refused or failed transfer returns ErrTransferFailed and the call goes
+// on.
+func (c *call) Transfer(ctx context.Context, target string) error {
+	l := c.getLeg()
+	if l.refer == nil || c.isEnded() {
+		return voice.ErrNoTransfer
+	}
+	to, err := c.transferURI(target)
+	if err != nil {
+		return err
+	}
+	notify := make(chan int, 8)
+	err = l.refer(ctx, to, func(code int) {
+		select {
+		case notify <- code:
+		default:
+		}
+	})
+	if err != nil {
+		if res := dialogResponse(err); res != nil {
+			return fmt.Errorf("%w: REFER answered %d %s", ErrTransferFailed, res.StatusCode, res.Reason)
+		}
+		return fmt.Errorf("%w: %v", ErrTransferFailed, err)
+	}
+	c.log.Info("sip: transfer accepted", "target", to.String())
+	wait := time.NewTimer(30 * time.Second)
+	defer wait.Stop()
+	for {
+		select {
+		case code := <-notify:
+			if code < 200 {
+				continue
+			}
+			if code >= 300 {
+				return fmt.Errorf("%w: the transfer target answered %d", ErrTransferFailed, code)
+			}
+		case <-l.done:
+			// The other side took the call over and hung up on us.
+		case <-wait.C:
+			return fmt.Errorf("%w: no result within 30 s", ErrTransferFailed)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		c.end(voice.OutcomeTransferred, true)
+		return nil
+	}
+}
+
+func (c *call) transferURI(target string) (sip.Uri, error) {
+	var u sip.Uri
+	t := strings.TrimSpace(target)
+	if strings.HasPrefix(t, "sip:") || strings.HasPrefix(t, "sips:") {
+		if err := sip.ParseUri(t, &u); err != nil {
+			return u, fmt.Errorf("%w: bad target %q", ErrTransferFailed, target)
+		}
+		return u, nil
+	}
+	n := config.NormalizeNumber(t)
+	if !numberRe.MatchString(n) || c.remote == "" {
+		return u, fmt.Errorf("%w: target %q is neither a SIP URI nor a number", ErrTransferFailed, target)
+	}
+	err := sip.ParseUri("sip:"+n+"@"+c.remote, &u)
+	return u, err
+}
+
+// refreshedNow records a session refresh (re-INVITE or UPDATE answered 2xx).
+func (c *call) refreshedNow() {
+	select {
+	case c.refreshed <- struct{}{}:
+	default:
+	}
+}
+
+// watch enforces the maximum call length and the session timer until the
+// call ends.
+func (c *call) watch(maxDuration time.Duration) {
+	maxT := time.NewTimer(maxDuration)
+	defer maxT.Stop()
+	c.mu.Lock()
+	st := c.timer
+	c.mu.Unlock()
+	var refresh, expire <-chan time.Time
+	var refreshT, expireT *time.Timer
+	if st.interval > 0 {
+		if st.weRefresh {
+			refreshT = time.NewTimer(st.interval / 2)
+			defer refreshT.Stop()
+			refresh = refreshT.C
+		} else {
+			expireT = time.NewTimer(st.deadline())
+			defer expireT.Stop()
+			expire = expireT.C
+		}
+	}
+	for {
+		select {
+		case <-c.ended:
+			return
+		case <-maxT.C:
+			c.log.Info("sip: maximum call length reached", "max", maxDuration)
+			c.end(voice.OutcomeMaxDuration, true)
+			return
+		case <-c.refreshed:
+			if expireT != nil {
+				expireT.Reset(st.deadline())
+			}
+		case <-refresh:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := c.getLeg().reinvite(ctx)
+			cancel()
+			if err != nil && !c.isEnded() {
+				c.log.Info("sip: session refresh failed", "error", err)
+				c.end(voice.OutcomeFailed, true)
+				return
+			}
+			refreshT.Reset(st.interval / 2)
+		case <-expire:
+			c.log.Info("sip: session expired without a refresh", "interval", st.interval)
+			c.end(voice.OutcomeFailed, true)
+			return
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package sip
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/emiago/diago"
+	"github.com/emiago/sipgo/sip"
+
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/voice"
+)
+
+// statusFor maps the controller's Open errors to the SIP answer: the one
+// table of this edge.
+func statusFor(err error) (int, string) {
+	switch {
+	case errors.Is(err, voice.ErrUnknownAgent):
+		return sip.StatusNotFound, "Not Found"
+	case errors.Is(err, voice.ErrAtCapacity):
+		// 503 lets a proxy in front of several boxes try another one.
+		return sip.StatusServiceUnavailable, "Service Unavailable"
+	default:
+		return sip.StatusInternalServerError, "Server Internal Error"
+	}
+}
+
+// serveInbound carries one inbound call, from the INVITE to its end; diago
+// calls it for each new INVITE (after middleware accepted it).
+func (s *Server) serveInbound(d *diago.DialogServerSession) {
+	req := d.InviteRequest
+	callID := req.CallID().Value()
+	log := s.log.With("sipCallId", callID, "direction", voice.Inbound)
+	refuse := func(code int, reason string, headers ...sip.Header) {
+		res := sip.NewResponseFromRequest(req, code, reason, nil)
+		for _, h := range headers {
+			res.AppendHeader(h)
+		}
+		if err := d.WriteResponse(res); err != nil {
+			log.Debug("sip: refusing", "code", code, "error", err)
+		}
+	}
+
+	auth := s.authorize(req)
+	if auth.res != nil {
+		log.Info("sip: INVITE refused", "code", auth.res.StatusCode, "source", req.Source())
+		if err := d.WriteResponse(auth.res); err != nil {
+			log.Debug("sip: refusing", "error", err)
+		}
+		return
+	}
+	trunk := auth.trunk
+	dialled := req.Recipient.User
+	if dialled == "" {
+		dialled = d.ToUser()
+	}
+	agentName := trunk.route(dialled)
+	if agentName == "" {
+		log.Info("sip: no route for the dialled number", "trunk", trunk.Name)
+		refuse(sip.StatusNotFound, "Not Found")
+		return
+	}
+	timer, err := s.negotiateTimer(req)
+	if err != nil { // checked by middleware already
+		refuse(sip.StatusBadRequest, "Bad Session-Expires")
+		return
+	}
+
+	c := s.newCall(callID, voice.Inbound)
+	c.timer = timer
+	c.remote = req.Source()
+	if !s.admit(c) {
+		log.Info("sip: at the call limit", "max", s.cfg.MaxCalls)
+		refuse(sip.StatusServiceUnavailable, "Service Unavailable", sip.NewHeader("Retry-After", "5"))
+		return
+	}
+	defer s.release(c)
+
+	_ = d.Trying()
+	_ = d.Ringing()
+	setup := time.Now()
+	// Until the answer only this goroutine responds to the INVITE: an end
+	// meanwhile (shutdown) cancels the open and leaves the refusal to it.
+	openCtx, cancelOpen := context.WithCancel(d.Context())
+	defer cancelOpen()
+	go func() {
+		select {
+		case <-c.ended:
+			cancelOpen()
+		case <-openCtx.Done():
+		}
+	}()
+	ctl, err := s.calls.Open(openCtx, voice.CallInfo{
+		Direction: voice.Inbound, Agent: agentName, PhoneNumber: phoneNumber(req), Trunk: trunk.Name,
+	})
+	if err != nil {
+		if openCtx.Err() != nil {
+			log.Info("sip: cancelled while opening")
+			return
+		}
+		code, reason := statusFor(err)
+		log.Warn("sip: the call could not open", "code", code, "error", err)
+		refuse(code, reason)
+		return
+	}
+	c.setController(ctl)
+	log = log.With("callId", ctl.ID())
+
+	if c.isEnded() { // shut down while opening
+		ctl.Close(voice.OutcomeShutdown)
+		return
+	}
+	if d.Context().Err() != nil {
+		log.Info("sip: cancelled before answer")
+		ctl.Close(voice.OutcomeCancelled)
+		return
+	}
+
+	var med *diago.DialogMedia
+	onUpdate := func(*diago.DialogMedia) {
+		if m := c.getMedia(); m != nil {
+			m.updateCodec()
+		}
+	}
+	med, err = d.Answer(diago.AnswerOptions{Codecs: s.codecs, OnMediaUpdate: onUpdate})
+	if err != nil {
+		outcome := voice.OutcomeFailed
+		if errors.Is(context.Cause(d.Context()), sip.ErrTransactionCanceled) || d.Context().Err() != nil {
+			outcome = voice.OutcomeCancelled
+		}
+		log.Info("sip: not answered", "outcome", outcome, "error", err)
+		ctl.Close(outcome)
+		return
+	}
+	c.setLeg(leg{hangup: d.Hangup, reinvite: d.ReInvite, done: d.Context().Done(),
+		refer: func(ctx context.Context, to sip.Uri, onNotify func(int)) error {
+			return d.ReferOptions(ctx, to, diago.ReferServerOptions{OnNotify: onNotify})
+		}})
+	m := newRTPMedia(med, s.cfg.MediaTimeout, ctl.DTMF, log)
+	m.pacing = s.recordPacing
+	c.setMedia(m)
+	if c.isEnded() { // ended while answering: end could not send BYE yet
+		m.stop()
+		bye(d.Hangup)
+		return
+	}
+	if onHold(req.Body()) {
+		m.setHeld(true)
+	}
+	log.Info("sip: answered", "agent", agentName, "trunk", trunk.Name, "setupMs", time.Since(setup).Milliseconds())
+	s.carry(c, m, d.Context())
+}
+
+// bye hangs up an answered dialog, bounded like end's BYE.
+func bye(hangup func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	_ = hangup(ctx)
+}
+
+// carry runs an answered call on the controller until it ends.
+func (s *Server) carry(c *call, m *rtpMedia, dialog context.Context) {
+	go c.watch(s.cfg.MaxCallDuration)
+	go func() {
+		select {
+		case <-dialog.Done():
+			m.stop() // BYE from the other side
+		case <-c.ended:
+		}
+	}()
+	ctl := c.controller()
+	if err := ctl.Run(s.ctx, m, c); err != nil {
+		c.log.Warn("sip: call run", "error", err)
+	}
+	// The controller recorded its outcome; this one only counts if it did
+	// not (first close wins).
+	outcome := voice.OutcomeCompleted
+	switch {
+	case m.timedOut.Load():
+		outcome = voice.OutcomeMediaTimeout
+	case dialog.Err() != nil && !c.isEnded():
+		outcome = voice.OutcomeCallerHangup
+	}
+	c.end(outcome, true)
+	select {
+	case <-m.readDone:
+	case <-time.After(5 * time.Second):
+		c.log.Warn("sip: the RTP reader did not stop")
+	}
+	s.carried.Add(1)
+	s.rtpIn.Add(m.received.Load())
+	s.dropped.Add(m.dropped.Load())
+	c.log.Info("sip: call done", "rtpPackets", m.received.Load(), "framesDropped", m.dropped.Load())
+}
+
+// phoneRe is a caller number that can select a person: digits with an
+// optional leading +.
+var phoneRe = regexp.MustCompile(`^\+?[0-9]{3,20}$`)
+
+// phoneNumber is the caller's number as the person's identity, or "" when
+// the caller withheld it (Privacy: id, anonymous) or the caller is not a
+// number (a SIP user name), so the call goes on without memory rather than
+// binding every anonymous caller to one person.
+func phoneNumber(req *sip.Request) string {
+	for _, h := range req.GetHeaders("Privacy") {
+		for _, v := range strings.Split(h.Value(), ";") {
+			if v = strings.ToLower(strings.TrimSpace(v)); v == "id" || v == "user" {
+				return ""
+			}
+		}
+	}
+	n := config.NormalizeNumber(callerNumber(req))
+	if !phoneRe.MatchString(n) {
+		return ""
+	}
+	return n
+}
+
+// callerNumber is who is calling: the trunk's asserted identity, else From.
+func callerNumber(req *sip.Request) string {
+	for _, name := range []string{"P-Asserted-Identity", "P-Preferred-Identity"} {
+		if h := req.GetHeader(name); h != nil {
+			var u sip.Uri
+			params := sip.NewParams()
+			if _, err := sip.ParseAddressValue(h.Value(), &u, &params); err == nil && u.User != "" {
+				return u.User
+			}
+		}
+	}
+	if f := req.From(); f != nil {
+		return f.Address.User
+	}
+	return ""
+}
