@@ -186,8 +186,8 @@ type Call struct {
 	running    bool // Run has started
 	finishOnce sync.Once
 	closeOnce  sync.Once
-	closing   chan struct{}
-	done      chan struct{}
+	closing    chan struct{}
+	done       chan struct{}
 }
 
 // ID is the call's id.
