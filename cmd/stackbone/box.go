@@ -22,7 +22,9 @@ import (
 	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/migrations"
+	"github.com/stackbone/box/objectstore"
 	"github.com/stackbone/box/provider"
+	"github.com/stackbone/box/rag"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/sip"
@@ -42,6 +44,9 @@ type boxOptions struct {
 	devKey bool
 	// migrate applies pending migrations; otherwise pending ones are an error.
 	migrate bool
+	// dataDir holds local state: uploaded originals when the object store
+	// is the filesystem.
+	dataDir string
 }
 
 // runBox wires every part of the box once and serves until ctx ends.
@@ -88,13 +93,21 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	if err := memoryStores.Sync(ctx); err != nil {
 		return err
 	}
+	originals, err := objectstore.Open(cfg.ObjectStore, opt.dataDir, os.Getenv)
+	if err != nil {
+		return err
+	}
+	retrieval, err := rag.New(rag.Config{Pool: pool, Models: registry, Store: originals, Runs: runStore, Logger: log, Hybrid: cfg.RAG.Hybrid})
+	if err != nil {
+		return err
+	}
 	// Caches of keys and settings are cleared across boxes by LISTEN/NOTIFY.
 	listener := notify.New(pool, log)
 	listener.Subscribe("auth", keys.Invalidate)
 	listener.Subscribe("settings", settings.Invalidate)
 	go listener.Run(ctx)
 	runtime := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log,
-		Tools: agent.Sources(memoryStores.Tools())})
+		Tools: agent.Sources(memoryStores.Tools(), retrieval.Tools(cfg.Agents))})
 	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: runtime, Config: cfg, Logger: log})
 	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
@@ -104,6 +117,7 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 		Runs: runStore, Speech: voice.ProviderSpeech(registry, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) }), Logger: log})
 	calls.Register(handler)
 	memoryStores.Register(handler)
+	retrieval.Register(handler)
 	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: cfg.Rooms, Logger: log})
 	if err != nil {
 		return err
@@ -129,11 +143,15 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	if err := memoryStores.AddWorkers(queue); err != nil {
 		return err
 	}
+	retrieval.AddWorkers(queue)
 	jobClient, err := jobs.NewClient(pool, queue, log)
 	if err != nil {
 		return err
 	}
 	jobClient.PeriodicJobs().AddMany(memoryStores.PeriodicJobs())
+	if err := retrieval.Start(ctx, jobClient); err != nil {
+		return err
+	}
 	if err := jobClient.Start(ctx); err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -195,7 +213,7 @@ func devCmd() *cobra.Command {
 				}()
 				cfg.Database.URL = cluster.URL(pgcluster.DefaultDatabase)
 			}
-			return runBox(ctx, cfg, boxOptions{devKey: true, migrate: true}, log)
+			return runBox(ctx, cfg, boxOptions{devKey: true, migrate: true, dataDir: dataDir}, log)
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "config file (default: configs/dev.yaml if present, else the embedded copy)")
@@ -216,7 +234,7 @@ func loadDevConfig(path string) (*config.Config, error) {
 }
 
 func serveCmd() *cobra.Command {
-	var configPath string
+	var configPath, dataDir string
 	var migrate bool
 	cmd := &cobra.Command{
 		Use:   "serve --config FILE",
@@ -235,10 +253,11 @@ func serveCmd() *cobra.Command {
 			if cfg.Database.URL == "" {
 				return errors.New("serve needs a database: set database.url in the config or STACKBONE_DATABASE_URL")
 			}
-			return runBox(cmd.Context(), cfg, boxOptions{migrate: migrate}, newLogger())
+			return runBox(cmd.Context(), cfg, boxOptions{migrate: migrate, dataDir: dataDir}, newLogger())
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "config file (required)")
+	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "local state: uploaded originals when objectStore is the filesystem")
 	cmd.Flags().BoolVar(&migrate, "migrate", false, "apply pending migrations before serving")
 	return cmd
 }

@@ -56,6 +56,7 @@ func TestServeNeedsDatabaseAndMakesNoDevKey(t *testing.T) {
 	addr := freeAddr(t)
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
+	cmd.Dir = dir // its .stackbone (uploaded originals) stays in the test's directory
 	cmd.Env = append(filteredEnv(), "STACKBONE_DATABASE_URL="+empty, "STACKBONE_HTTP_ADDR="+addr, "STACKBONE_SIP_ADDR=127.0.0.1:0")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

@@ -1,0 +1,303 @@
+package rag
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/auth"
+)
+
+// Register adds the /api/rag routes to srv, behind its auth and scopes.
+func (s *Service) Register(srv *api.Server) {
+	srv.Route("POST /api/rag/collections", auth.ScopeRAGWrite, s.httpCreateCollection)
+	srv.Route("GET /api/rag/collections", auth.ScopeRAGRead, s.httpCollections)
+	srv.Route("POST /api/rag/collections/{name}/documents", auth.ScopeRAGWrite, s.httpUpload)
+	srv.Route("GET /api/rag/collections/{name}/documents", auth.ScopeRAGRead, s.httpDocuments)
+	srv.Route("GET /api/rag/documents/{id}", auth.ScopeRAGRead, s.httpDocument)
+	srv.Route("DELETE /api/rag/documents/{id}", auth.ScopeRAGWrite, s.httpDeleteDocument)
+	srv.Route("GET /api/rag/originals/{id}", auth.ScopeRAGRead, s.httpOriginal)
+	srv.Route("POST /api/rag/ingest", auth.ScopeRAGWrite, s.httpIngest)
+	srv.Route("POST /api/rag/retrieve", auth.ScopeRAGRead, s.httpRetrieve)
+	srv.Route("GET /api/rag/jobs", auth.ScopeRAGRead, s.httpJobs)
+	srv.Route("GET /api/rag/jobs/{id}", auth.ScopeRAGRead, s.httpJob)
+	srv.Route("POST /api/rag/jobs/{id}/retry", auth.ScopeRAGWrite, s.httpRetry)
+	srv.Route("POST /api/rag/jobs/{id}/cancel", auth.ScopeRAGWrite, s.httpCancel)
+}
+
+// maxJSONBody bounds JSON bodies: a code ingest of MaxChunksPerIngest long
+// chunks fits.
+const maxJSONBody = 64 << 20
+
+func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code, status := classify(err)
+	if code == "" {
+		s.log.Error("internal error", "route", r.Pattern, "error", err)
+		api.WriteError(w, http.StatusInternalServerError, "internal", "internal error")
+		return
+	}
+	if status >= 500 {
+		s.log.Warn("request failed", "route", r.Pattern, "code", code)
+	}
+	api.WriteError(w, status, code, err.Error())
+}
+
+func (s *Service) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := api.Decode(w, r, maxJSONBody, v); err != nil {
+		s.fail(w, r, fmt.Errorf("%w: %v", ErrInvalidRequest, err))
+		return false
+	}
+	return true
+}
+
+func (s *Service) httpCreateCollection(w http.ResponseWriter, r *http.Request) {
+	var req CreateCollection
+	if !s.decode(w, r, &req) {
+		return
+	}
+	c, err := s.CreateCollection(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusCreated, c)
+}
+
+func (s *Service) httpCollections(w http.ResponseWriter, r *http.Request) {
+	list, err := s.Collections(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusOK, list)
+}
+
+// UploadResult is the answer to an upload: the queued document and its job.
+type UploadResult struct {
+	Document Document `json:"document"`
+	Job      *Job     `json:"job"`
+}
+
+// httpUpload reads a multipart form with a "file" part and an optional
+// "metadata" part (a JSON object), in either order: the file is spooled as
+// it streams in, and nothing is stored before the whole form is read.
+func (s *Service) httpUpload(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if s.jobClient() == nil || s.cfg.Store == nil {
+		s.fail(w, r, fmt.Errorf("%w: this box has no job queue or object store for uploads; use code ingest (POST /api/rag/ingest)", ErrIngestUnavailable))
+		return
+	}
+	c, err := s.collection(ctx, s.cfg.Pool, r.PathValue("name"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
+		s.fail(w, r, fmt.Errorf("%w: send multipart/form-data with a file part (curl -F file=@returns.pdf)", ErrInvalidRequest))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxUploadBytes+1<<20)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("%w: %v", ErrInvalidRequest, err))
+		return
+	}
+	var (
+		meta map[string]any
+		name string
+		up   *uploadedFile
+	)
+	defer func() {
+		if up != nil {
+			removeSpool(up.tmp)
+		}
+	}()
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.fail(w, r, fmt.Errorf("%w: the limit is %d MB", ErrFileTooLarge, MaxUploadBytes>>20))
+			return
+		}
+		if err != nil {
+			s.fail(w, r, fmt.Errorf("%w: malformed multipart body: %v", ErrInvalidRequest, err))
+			return
+		}
+		switch part.FormName() {
+		case "metadata":
+			b, err := io.ReadAll(io.LimitReader(part, MaxMetadataBytes+1))
+			if err != nil || len(b) > MaxMetadataBytes || json.Unmarshal(b, &meta) != nil || meta == nil {
+				s.fail(w, r, fmt.Errorf("%w: metadata must be a JSON object of at most %d bytes", ErrInvalidRequest, MaxMetadataBytes))
+				return
+			}
+		case "file":
+			if up != nil {
+				s.fail(w, r, fmt.Errorf("%w: send one file per request", ErrInvalidRequest))
+				return
+			}
+			name = cleanFilename(part.FileName())
+			if name == "" || !allowedExt(name) {
+				s.fail(w, r, fmt.Errorf("%w: %q; upload .txt, .md or .pdf", ErrUnsupportedType, clip(part.FileName(), 100)))
+				return
+			}
+			tmp, size, sum, err := spool(part)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			up = &uploadedFile{tmp: tmp, size: size, sum: sum}
+		default:
+			s.fail(w, r, fmt.Errorf("%w: unknown form field %q; send file and optionally metadata", ErrInvalidRequest, clip(part.FormName(), 40)))
+			return
+		}
+	}
+	if up == nil {
+		s.fail(w, r, fmt.Errorf("%w: the form has no file part", ErrInvalidRequest))
+		return
+	}
+	doc, err := s.uploadSpooled(ctx, c, name, meta, up.tmp, up.size, up.sum)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res := UploadResult{Document: doc}
+	if j, err := s.Job(ctx, *doc.JobID); err == nil {
+		res.Job = &j
+	}
+	api.WriteData(w, http.StatusAccepted, res)
+}
+
+type uploadedFile struct {
+	tmp  *os.File
+	size int64
+	sum  string
+}
+
+func (s *Service) httpDocuments(w http.ResponseWriter, r *http.Request) {
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	offset, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+	list, err := s.Documents(r.Context(), r.PathValue("name"), limit, offset)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusOK, list)
+}
+
+func (s *Service) httpDocument(w http.ResponseWriter, r *http.Request) {
+	d, err := s.Document(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusOK, d)
+}
+
+func (s *Service) httpDeleteDocument(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.DeleteDocument(r.Context(), id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
+}
+
+// httpOriginal streams the uploaded file itself, not an envelope.
+func (s *Service) httpOriginal(w http.ResponseWriter, r *http.Request) {
+	rc, d, err := s.Original(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", d.ContentType)
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": d.Filename}))
+	if d.SizeBytes != nil {
+		w.Header().Set("Content-Length", strconv.FormatInt(*d.SizeBytes, 10))
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if _, err := io.Copy(w, rc); err != nil {
+		s.log.Warn("download cut short", "document", d.ID, "error", err)
+	}
+}
+
+func (s *Service) httpIngest(w http.ResponseWriter, r *http.Request) {
+	var req IngestRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	d, err := s.Ingest(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusOK, d)
+}
+
+func (s *Service) httpRetrieve(w http.ResponseWriter, r *http.Request) {
+	var req RetrieveRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	hits, err := s.Retrieve(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusOK, hits)
+}
+
+func (s *Service) httpJobs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	list, err := s.Jobs(r.Context(), JobFilter{State: q.Get("state"), Collection: q.Get("collection"), Limit: limit})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusOK, list)
+}
+
+func jobID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%w: %q is not a job id", ErrJobNotFound, clip(r.PathValue("id"), 40))
+	}
+	return id, nil
+}
+
+func (s *Service) httpJob(w http.ResponseWriter, r *http.Request) {
+	s.jobRoute(w, r, s.Job)
+}
+
+func (s *Service) httpRetry(w http.ResponseWriter, r *http.Request) {
+	s.jobRoute(w, r, s.RetryJob)
+}
+
+func (s *Service) httpCancel(w http.ResponseWriter, r *http.Request) {
+	s.jobRoute(w, r, s.CancelJob)
+}
+
+func (s *Service) jobRoute(w http.ResponseWriter, r *http.Request, fn func(context.Context, int64) (Job, error)) {
+	id, err := jobID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	j, err := fn(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	api.WriteData(w, http.StatusOK, j)
+}
