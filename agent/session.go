@@ -110,6 +110,10 @@ func (r *Runtime) release(ctx context.Context, id, status string) {
 func (r *Runtime) claimAndLoad(ctx context.Context, id, agentName string) (int, []Message, int, error) {
 	stale := r.cfg.Now().Add(-r.cfg.ModelTimeout - time.Minute)
 	var b pgx.Batch
+	// The claim is a lease, not conversation state: it need not wait for the
+	// disk. After a database crash a lost lease only means the session is
+	// free, which a stale lease would also become.
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
 	b.Queue(`
 		INSERT INTO stackbone_platform.sessions AS s (id, kind, agent_id, status, running_since)
 		VALUES ($1, 'session', $2, 'running', now())
@@ -119,6 +123,10 @@ func (r *Runtime) claimAndLoad(ctx context.Context, id, agentName string) (int, 
 	b.Queue(`SELECT step, messages, pending FROM stackbone_checkpoints.checkpoints WHERE session_id = $1 ORDER BY step`, id)
 	br := r.cfg.Pool.SendBatch(ctx, &b)
 	var turns int
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return 0, nil, 0, storageErr("claim session", err)
+	}
 	err := br.QueryRow().Scan(&turns)
 	if err != nil {
 		br.Close()

@@ -44,6 +44,10 @@ type TurnsConfig struct {
 	// concurrent the way real ones are rather than a CPU saturation test.
 	// Negative streams everything at once.
 	ChunkDelay time.Duration
+	// Lockstep starts every stream of a round at once instead of spreading
+	// their starts over one turn: the worst case of all streams finishing
+	// (and committing) together.
+	Lockstep bool
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -80,7 +84,7 @@ func Turns(ctx context.Context, cfg TurnsConfig) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	pcfg.MaxConns = 20
+	pcfg.MaxConns = int32(cfg.Streams) + 4
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return Report{}, err
@@ -175,6 +179,11 @@ func Turns(ctx context.Context, cfg TurnsConfig) (Report, error) {
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
+				// Spread the streams' starts over one turn, so they overlap as
+				// independent conversations do rather than finishing in lockstep.
+				if !cfg.Lockstep {
+					time.Sleep(time.Duration(w) * (400 * time.Millisecond) / time.Duration(cfg.Streams))
+				}
 				session := ""
 				if s.session {
 					session = fmt.Sprintf("bench-%d-%d", round, w)
@@ -208,8 +217,8 @@ func Turns(ctx context.Context, cfg TurnsConfig) (Report, error) {
 	rep := Report{
 		Title: "text turns over the OpenAI wire: time to first token and full turn",
 		Setup: []string{
-			fmt.Sprintf("%d concurrent streams, %d turns each per scenario and round, %d interleaved rounds; a session stream sends %d turns on one key",
-				cfg.Streams, cfg.Turns, cfg.Rounds, cfg.Turns),
+			fmt.Sprintf("%d concurrent streams (%s), %d turns each per scenario and round, %d interleaved rounds; a session stream sends %d turns on one key",
+				cfg.Streams, map[bool]string{true: "all starting together", false: "starts spread over one turn"}[cfg.Lockstep], cfg.Turns, cfg.Rounds, cfg.Turns),
 			fmt.Sprintf("scripted model streams %d characters in 3-word chunks, %s apart; PostgreSQL %s", len(reply), cfg.ChunkDelay, serverVersion(ctx, pool)),
 			"overhead = the box's percentile minus the provider-directly percentile",
 		},

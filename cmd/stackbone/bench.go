@@ -91,6 +91,7 @@ func turnsCmd() *cobra.Command {
 	c.Flags().IntVar(&cfg.Streams, "streams", 50, "concurrent streams")
 	c.Flags().IntVar(&cfg.Turns, "turns", 20, "turns per stream per scenario and round")
 	c.Flags().IntVar(&cfg.Rounds, "rounds", 3, "interleaved rounds")
+	c.Flags().BoolVar(&cfg.Lockstep, "lockstep", false, "start every stream of a round at once (the worst case)")
 	c.Flags().DurationVar(&cfg.ChunkDelay, "chunk-delay", 20*time.Millisecond, "pause between the scripted model's chunks (-1ns: none, a CPU saturation test)")
 	c.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "private cluster location when STACKBONE_DATABASE_URL is unset")
 	return c
