@@ -67,6 +67,9 @@ type HTTP struct {
 type Database struct {
 	// URL is a Postgres connection URL; STACKBONE_DATABASE_URL overrides it.
 	URL string `yaml:"url"`
+	// MaxConns bounds the box's connections (default 32: turns, calls and
+	// jobs run concurrently, each holding a connection only briefly).
+	MaxConns int `yaml:"maxConns"`
 }
 
 // Provider is one OpenAI-compatible endpoint.

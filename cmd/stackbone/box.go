@@ -64,7 +64,15 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 			return fmt.Errorf("the database lacks %d migration(s): run `stackbone migrate` (or serve --migrate)", n)
 		}
 	}
-	pool, err := pgxpool.New(ctx, cfg.Database.URL)
+	pcfg, err := pgxpool.ParseConfig(cfg.Database.URL)
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	pcfg.MaxConns = 32
+	if cfg.Database.MaxConns > 0 {
+		pcfg.MaxConns = int32(cfg.Database.MaxConns)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
