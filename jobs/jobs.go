@@ -53,7 +53,9 @@ func NewRegistry() *Registry {
 func (r *Registry) Workers() *river.Workers { return r.workers }
 
 // Queue declares a queue with its concurrency.
-func (r *Registry) Queue(name string, maxWorkers int) { r.queues[name] = river.QueueConfig{MaxWorkers: maxWorkers} }
+func (r *Registry) Queue(name string, maxWorkers int) {
+	r.queues[name] = river.QueueConfig{MaxWorkers: maxWorkers}
+}
 
 // Client is the River client type the box uses.
 type Client = river.Client[pgx.Tx]

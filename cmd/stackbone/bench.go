@@ -30,19 +30,12 @@ to the scripted model), all in one process.`,
 			ctx := cmd.Context()
 			log := newLogger()
 			cfg.Logger = log
-			cfg.AdminURL = os.Getenv("STACKBONE_DATABASE_URL")
-			if cfg.AdminURL == "" {
-				dir, err := filepath.Abs(filepath.Join(dataDir, "postgres"))
-				if err != nil {
-					return err
-				}
-				cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: dir, Logger: log})
-				if err != nil {
-					return err
-				}
-				defer cluster.Stop(context.WithoutCancel(ctx))
-				cfg.AdminURL = cluster.URL(pgcluster.DefaultDatabase)
+			admin, stop, err := benchDatabase(cmd, dataDir, log)
+			if err != nil {
+				return err
 			}
+			defer stop()
+			cfg.AdminURL = admin
 			rep, err := bench.Memory(ctx, cfg)
 			if err != nil {
 				return err

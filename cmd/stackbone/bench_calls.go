@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stackbone/box/bench"
-	"github.com/stackbone/box/store/pgcluster"
 )
 
 // benchCallsCmd is `stackbone bench calls`: concurrent SIP calls with RTP
@@ -32,19 +29,12 @@ at real time on each, and measures the box's packets; the box answers every turn
 			ctx := cmd.Context()
 			log := newLogger()
 			cfg.Logger = log
-			cfg.AdminURL = os.Getenv("STACKBONE_DATABASE_URL")
-			if cfg.AdminURL == "" {
-				dir, err := filepath.Abs(filepath.Join(dataDir, "postgres"))
-				if err != nil {
-					return err
-				}
-				cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: dir, Logger: log})
-				if err != nil {
-					return err
-				}
-				defer cluster.Stop(context.WithoutCancel(ctx))
-				cfg.AdminURL = cluster.URL(pgcluster.DefaultDatabase)
+			admin, stop, err := benchDatabase(cmd, dataDir, log)
+			if err != nil {
+				return err
 			}
+			defer stop()
+			cfg.AdminURL = admin
 			rep, err := bench.Calls(ctx, cfg)
 			if err != nil {
 				return err

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stackbone/box/bench"
-	"github.com/stackbone/box/store/pgcluster"
 )
 
 // benchRAGCmd is `stackbone bench rag`: retrieval latency and recall of the
@@ -32,19 +29,12 @@ embeddings server). The 100,000-chunk size needs about 1.5 GB of memory and a fe
 			ctx := cmd.Context()
 			log := newLogger()
 			cfg.Logger = log
-			cfg.AdminURL = os.Getenv("STACKBONE_DATABASE_URL")
-			if cfg.AdminURL == "" {
-				dir, err := filepath.Abs(filepath.Join(dataDir, "postgres"))
-				if err != nil {
-					return err
-				}
-				cluster, err := pgcluster.Start(ctx, pgcluster.Config{Dir: dir, Logger: log})
-				if err != nil {
-					return err
-				}
-				defer cluster.Stop(context.WithoutCancel(ctx))
-				cfg.AdminURL = cluster.URL(pgcluster.DefaultDatabase)
+			admin, stop, err := benchDatabase(cmd, dataDir, log)
+			if err != nil {
+				return err
 			}
+			defer stop()
+			cfg.AdminURL = admin
 			rep, err := bench.RAG(ctx, cfg)
 			if err != nil {
 				return err
