@@ -100,10 +100,10 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			return
 		}
 		now := time.Now()
-		if Level(frame) > -45 {
+		ev := vad.Process(frame)
+		if vad.LastLevel() > -45 {
 			lastVoice = now
 		}
-		ev := vad.Process(frame)
 		if speaking, n := vad.Speaking(); speaking && n >= c.m.cfg.BargeInFrames {
 			c.bargeIn()
 		}

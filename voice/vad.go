@@ -52,6 +52,7 @@ type VAD struct {
 	speechN  int // voiced frames of the current utterance
 	buf      [][]int16
 	pre      [][]int16 // frames before speech started, kept for onset
+	last     float64   // level of the last frame, dBFS
 	levels   []float64 // ring of recent frame levels
 	next     int
 	sorted   []float64
@@ -117,6 +118,7 @@ func Level(pcm []int16) float64 {
 // Process takes the next frame.
 func (v *VAD) Process(pcm []int16) VADEvent {
 	lvl := Level(pcm)
+	v.last = lvl
 	v.track(lvl)
 	voiced := lvl > v.floor+v.cfg.MarginDB && lvl > v.cfg.MinLevelDB
 	frame := append([]int16(nil), pcm...)
@@ -153,6 +155,9 @@ func (v *VAD) Process(pcm []int16) VADEvent {
 	}
 	return VADSpeechEnd
 }
+
+// LastLevel is the level of the frame Process last took, in dBFS.
+func (v *VAD) LastLevel() float64 { return v.last }
 
 // Speaking reports whether an utterance is in progress and how many voiced
 // frames it has so far (for barge-in).
