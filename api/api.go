@@ -81,6 +81,7 @@ func (s *Server) routes() {
 	s.route("DELETE /api/system/memory-extraction/prompt", auth.ScopeConfigWrite, s.promptReset)
 
 	s.route("GET /api/agents", auth.ScopeConfigRead, s.agentsList)
+	s.route("GET /api/capabilities", "", s.capabilities)
 	s.route("GET /api/runs", auth.ScopeRunsRead, s.runsList)
 	s.route("GET /api/runs/{id}", auth.ScopeRunsRead, s.runsGet)
 	s.route("GET /api/activity", auth.ScopeConfigRead, s.activityList)
@@ -204,6 +205,18 @@ func actor(r *http.Request) string {
 		return "key:" + k.Name
 	}
 	return "unknown"
+}
+
+// Capabilities are what this box offers, for SDKs to negotiate (an SDK
+// refuses person-memory calls with capability_unavailable when memory.basic
+// is missing).
+var Capabilities = []string{
+	"memory.basic", "memory.settings", "memory.stores", "sessions", "runs",
+	"wire.openai", "wire.anthropic", "wire.agui", "rag", "voice.sip", "voice.rooms",
+}
+
+func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
+	writeData(w, http.StatusOK, map[string]any{"capabilities": Capabilities})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

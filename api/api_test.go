@@ -147,6 +147,10 @@ func TestAuthAndScopes(t *testing.T) {
 	}
 	b.expect("POST", "/api/memory/recall", reader, `{"agentId":"support","userId":"u"}`, 401, "unauthorized")
 	b.expect("GET", "/api/nothing-here", devKey, "", 404, "not_found")
+	// Any valid key may read what the box offers; memory.basic is advertised.
+	if env := b.expect("GET", "/api/capabilities", reader2(t, b), "", 200, ""); !bytes.Contains(env.Data, []byte(`"memory.basic"`)) {
+		t.Fatalf("capabilities: %s", env.Data)
+	}
 	// Keys are stored hashed, never in plain text.
 	var plain int
 	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.api_keys
@@ -324,4 +328,12 @@ func TestSettingsRoutes(t *testing.T) {
 	if !bytes.Contains(env.Data, []byte(`"selection":{"model":null,"reasoningEffort":"medium"}`)) {
 		t.Fatalf("clear model: %s", env.Data)
 	}
+}
+
+func reader2(t *testing.T, b *box) string {
+	secret, _, err := b.keys.Create(context.Background(), "runs-only", []string{auth.ScopeRunsRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
 }
