@@ -103,17 +103,19 @@ func (s *Service) runIngest(ctx context.Context, jobID int64, attempt, maxAttemp
 	if m, rerr := s.cfg.Models.Resolve(c.Model); rerr == nil {
 		run.CostUSD = m.Cost(tokens, 0)
 	}
-	if err == nil {
-		err = s.commitIngest(ctx, docID, c.id, run.ID, chunks)
-	}
 	end := time.Now()
 	ms := int(end.Sub(began).Milliseconds())
 	run.FinishedAt, run.DurationMS = &end, &ms
 	if err == nil {
-		run.Status = runs.StatusSucceeded
-		s.recordRun(ctx, run)
-		s.log.Info("ingest succeeded", "document", docID, "job", jobID, "attempt", attempt, "chunks", len(chunks), "tokens", tokens, "ms", ms)
-		return nil
+		// The run commits with the chunks: a document never links to a run
+		// that is not there yet.
+		ok := run
+		ok.Status = runs.StatusSucceeded
+		err = s.commitIngest(ctx, docID, c.id, ok, chunks)
+		if err == nil {
+			s.log.Info("ingest succeeded", "document", docID, "job", jobID, "attempt", attempt, "chunks", len(chunks), "tokens", tokens, "ms", ms)
+			return nil
+		}
 	}
 	if errors.Is(err, errDocumentGone) {
 		run.Status, run.ErrorCode = runs.StatusCancelled, "rag_document_deleted"
@@ -145,12 +147,12 @@ func (s *Service) runIngest(ctx context.Context, jobID int64, attempt, maxAttemp
 		run.Status = runs.StatusFailed
 	}
 	run.ErrorCode = code
+	s.recordRun(ctx, run) // before the document links to it
 	if _, uerr := s.cfg.Pool.Exec(context.WithoutCancel(ctx), `
 		UPDATE stackbone_platform.rag_documents SET status = $2, error_code = $3, error_message = $4, run_id = $5, updated_at = now()
 		WHERE id = $1`, docID, status, code, clip(msg, 500), run.ID); uerr != nil {
 		s.log.Warn("record ingest failure", "document", docID, "error", uerr)
 	}
-	s.recordRun(ctx, run)
 	s.log.Warn("ingest failed", "document", docID, "job", jobID, "attempt", attempt, "code", code, "status", status, "ms", ms)
 	return ret
 }
@@ -221,7 +223,7 @@ func (s *Service) ingestFile(ctx context.Context, d Document, c Collection, meta
 // commitIngest stores the chunks and marks the document succeeded, in one
 // transaction that first locks the document row: a document deleted
 // meanwhile stays deleted.
-func (s *Service) commitIngest(ctx context.Context, docID string, collID int64, runID uuid.UUID, rows []chunkRow) error {
+func (s *Service) commitIngest(ctx context.Context, docID string, collID int64, run runs.Run, rows []chunkRow) error {
 	err := pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 		var status string
 		err := tx.QueryRow(ctx, `SELECT status FROM stackbone_platform.rag_documents WHERE id = $1 FOR UPDATE`, docID).Scan(&status)
@@ -237,8 +239,11 @@ func (s *Service) commitIngest(ctx context.Context, docID string, collID int64, 
 		_, err = tx.Exec(ctx, `
 			UPDATE stackbone_platform.rag_documents SET status = 'succeeded', chunk_count = $2, run_id = $3,
 			  error_code = NULL, error_message = NULL, updated_at = now()
-			WHERE id = $1`, docID, len(rows), runID)
-		return err
+			WHERE id = $1`, docID, len(rows), run.ID)
+		if err != nil {
+			return err
+		}
+		return runs.InsertWith(ctx, tx, run)
 	})
 	if err != nil && !errors.Is(err, errDocumentGone) && ctx.Err() == nil {
 		return fmt.Errorf("%w: store chunks: %v", ErrUnavailable, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -64,7 +65,16 @@ func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
 // Insert writes a run, usually once it has finished. Metadata must hold ids,
 // counts and codes only, never prompt or response text.
-func (s *Store) Insert(ctx context.Context, r Run) error {
+func (s *Store) Insert(ctx context.Context, r Run) error { return InsertWith(ctx, s.pool, r) }
+
+// Execer runs a statement: a pool, a connection or a transaction.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// InsertWith writes a run through db, so it can commit in the same
+// transaction as the work it records.
+func InsertWith(ctx context.Context, db Execer, r Run) error {
 	if r.ID == uuid.Nil {
 		r.ID = uuid.New()
 	}
@@ -72,7 +82,7 @@ func (s *Store) Insert(ctx context.Context, r Run) error {
 	if err != nil {
 		return fmt.Errorf("runs: metadata: %w", err)
 	}
-	_, err = s.pool.Exec(ctx, `
+	_, err = db.Exec(ctx, `
 		INSERT INTO stackbone_platform.runs
 		  (id, kind, agent_id, status, model, input_tokens, output_tokens, cost_usd, error_code,
 		   started_at, finished_at, duration_ms, metadata)
