@@ -17,14 +17,9 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/sip"
-	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/voice"
 )
 
@@ -39,16 +34,6 @@ func needTools(t *testing.T) {
 	}
 }
 
-// box is the whole call path of the box: real PostgreSQL, memory, agent
-// runtime, the call controller and the SIP server, with the scripted model
-// provider as the only stand-in.
-type box struct {
-	model *providertest.Server
-	mem   *memory.Service
-	mgr   *voice.Manager
-	sip   *sip.Server
-}
-
 const boxAgents = `
 agents:
   receptionist:
@@ -60,38 +45,7 @@ agents:
 
 func newBox(t *testing.T, sipCfg config.SIP) *box {
 	t.Helper()
-	ctx := context.Background()
-	pool := storetest.Pool(t)
-	model := providertest.New(t)
-	cfg, err := config.Parse([]byte(boxAgents))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: model.URL()}}, nil)
-	log := storetest.Logger(t)
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
-	if err := settings.FixDeclaredKeys(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log})
-	mgr := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
-		Runs: runs.NewStore(pool), Speech: voice.ProviderSpeech(reg, nil), Logger: log})
-	sipCfg.Addr = "127.0.0.1:0"
-	srv, err := sip.New(sip.Config{Config: sipCfg, Manager: sip.Voice(mgr), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	if err := srv.Start(sctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-	})
-	mgr.SetDialer(srv)
-	return &box{model: model, mem: mem, mgr: mgr, sip: srv}
+	return startBox(t, sipCfg, boxAgents, nil)
 }
 
 // speechFile speaks text with espeak-ng and makes it 8 kHz mono with lead

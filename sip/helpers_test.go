@@ -3,11 +3,10 @@ package sip_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"math"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,9 +15,16 @@ import (
 	"github.com/emiago/diago/media"
 	"github.com/emiago/sipgo"
 	sipgosip "github.com/emiago/sipgo/sip"
+	"github.com/jackc/pgx/v5/pgxpool"
+	openai "github.com/sashabaranov/go-openai"
 	"github.com/zaf/g711"
 
+	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/provider"
+	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/voice"
@@ -68,195 +74,6 @@ func freePort(t testing.TB, pair bool) int {
 	return 0
 }
 
-// fakeController stands in for the call controller in the protocol tests:
-// it records what the transport gave it and plays a tone.
-type fakeController struct {
-	mu    sync.Mutex
-	calls []*fakeCall
-	gate  chan struct{} // when set, Open waits for it (or the caller's cancel)
-	// ignoreCancel makes Open wait for the gate even when the caller
-	// cancelled, like an open that is already past its database work.
-	ignoreCancel bool
-	err          error
-	onRun        func(c *fakeCall) // runs once the call is answered
-	opened       chan *fakeCall
-}
-
-func newFakeController() *fakeController {
-	return &fakeController{opened: make(chan *fakeCall, 16)}
-}
-
-func (f *fakeController) Open(ctx context.Context, info voice.CallInfo) (sip.Call, error) {
-	f.mu.Lock()
-	gate, err, ignore := f.gate, f.err, f.ignoreCancel
-	f.mu.Unlock()
-	if gate != nil {
-		done := ctx.Done()
-		if ignore {
-			done = nil
-		}
-		select {
-		case <-gate:
-		case <-done:
-			return nil, ctx.Err()
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	c := &fakeCall{id: fmt.Sprintf("call_%d", len(f.calls)+1), info: info, onRun: f.onRun,
-		closing: make(chan struct{}), running: make(chan struct{}), done: make(chan struct{})}
-	f.calls = append(f.calls, c)
-	f.mu.Unlock()
-	f.opened <- c
-	return c, nil
-}
-
-// next waits for the next opened call.
-func (f *fakeController) next(t testing.TB) *fakeCall {
-	t.Helper()
-	select {
-	case c := <-f.opened:
-		return c
-	case <-time.After(10 * time.Second):
-		t.Fatal("no call opened")
-		return nil
-	}
-}
-
-type fakeCall struct {
-	id    string
-	info  voice.CallInfo
-	onRun func(c *fakeCall)
-
-	mu      sync.Mutex
-	outcome string
-	digits  []rune
-	frames  int
-	voiced  int
-	readErr error
-	media   voice.Media
-	ctl     voice.Controls
-
-	closeOnce sync.Once
-	closing   chan struct{}
-	running   chan struct{}
-	done      chan struct{}
-}
-
-func (c *fakeCall) ID() string { return c.id }
-
-func (c *fakeCall) Close(outcome string) {
-	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		c.outcome = outcome
-		c.mu.Unlock()
-		close(c.closing)
-	})
-}
-
-func (c *fakeCall) DTMF(d rune) {
-	c.mu.Lock()
-	c.digits = append(c.digits, d)
-	c.mu.Unlock()
-}
-
-// Run plays a 440 Hz tone paced at real time and reads the caller's frames,
-// as the controller does: it returns once closed and the reader stopped.
-func (c *fakeCall) Run(ctx context.Context, m voice.Media, ctl voice.Controls) error {
-	defer close(c.done)
-	c.mu.Lock()
-	c.media, c.ctl = m, ctl
-	c.mu.Unlock()
-	close(c.running)
-	if c.onRun != nil {
-		go c.onRun(c)
-	}
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		for {
-			f, err := m.ReadFrame()
-			if err != nil {
-				c.mu.Lock()
-				c.readErr = err
-				c.mu.Unlock()
-				switch {
-				case errors.Is(err, io.EOF):
-					c.Close(voice.OutcomeCallerHangup)
-				case errors.Is(err, voice.ErrMediaTimeout):
-					c.Close(voice.OutcomeMediaTimeout)
-				default:
-					c.Close(voice.OutcomeFailed)
-				}
-				return
-			}
-			c.mu.Lock()
-			c.frames++
-			if rms(f) > 1000 {
-				c.voiced++
-			}
-			c.mu.Unlock()
-		}
-	}()
-	tick := time.NewTicker(voice.FrameDuration)
-	defer tick.Stop()
-	n := 0
-	for {
-		select {
-		case <-c.closing:
-			<-readDone
-			return nil
-		case <-ctx.Done():
-			c.Close(voice.OutcomeShutdown)
-			_ = ctl.Hangup(context.Background())
-		case <-tick.C:
-			f := make([]int16, m.SampleRate()/50)
-			for i := range f {
-				f[i] = int16(8000 * math.Sin(2*math.Pi*440*float64(n+i)/float64(m.SampleRate())))
-			}
-			n += len(f)
-			if err := m.WriteFrame(f); err != nil {
-				c.Close(voice.OutcomeFailed)
-			}
-		}
-	}
-}
-
-func (c *fakeCall) Outcome() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.outcome
-}
-
-func (c *fakeCall) Digits() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return string(c.digits)
-}
-
-func (c *fakeCall) Voiced() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.voiced
-}
-
-func (c *fakeCall) Controls() voice.Controls {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ctl
-}
-
-func (c *fakeCall) waitDone(t testing.TB) {
-	t.Helper()
-	select {
-	case <-c.done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the call's Run did not return")
-	}
-}
-
 func rms(pcm []int16) float64 {
 	if len(pcm) == 0 {
 		return 0
@@ -277,25 +94,6 @@ func inboundConfig() config.SIP {
 			Routes: []config.Route{{Number: "*", Agent: "a"}},
 		}}},
 	}
-}
-
-// startServer starts the box's SIP server on a free port.
-func startServer(t testing.TB, cfg config.SIP, ctl sip.Controller) *sip.Server {
-	t.Helper()
-	cfg.Addr = "127.0.0.1:0"
-	srv, err := sip.New(sip.Config{Config: cfg, Manager: ctl, Logger: storetest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-	})
-	return srv
 }
 
 // peer is a SIP phone made of sipgo and diago, the other side in the
@@ -432,9 +230,13 @@ func (l *listener) Packets(pt uint8) int {
 	return l.payload[pt]
 }
 
-// speak sends a tone from the peer, paced by diago's packet writer, until
-// stop is closed; the returned channel closes when it stopped.
-func speak(med *diago.DialogMedia, stop <-chan struct{}) <-chan struct{} {
+// talk sends audio from the peer, paced by diago's packet writer, until
+// stop is closed: quiet line noise with bursts of speech-like tone (800 ms
+// of 160 ms syllables every 2 s, the first after 400 ms), so the box's
+// voice activity detection ends each burst as an utterance. bursts > 0
+// stops the speech after that many (the noise goes on). The returned
+// channel closes when it stopped.
+func talk(med *diago.DialogMedia, stop <-chan struct{}, bursts int) <-chan struct{} {
 	done := make(chan struct{})
 	w, err := med.AudioWriter()
 	if err != nil {
@@ -443,8 +245,7 @@ func speak(med *diago.DialogMedia, stop <-chan struct{}) <-chan struct{} {
 	}
 	go func() {
 		defer close(done)
-		n := 0
-		for {
+		for i := 0; ; i++ {
 			select {
 			case <-stop:
 				return
@@ -452,19 +253,219 @@ func speak(med *diago.DialogMedia, stop <-chan struct{}) <-chan struct{} {
 			}
 			payload := make([]byte, 160)
 			pt := media.CodecAudioFromSession(med.MediaSession()).PayloadType
-			for i := range payload {
-				v := int16(8000 * math.Sin(2*math.Pi*300*float64(n+i)/8000))
+			voiced := i%100 >= 20 && i%100 < 60 && i%10 < 8 && (bursts == 0 || i/100 < bursts)
+			for j := range payload {
+				v := int16((j*7919)%61 - 30) // line noise
+				if voiced {
+					v = int16(10000 * math.Sin(2*math.Pi*300*float64(i*160+j)/8000))
+				}
 				if pt == 8 {
-					payload[i] = g711.EncodeAlawFrame(v)
+					payload[j] = g711.EncodeAlawFrame(v)
 				} else {
-					payload[i] = g711.EncodeUlawFrame(v)
+					payload[j] = g711.EncodeUlawFrame(v)
 				}
 			}
-			n += 160
 			if _, err := w.Write(payload); err != nil {
 				return
 			}
 		}
 	}()
 	return done
+}
+
+// box is the whole call path of the box: real PostgreSQL, memory, agent
+// runtime, the call controller and the SIP server, with the scripted model
+// provider as the only stand-in.
+type box struct {
+	model *providertest.Server
+	pool  *pgxpool.Pool
+	mem   *memory.Service
+	mgr   *voice.Manager
+	sip   *sip.Server
+	// opened receives each call the real controller opened, as the SIP
+	// server got it (see observer).
+	opened chan *voice.Call
+}
+
+// observer hands the test each call the real controller opened; every call
+// still goes through sip.Voice(mgr) unchanged.
+type observer struct {
+	sip.Controller
+	opened chan *voice.Call
+}
+
+func (o observer) Open(ctx context.Context, info voice.CallInfo) (sip.Call, error) {
+	c, err := o.Controller.Open(ctx, info)
+	if err == nil {
+		if vc, ok := c.(*voice.Call); ok {
+			select {
+			case o.opened <- vc:
+			default:
+			}
+		}
+	}
+	return c, err
+}
+
+// startBox builds the box from agents (YAML) and the sip section; tune, when
+// set, adjusts the call controller's configuration.
+func startBox(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.Config)) *box {
+	t.Helper()
+	ctx := context.Background()
+	pool := storetest.Pool(t)
+	model := providertest.New(t)
+	cfg, err := config.Parse([]byte(agents))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: model.URL()}}, nil)
+	log := storetest.Logger(t)
+	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})
+	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
+	if err := settings.FixDeclaredKeys(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log})
+	vcfg := voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
+		Runs: runs.NewStore(pool), Speech: voice.ProviderSpeech(reg, nil), Logger: log}
+	if tune != nil {
+		tune(&vcfg)
+	}
+	mgr := voice.NewManager(vcfg)
+	opened := make(chan *voice.Call, 16)
+	sipCfg.Addr = "127.0.0.1:0"
+	srv, err := sip.New(sip.Config{Config: sipCfg, Manager: observer{sip.Voice(mgr), opened}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	if err := srv.Start(sctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+	})
+	mgr.SetDialer(srv)
+	return &box{model: model, pool: pool, mem: mem, mgr: mgr, sip: srv, opened: opened}
+}
+
+// protocolAgents is the agent of the protocol tests; extra is appended to
+// its definition (indented four spaces).
+const protocolAgents = `
+agents:
+  a:
+    model: openai/chat
+    instructions: You answer the phone.
+    greeting: Hello, this is the front desk.
+    memory: {identityKey: phoneNumber, read: true, save: true}
+`
+
+// newProtocolBox is a box whose scripted model transcribes every utterance
+// as "Hello there.", answers "Okay." and extracts nothing after a call;
+// tests script replies ahead of these.
+func newProtocolBox(t testing.TB, sipCfg config.SIP, extra string, tune func(*voice.Config)) *box {
+	t.Helper()
+	b := startBox(t, sipCfg, protocolAgents+extra, tune)
+	b.model.RespondTranscripts(func([]byte) string { return "Hello there." })
+	b.model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+		if len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, `"operations"`) {
+			return providertest.Reply{Content: `{"operations":[],"summary":"A test call."}`}
+		}
+		return providertest.Reply{Content: "Okay."}
+	})
+	return b
+}
+
+// next waits for the next call the controller opened.
+func (b *box) next(t testing.TB) *voice.Call {
+	t.Helper()
+	select {
+	case c := <-b.opened:
+		return c
+	case <-time.After(15 * time.Second):
+		t.Fatal("no call opened")
+		return nil
+	}
+}
+
+// ended waits for the call's completion and returns its record.
+func (b *box) ended(t testing.TB, c *voice.Call) voice.CallRecord {
+	t.Helper()
+	select {
+	case <-c.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call did not complete")
+	}
+	r, err := b.mgr.Get(context.Background(), c.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != "ended" {
+		t.Fatalf("call record status %q after completion", r.Status)
+	}
+	return r
+}
+
+// outcome is the record's outcome, "" when none.
+func outcome(r voice.CallRecord) string {
+	if r.Outcome == nil {
+		return ""
+	}
+	return *r.Outcome
+}
+
+// running reports whether the call is still in progress.
+func running(c *voice.Call) bool {
+	select {
+	case <-c.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// idle waits until neither the SIP server nor the controller carries a call.
+func (b *box) idle(t testing.TB) {
+	t.Helper()
+	waitFor(t, "the calls to be released", 20*time.Second, func() bool { return b.sip.Active() == 0 && b.mgr.Active() == 0 })
+}
+
+// voicedUploads is how many of the audio files sent for transcription hold
+// the caller's speech (a window louder than silence).
+func (b *box) voicedUploads() int {
+	n := 0
+	for _, wav := range b.model.Uploads() {
+		pcm, err := wavSamples(wav)
+		if err != nil {
+			continue
+		}
+		for i := 0; i+160 <= len(pcm); i += 160 {
+			if rms(pcm[i:i+160]) > 1000 {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// chatContains reports whether any chat request sent to the model holds text.
+func (b *box) chatContains(text string) bool {
+	for _, req := range b.model.ChatRequests() {
+		for _, m := range req.Messages {
+			if strings.Contains(m.Content, text) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hearGreeting waits until the peer hears the agent's greeting, so the call
+// is carried before the peer hangs up.
+func hearGreeting(t testing.TB, med *diago.DialogMedia) {
+	t.Helper()
+	heard := listen(med)
+	waitFor(t, "the greeting", 10*time.Second, func() bool { return heard.Voiced() > 5 })
 }

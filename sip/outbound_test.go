@@ -21,13 +21,16 @@ func outboundConfig(proxyPort int) config.SIP {
 }
 
 // Dial rings the destination through the trunk with the box's number as
-// the caller; the identity is the destination; the callee hears the agent.
+// the caller; the identity is the destination; the callee hears the agent
+// and the agent hears the callee; the callee's BYE ends it.
 func TestDialThroughTrunk(t *testing.T) {
 	t.Parallel()
 	type seen struct{ from, to string }
 	answered := make(chan seen, 1)
-	heardCh := make(chan *listener, 1)
+	var b *box
+	ready := make(chan struct{})
 	callee := newPeer(t, func(d *diago.DialogServerSession) {
+		<-ready
 		answered <- seen{d.FromUser(), d.ToUser()}
 		_ = d.Ringing()
 		med, err := d.Answer(diago.AnswerOptions{})
@@ -35,11 +38,10 @@ func TestDialThroughTrunk(t *testing.T) {
 			return
 		}
 		heard := listen(med)
-		heardCh <- heard
 		stop := make(chan struct{})
 		defer close(stop)
-		speak(med, stop)
-		for heard.Voiced() < 25 {
+		talk(med, stop, 0)
+		for heard.Voiced() < 25 || b.voicedUploads() == 0 {
 			select {
 			case <-d.Context().Done():
 				return
@@ -48,15 +50,16 @@ func TestDialThroughTrunk(t *testing.T) {
 		}
 		_ = d.Hangup(context.Background()) // the callee hangs up
 	})
-	ctl := newFakeController()
-	srv := startServer(t, outboundConfig(callee.port), ctl)
-	id, err := srv.Dial(context.Background(), voice.DialRequest{Agent: "a", To: "+34 600 111 222"})
+	b = newProtocolBox(t, outboundConfig(callee.port), "", nil)
+	close(ready)
+	ctx := context.Background()
+	id, err := b.sip.Dial(ctx, voice.DialRequest{Agent: "a", To: "+34 600 111 222"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ctl.next(t)
-	if id != c.ID() || c.info.Direction != voice.Outbound || c.info.PhoneNumber != "+34600111222" || c.info.Trunk != "out" || c.info.Agent != "a" {
-		t.Fatalf("id %q, call info %+v", id, c.info)
+	c := b.next(t)
+	if id != c.ID() {
+		t.Fatalf("Dial returned %q, the controller opened %q", id, c.ID())
 	}
 	select {
 	case s := <-answered:
@@ -66,14 +69,18 @@ func TestDialThroughTrunk(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the callee was not called")
 	}
-	c.waitDone(t)
-	if c.Outcome() != voice.OutcomeCallerHangup {
-		t.Fatalf("outcome %q", c.Outcome())
+	r := b.ended(t, c)
+	if r.Direction != voice.Outbound || r.Agent != "a" || r.PhoneNumber == nil || *r.PhoneNumber != "+34600111222" ||
+		r.Trunk == nil || *r.Trunk != "out" || r.AnsweredAt == nil || outcome(r) != voice.OutcomeCallerHangup {
+		t.Fatalf("call record %+v", r)
 	}
-	if c.Voiced() < 10 {
-		t.Fatalf("the agent heard %d voiced frames", c.Voiced())
+	if r.Memory == nil || r.Memory.Identity != "+34600111222" {
+		t.Fatalf("memory report %+v", r.Memory)
 	}
-	waitFor(t, "the call to be released", 5*time.Second, func() bool { return srv.Active() == 0 })
+	if b.voicedUploads() == 0 {
+		t.Fatal("the agent did not hear the callee")
+	}
+	b.idle(t)
 }
 
 // A busy callee ends the call as no_answer; bad requests are refused at once.
@@ -82,16 +89,19 @@ func TestDialFailures(t *testing.T) {
 	busy := newPeer(t, func(d *diago.DialogServerSession) {
 		_ = d.Respond(sipgosip.StatusBusyHere, "Busy Here", nil)
 	})
-	ctl := newFakeController()
-	srv := startServer(t, outboundConfig(busy.port), ctl)
+	b := newProtocolBox(t, outboundConfig(busy.port), "", nil)
+	srv := b.sip
 	ctx := context.Background()
-	if _, err := srv.Dial(ctx, voice.DialRequest{Agent: "a", To: "100"}); err != nil {
+	id, err := srv.Dial(ctx, voice.DialRequest{Agent: "a", To: "100"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	c := ctl.next(t)
-	waitFor(t, "the busy call to close", 10*time.Second, func() bool { return c.Outcome() != "" })
-	if c.Outcome() != voice.OutcomeNoAnswer {
-		t.Fatalf("outcome %q", c.Outcome())
+	c := b.next(t)
+	if r := b.ended(t, c); r.ID != id || outcome(r) != voice.OutcomeNoAnswer || r.AnsweredAt != nil {
+		t.Fatalf("busy call record %+v", r)
+	}
+	if n := len(b.model.SpeechRequests()); n != 0 {
+		t.Fatalf("%d speech requests for an unanswered call", n)
 	}
 	if _, err := srv.Dial(ctx, voice.DialRequest{Agent: "a", To: "100", Trunk: "nope"}); !errors.Is(err, sip.ErrUnknownTrunk) {
 		t.Fatalf("unknown trunk: %v", err)
@@ -99,15 +109,12 @@ func TestDialFailures(t *testing.T) {
 	if _, err := srv.Dial(ctx, voice.DialRequest{Agent: "a", To: "call me maybe"}); !errors.Is(err, sip.ErrInvalidNumber) {
 		t.Fatalf("bad number: %v", err)
 	}
-	noTrunks := startServer(t, inboundConfig(), ctl)
-	if _, err := noTrunks.Dial(ctx, voice.DialRequest{Agent: "a", To: "100"}); !errors.Is(err, sip.ErrNoTrunk) {
-		t.Fatalf("no trunk: %v", err)
-	}
-	ctl.mu.Lock()
-	ctl.err = voice.ErrUnknownAgent
-	ctl.mu.Unlock()
 	if _, err := srv.Dial(ctx, voice.DialRequest{Agent: "zz", To: "100"}); !errors.Is(err, voice.ErrUnknownAgent) {
 		t.Fatalf("unknown agent: %v", err)
 	}
-	waitFor(t, "no calls left", 5*time.Second, func() bool { return srv.Active() == 0 })
+	b.idle(t)
+	noTrunks := newProtocolBox(t, inboundConfig(), "", nil)
+	if _, err := noTrunks.sip.Dial(ctx, voice.DialRequest{Agent: "a", To: "100"}); !errors.Is(err, sip.ErrNoTrunk) {
+		t.Fatalf("no trunk: %v", err)
+	}
 }

@@ -2,7 +2,6 @@ package sip_test
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strconv"
 	"strings"
@@ -14,18 +13,21 @@ import (
 	"github.com/emiago/diago/media"
 	"github.com/emiago/diago/media/sdp"
 	sipgosip "github.com/emiago/sipgo/sip"
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/voice"
 )
 
-// An answered call carries audio both ways, a keypad digit reaches the
-// agent, and the caller's BYE ends it with caller_hangup.
+// An answered call carries audio both ways (the caller hears the greeting,
+// the caller's speech reaches speech-to-text), a keypad digit reaches the
+// agent as a turn, and the caller's BYE ends it with caller_hangup.
 func TestInboundCallAudioDTMFAndCallerBye(t *testing.T) {
 	t.Parallel()
-	ctl := newFakeController()
-	srv := startServer(t, inboundConfig(), ctl)
+	b := newProtocolBox(t, inboundConfig(), "", nil)
+	srv := b.sip
 	p := newPeer(t, nil)
 	ctx := context.Background()
 
@@ -35,15 +37,24 @@ func TestInboundCallAudioDTMFAndCallerBye(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ctl.next(t)
-	if c.info.Direction != voice.Inbound || c.info.Agent != "a" || c.info.PhoneNumber != "+34600111222" || c.info.Trunk != "local" {
-		t.Fatalf("call info %+v", c.info)
+	c := b.next(t)
+	r, err := b.mgr.Get(ctx, c.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Direction != voice.Inbound || r.Agent != "a" || r.PhoneNumber == nil || *r.PhoneNumber != "+34600111222" ||
+		r.Trunk == nil || *r.Trunk != "local" || r.Memory == nil || r.Memory.Identity != "+34600111222" {
+		t.Fatalf("call record %+v", r)
 	}
 	heard := listen(med)
+	waitFor(t, "the peer to hear the greeting", 10*time.Second, func() bool { return heard.Voiced() > 10 })
+	if got := b.model.SpeechRequests(); len(got) == 0 || got[0] != "Hello, this is the front desk." {
+		t.Fatalf("speech requests %q", got)
+	}
 	stop := make(chan struct{})
-	spoke := speak(med, stop)
-	waitFor(t, "the peer to hear the agent", 5*time.Second, func() bool { return heard.Voiced() > 10 })
-	waitFor(t, "the agent to hear the peer", 5*time.Second, func() bool { return c.Voiced() > 10 })
+	spoke := talk(med, stop, 1)
+	waitFor(t, "the caller's speech to reach speech-to-text", 10*time.Second, func() bool { return b.voicedUploads() > 0 })
+	waitFor(t, "the answer to the caller's turn", 10*time.Second, func() bool { return b.chatContains("Hello there.") })
 	close(stop) // one writer at a time on the peer's RTP stream
 	<-spoke
 
@@ -54,46 +65,54 @@ func TestInboundCallAudioDTMFAndCallerBye(t *testing.T) {
 	if err := w.WriteDTMF('5'); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the digit", 5*time.Second, func() bool { return c.Digits() == "5" })
+	const keypad = "(The caller pressed 5 on the keypad.)"
+	waitFor(t, "the digit to reach the agent", 10*time.Second, func() bool { return b.chatContains(keypad) })
 
 	if err := d.Hangup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.waitDone(t)
-	if c.Outcome() != voice.OutcomeCallerHangup {
-		t.Fatalf("outcome %q", c.Outcome())
+	r = b.ended(t, c)
+	if outcome(r) != voice.OutcomeCallerHangup || r.AnsweredAt == nil {
+		t.Fatalf("call record: outcome %q answered %v", outcome(r), r.AnsweredAt)
 	}
-	waitFor(t, "the call to be released", 5*time.Second, func() bool { return srv.Active() == 0 })
+	var users []string
+	for _, e := range r.Transcript {
+		if e.Role == voice.RoleUser {
+			users = append(users, e.Text)
+		}
+	}
+	if strings.Join(users, "|") != "Hello there.|"+keypad {
+		t.Fatalf("caller turns in the transcript: %q", users)
+	}
+	b.idle(t)
 }
 
-// The agent hangs up: the box sends BYE.
+// The controller ends the call (Call.Close): the box sends BYE.
 func TestBoxHangsUp(t *testing.T) {
 	t.Parallel()
-	ctl := newFakeController()
-	ctl.onRun = func(c *fakeCall) {
-		c.Close(voice.OutcomeCompleted)
-		_ = c.Controls().Hangup(context.Background())
-	}
-	srv := startServer(t, inboundConfig(), ctl)
+	b := newProtocolBox(t, inboundConfig(), "", nil)
 	p := newPeer(t, nil)
-	d, _, err := p.call(context.Background(), "100", srv.Addr(), diago.InviteOptions{})
+	d, _, err := p.call(context.Background(), "100", b.sip.Addr(), diago.InviteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ctl.next(t)
+	c := b.next(t)
+	c.Close(voice.OutcomeCompleted)
 	select {
 	case <-d.Context().Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("no BYE from the box")
 	}
-	c.waitDone(t)
-	if c.Outcome() != voice.OutcomeCompleted {
-		t.Fatalf("outcome %q", c.Outcome())
+	if r := b.ended(t, c); outcome(r) != voice.OutcomeCompleted {
+		t.Fatalf("outcome %q", outcome(r))
 	}
+	b.idle(t)
 }
 
-// Refusals: an unknown source 403, an unrouted number 404, the call limit
-// 503, an agent the controller does not know 404.
+// Refusals: an unknown source 403, an unrouted number 404, a route to an
+// agent the controller does not know 404, the SIP call limit and the
+// controller's 503, a controller that cannot record the call 500; each
+// limit frees once the call ended.
 func TestRefusals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -101,83 +120,115 @@ func TestRefusals(t *testing.T) {
 		t.Parallel()
 		cfg := inboundConfig()
 		cfg.Trunks.Inbound[0].Sources = []string{"10.0.0.0/8"}
-		srv := startServer(t, cfg, newFakeController())
-		_, _, err := newPeer(t, nil).call(ctx, "100", srv.Addr(), diago.InviteOptions{})
+		b := newProtocolBox(t, cfg, "", nil)
+		_, _, err := newPeer(t, nil).call(ctx, "100", b.sip.Addr(), diago.InviteOptions{})
 		if statusOf(err) != sipgosip.StatusForbidden {
 			t.Fatalf("got %v, want 403", err)
 		}
 	})
-	t.Run("unrouted number", func(t *testing.T) {
+	t.Run("unrouted number and unknown agent", func(t *testing.T) {
 		t.Parallel()
 		cfg := inboundConfig()
-		cfg.Trunks.Inbound[0].Routes = []config.Route{{Number: "+1555*", Agent: "a"}}
-		ctl := newFakeController()
-		srv := startServer(t, cfg, ctl)
+		cfg.Trunks.Inbound[0].Routes = []config.Route{{Number: "+1999*", Agent: "ghost"}, {Number: "+1555*", Agent: "a"}}
+		b := newProtocolBox(t, cfg, "", nil)
 		p := newPeer(t, nil)
-		if _, _, err := p.call(ctx, "+34999", srv.Addr(), diago.InviteOptions{}); statusOf(err) != sipgosip.StatusNotFound {
-			t.Fatalf("got %v, want 404", err)
+		if _, _, err := p.call(ctx, "+34999", b.sip.Addr(), diago.InviteOptions{}); statusOf(err) != sipgosip.StatusNotFound {
+			t.Fatalf("unrouted: got %v, want 404", err)
 		}
-		d, _, err := p.call(ctx, "+15550123", srv.Addr(), diago.InviteOptions{})
+		if _, _, err := p.call(ctx, "+19990001", b.sip.Addr(), diago.InviteOptions{}); statusOf(err) != sipgosip.StatusNotFound {
+			t.Fatalf("unknown agent: got %v, want 404", err)
+		}
+		d, med, err := p.call(ctx, "+15550123", b.sip.Addr(), diago.InviteOptions{})
 		if err != nil {
 			t.Fatalf("routed number: %v", err)
 		}
-		ctl.next(t)
+		c := b.next(t)
+		hearGreeting(t, med)
 		_ = d.Hangup(ctx)
+		if r := b.ended(t, c); r.Agent != "a" || outcome(r) != voice.OutcomeCallerHangup {
+			t.Fatalf("call record %+v outcome %q", r, outcome(r))
+		}
 	})
-	t.Run("call limit", func(t *testing.T) {
-		t.Parallel()
-		cfg := inboundConfig()
-		cfg.MaxCalls = 1
-		ctl := newFakeController()
-		srv := startServer(t, cfg, ctl)
+	limit := func(t *testing.T, cfg config.SIP, tune func(*voice.Config)) {
+		b := newProtocolBox(t, cfg, "", tune)
 		p := newPeer(t, nil)
-		d, _, err := p.call(ctx, "100", srv.Addr(), diago.InviteOptions{})
+		d, _, err := p.call(ctx, "100", b.sip.Addr(), diago.InviteOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctl.next(t)
-		if _, _, err := p.call(ctx, "100", srv.Addr(), diago.InviteOptions{}); statusOf(err) != sipgosip.StatusServiceUnavailable {
+		c := b.next(t)
+		if _, _, err := p.call(ctx, "100", b.sip.Addr(), diago.InviteOptions{}); statusOf(err) != sipgosip.StatusServiceUnavailable {
 			t.Fatalf("got %v, want 503", err)
 		}
 		_ = d.Hangup(ctx)
-		waitFor(t, "the first call to end", 5*time.Second, func() bool { return srv.Active() == 0 })
-		d, _, err = p.call(ctx, "100", srv.Addr(), diago.InviteOptions{})
+		b.ended(t, c)
+		b.idle(t)
+		d, _, err = p.call(ctx, "100", b.sip.Addr(), diago.InviteOptions{})
 		if err != nil {
 			t.Fatalf("after the limit freed: %v", err)
 		}
+		c = b.next(t)
 		_ = d.Hangup(ctx)
-	})
-	t.Run("controller refuses", func(t *testing.T) {
+		b.ended(t, c)
+	}
+	t.Run("SIP call limit", func(t *testing.T) {
 		t.Parallel()
-		ctl := newFakeController()
-		ctl.err = voice.ErrAtCapacity
-		srv := startServer(t, inboundConfig(), ctl)
-		if _, _, err := newPeer(t, nil).call(ctx, "100", srv.Addr(), diago.InviteOptions{}); statusOf(err) != sipgosip.StatusServiceUnavailable {
-			t.Fatalf("got %v, want 503", err)
+		cfg := inboundConfig()
+		cfg.MaxCalls = 1
+		limit(t, cfg, nil)
+	})
+	t.Run("controller at capacity", func(t *testing.T) {
+		t.Parallel()
+		limit(t, inboundConfig(), func(c *voice.Config) { c.MaxCalls = 1 })
+	})
+	t.Run("controller fails", func(t *testing.T) {
+		t.Parallel()
+		b := newProtocolBox(t, inboundConfig(), "", nil)
+		// The calls table is gone: Open cannot record the call.
+		if _, err := b.pool.Exec(ctx, `ALTER TABLE stackbone_platform.voice_calls RENAME TO voice_calls_away`); err != nil {
+			t.Fatal(err)
 		}
-		ctl.mu.Lock()
-		ctl.err = voice.ErrUnknownAgent
-		ctl.mu.Unlock()
-		if _, _, err := newPeer(t, nil).call(ctx, "100", srv.Addr(), diago.InviteOptions{}); statusOf(err) != sipgosip.StatusNotFound {
-			t.Fatalf("got %v, want 404", err)
+		p := newPeer(t, nil)
+		if _, _, err := p.call(ctx, "100", b.sip.Addr(), diago.InviteOptions{}); statusOf(err) != sipgosip.StatusInternalServerError {
+			t.Fatalf("got %v, want 500", err)
 		}
+		b.idle(t)
+		if _, err := b.pool.Exec(ctx, `ALTER TABLE stackbone_platform.voice_calls_away RENAME TO voice_calls`); err != nil {
+			t.Fatal(err)
+		}
+		d, _, err := p.call(ctx, "100", b.sip.Addr(), diago.InviteOptions{})
+		if err != nil {
+			t.Fatalf("after the table came back: %v", err)
+		}
+		c := b.next(t)
+		_ = d.Hangup(ctx)
+		b.ended(t, c)
 	})
 }
 
 // A caller that gives up while the box is still opening the call (CANCEL
-// before the answer) gets 487 and the call closes as cancelled.
-func TestCancelBeforeAnswer(t *testing.T) {
+// before the answer, the controller waiting on the database) gets no
+// answer: the open is abandoned, no media is made and the slots free; the
+// next call is answered.
+func TestCancelWhileOpening(t *testing.T) {
 	t.Parallel()
-	ctl := newFakeController()
-	gate := make(chan struct{})
-	ctl.gate = gate
-	srv := startServer(t, inboundConfig(), ctl)
+	b := newProtocolBox(t, inboundConfig(), "", nil)
+	ctx := context.Background()
+	// Hold the calls table so the controller's Open waits on it.
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `LOCK TABLE stackbone_platform.voice_calls IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
 	p := newPeer(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
+	callCtx, cancel := context.WithCancel(ctx)
 	ringing := make(chan struct{}, 1)
 	errc := make(chan error, 1)
 	go func() {
-		_, _, err := p.call(ctx, "100", srv.Addr(), diago.InviteOptions{OnResponse: func(res *sipgosip.Response) error {
+		_, _, err := p.call(callCtx, "100", b.sip.Addr(), diago.InviteOptions{OnResponse: func(res *sipgosip.Response) error {
 			if res.StatusCode == sipgosip.StatusRinging {
 				select {
 				case ringing <- struct{}{}:
@@ -190,9 +241,10 @@ func TestCancelBeforeAnswer(t *testing.T) {
 	}()
 	select {
 	case <-ringing:
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("no 180 Ringing")
 	}
+	waitFor(t, "the controller to be opening the call", 10*time.Second, func() bool { return b.mgr.Active() == 1 })
 	cancel() // sends CANCEL
 	select {
 	case err := <-errc:
@@ -202,64 +254,54 @@ func TestCancelBeforeAnswer(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the INVITE did not end after CANCEL")
 	}
-	waitFor(t, "the call to be released", 5*time.Second, func() bool { return srv.Active() == 0 })
-	close(gate) // a late Open must not answer anything
-	ctl.mu.Lock()
-	n := len(ctl.calls)
-	ctl.mu.Unlock()
+	b.idle(t)
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-b.opened:
+		t.Fatalf("call %s opened after CANCEL", c.ID())
+	default:
+	}
+	if n := len(b.model.SpeechRequests()); n != 0 {
+		t.Fatalf("%d speech requests for a cancelled call", n)
+	}
+	d, _, err := p.call(ctx, "100", b.sip.Addr(), diago.InviteOptions{})
+	if err != nil {
+		t.Fatalf("the call after the cancelled one: %v", err)
+	}
+	c := b.next(t)
+	_ = d.Hangup(ctx)
+	b.ended(t, c)
+	// The abandoned open left no record behind: only the answered call's.
+	var n int
+	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls WHERE id <> $1`, c.ID()).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 0 {
-		t.Fatalf("%d calls opened after CANCEL", n)
+		t.Fatalf("%d call records left by the cancelled INVITE", n)
 	}
-}
-
-// The controller finishes opening after the caller cancelled: the call is
-// closed as cancelled and never answered or run.
-func TestCancelWhileOpeningClosesTheCall(t *testing.T) {
-	t.Parallel()
-	ctl := newFakeController()
-	gate := make(chan struct{})
-	ctl.gate, ctl.ignoreCancel = gate, true
-	ctl.onRun = func(c *fakeCall) { t.Error("a cancelled call ran") }
-	srv := startServer(t, inboundConfig(), ctl)
-	p := newPeer(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	_, _, err := p.call(ctx, "100", srv.Addr(), diago.InviteOptions{OnResponse: func(res *sipgosip.Response) error {
-		if res.StatusCode == sipgosip.StatusRinging {
-			cancel()
-		}
-		return nil
-	}})
-	if err == nil {
-		t.Fatal("answered after CANCEL")
-	}
-	close(gate) // the open completes only now
-	c := ctl.next(t)
-	waitFor(t, "the call to close", 5*time.Second, func() bool { return c.Outcome() != "" })
-	if c.Outcome() != voice.OutcomeCancelled {
-		t.Fatalf("outcome %q", c.Outcome())
-	}
-	waitFor(t, "the call to be released", 5*time.Second, func() bool { return srv.Active() == 0 })
 }
 
 // Hold (re-INVITE sendonly) and a codec change (re-INVITE offering PCMA
-// only) keep the call; on hold the media timeout does not fire.
+// only) keep the call; on hold the media timeout does not fire and the box
+// sends nothing; after the change the box speaks and hears PCMA.
 func TestReInviteHoldAndCodecChangeKeepTheCall(t *testing.T) {
 	t.Parallel()
 	cfg := inboundConfig()
 	cfg.MediaTimeout = 1500 * time.Millisecond
-	ctl := newFakeController()
-	srv := startServer(t, cfg, ctl)
+	b := newProtocolBox(t, cfg, "", nil)
 	p := newPeer(t, nil)
 	ctx := context.Background()
-	d, med, err := p.call(ctx, "100", srv.Addr(), diago.InviteOptions{})
+	d, med, err := p.call(ctx, "100", b.sip.Addr(), diago.InviteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ctl.next(t)
+	c := b.next(t)
 	heard := listen(med)
 	stop := make(chan struct{})
-	spoke := speak(med, stop)
-	waitFor(t, "PCMU audio", 5*time.Second, func() bool { return heard.Packets(0) > 10 })
+	spoke := talk(med, stop, 0)
+	waitFor(t, "PCMU audio", 10*time.Second, func() bool { return heard.Packets(0) > 10 && heard.Voiced() > 10 })
 
 	// Hold: the peer stops sending for longer than the media timeout.
 	close(stop)
@@ -270,8 +312,8 @@ func TestReInviteHoldAndCodecChangeKeepTheCall(t *testing.T) {
 	before := heard.Packets(0)
 	holdUntil := time.Now().Add(2500 * time.Millisecond)
 	for time.Now().Before(holdUntil) {
-		if c.Outcome() != "" {
-			t.Fatalf("the call ended on hold: %q", c.Outcome())
+		if !running(c) {
+			t.Fatalf("the call ended on hold: %q", outcome(b.ended(t, c)))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -281,9 +323,6 @@ func TestReInviteHoldAndCodecChangeKeepTheCall(t *testing.T) {
 	if err := d.Unhold(ctx); err != nil {
 		t.Fatalf("unhold: %v", err)
 	}
-	stop = make(chan struct{})
-	defer close(stop)
-	speak(med, stop)
 
 	// Codec change: offer PCMA only.
 	ms := med.MediaSession()
@@ -291,14 +330,23 @@ func TestReInviteHoldAndCodecChangeKeepTheCall(t *testing.T) {
 	if err := d.ReInvite(ctx); err != nil {
 		t.Fatalf("re-INVITE PCMA: %v", err)
 	}
-	waitFor(t, "PCMA audio from the box", 5*time.Second, func() bool { return heard.Packets(8) > 10 })
-	if c.Outcome() != "" {
-		t.Fatalf("the call ended: %q", c.Outcome())
+	uploads := b.voicedUploads()
+	answers := len(b.model.SpeechRequests())
+	stop = make(chan struct{})
+	defer close(stop)
+	talk(med, stop, 0)
+	waitFor(t, "PCMA audio from the box", 10*time.Second, func() bool { return heard.Packets(8) > 10 })
+	waitFor(t, "the box to hear PCMA speech", 15*time.Second, func() bool { return b.voicedUploads() > uploads })
+	waitFor(t, "the answer spoken in PCMA", 15*time.Second, func() bool { return len(b.model.SpeechRequests()) > answers })
+	v := heard.Voiced()
+	waitFor(t, "the peer to hear it", 10*time.Second, func() bool { return heard.Voiced() > v })
+	if !running(c) {
+		t.Fatalf("the call ended: %q", outcome(b.ended(t, c)))
 	}
-	n := c.Voiced()
-	waitFor(t, "the box to decode PCMA", 5*time.Second, func() bool { return c.Voiced() > n+10 })
 	_ = d.Hangup(ctx)
-	c.waitDone(t)
+	if r := b.ended(t, c); outcome(r) != voice.OutcomeCallerHangup {
+		t.Fatalf("outcome %q", outcome(r))
+	}
 }
 
 // No RTP for the media timeout: the call ends with media_timeout and the
@@ -307,48 +355,56 @@ func TestMediaTimeout(t *testing.T) {
 	t.Parallel()
 	cfg := inboundConfig()
 	cfg.MediaTimeout = time.Second
-	ctl := newFakeController()
-	srv := startServer(t, cfg, ctl)
-	d, _, err := newPeer(t, nil).call(context.Background(), "100", srv.Addr(), diago.InviteOptions{})
+	b := newProtocolBox(t, cfg, "", nil)
+	d, _, err := newPeer(t, nil).call(context.Background(), "100", b.sip.Addr(), diago.InviteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ctl.next(t)
+	c := b.next(t)
 	select {
 	case <-d.Context().Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("no BYE after the media timeout")
 	}
-	c.waitDone(t)
-	if c.Outcome() != voice.OutcomeMediaTimeout {
-		t.Fatalf("outcome %q", c.Outcome())
+	if r := b.ended(t, c); outcome(r) != voice.OutcomeMediaTimeout {
+		t.Fatalf("outcome %q", outcome(r))
 	}
 }
 
-// A call longer than the maximum ends with max_duration and a BYE.
+// A call longer than the maximum ends with max_duration and a BYE, whether
+// the SIP side's maximum or the controller's is the shorter.
 func TestMaximumCallLength(t *testing.T) {
 	t.Parallel()
-	cfg := inboundConfig()
-	cfg.MaxCallDuration = time.Second
-	ctl := newFakeController()
-	srv := startServer(t, cfg, ctl)
-	p := newPeer(t, nil)
-	d, med, err := p.call(context.Background(), "100", srv.Addr(), diago.InviteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	speak(med, stop)
-	c := ctl.next(t)
-	select {
-	case <-d.Context().Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("no BYE at the maximum length")
-	}
-	c.waitDone(t)
-	if c.Outcome() != voice.OutcomeMaxDuration {
-		t.Fatalf("outcome %q", c.Outcome())
+	for name, c := range map[string]struct {
+		sip  time.Duration
+		tune func(*voice.Config)
+	}{
+		"SIP maximum":        {sip: time.Second},
+		"controller maximum": {tune: func(c *voice.Config) { c.MaxDuration = time.Second }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg := inboundConfig()
+			cfg.MaxCallDuration = c.sip
+			b := newProtocolBox(t, cfg, "", c.tune)
+			d, med, err := newPeer(t, nil).call(context.Background(), "100", b.sip.Addr(), diago.InviteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			defer close(stop)
+			talk(med, stop, 0)
+			call := b.next(t)
+			select {
+			case <-d.Context().Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("no BYE at the maximum length")
+			}
+			r := b.ended(t, call)
+			if outcome(r) != voice.OutcomeMaxDuration || r.DurationSeconds == nil || *r.DurationSeconds < 1 || *r.DurationSeconds > 8 {
+				t.Fatalf("outcome %q duration %v", outcome(r), r.DurationSeconds)
+			}
+		})
 	}
 }
 
@@ -363,10 +419,9 @@ func TestSessionTimers(t *testing.T) {
 
 	t.Run("caller refreshes and stops", func(t *testing.T) {
 		t.Parallel()
-		ctl := newFakeController()
-		srv := startServer(t, cfg, ctl)
+		b := newProtocolBox(t, cfg, "", nil)
 		p := newPeer(t, nil)
-		d, med, err := p.call(ctx, "100", srv.Addr(), diago.InviteOptions{Headers: []sipgosip.Header{
+		d, med, err := p.call(ctx, "100", b.sip.Addr(), diago.InviteOptions{Headers: []sipgosip.Header{
 			sipgosip.NewHeader("Session-Expires", "2;refresher=uac"), sipgosip.NewHeader("Supported", "timer"),
 		}})
 		if err != nil {
@@ -374,28 +429,26 @@ func TestSessionTimers(t *testing.T) {
 		}
 		stop := make(chan struct{})
 		defer close(stop)
-		speak(med, stop)
+		talk(med, stop, 0)
 		res := d.InviteResponse
 		if se := res.GetHeader("Session-Expires"); se == nil || se.Value() != "2;refresher=uac" || res.GetHeader("Require") == nil {
 			t.Fatalf("200 OK lacks the session timer: %s", res.String())
 		}
-		c := ctl.next(t)
+		c := b.next(t)
 		select {
 		case <-d.Context().Done():
 		case <-time.After(10 * time.Second):
 			t.Fatal("no BYE after the session expired")
 		}
-		c.waitDone(t)
-		if c.Outcome() != voice.OutcomeFailed {
-			t.Fatalf("outcome %q", c.Outcome())
+		if r := b.ended(t, c); outcome(r) != voice.OutcomeFailed {
+			t.Fatalf("outcome %q", outcome(r))
 		}
 	})
 	t.Run("caller refreshes with UPDATE", func(t *testing.T) {
 		t.Parallel()
-		ctl := newFakeController()
-		srv := startServer(t, cfg, ctl)
+		b := newProtocolBox(t, cfg, "", nil)
 		p := newPeer(t, nil)
-		d, med, err := p.call(ctx, "100", srv.Addr(), diago.InviteOptions{Headers: []sipgosip.Header{
+		d, med, err := p.call(ctx, "100", b.sip.Addr(), diago.InviteOptions{Headers: []sipgosip.Header{
 			sipgosip.NewHeader("Session-Expires", "2;refresher=uac"), sipgosip.NewHeader("Supported", "timer"),
 		}})
 		if err != nil {
@@ -403,10 +456,10 @@ func TestSessionTimers(t *testing.T) {
 		}
 		stop := make(chan struct{})
 		defer close(stop)
-		speak(med, stop)
-		c := ctl.next(t)
+		talk(med, stop, 0)
+		c := b.next(t)
 		for range 4 {
-			time.Sleep(500 * time.Millisecond) // the refresh interval of this peer
+			time.Sleep(500 * time.Millisecond) // the refresh interval of this peer, not a wait on the box
 			req := sipgosip.NewRequest(sipgosip.UPDATE, d.RemoteContact().Address)
 			req.AppendHeader(sipgosip.NewHeader("Session-Expires", "2;refresher=uac"))
 			res, err := d.Do(ctx, req)
@@ -414,20 +467,21 @@ func TestSessionTimers(t *testing.T) {
 				t.Fatalf("UPDATE: %v %v", res, err)
 			}
 		}
-		if c.Outcome() != "" {
-			t.Fatalf("refreshed call ended: %q", c.Outcome())
+		if !running(c) {
+			t.Fatalf("refreshed call ended: %q", outcome(b.ended(t, c)))
 		}
 		_ = d.Hangup(ctx)
-		c.waitDone(t)
+		if r := b.ended(t, c); outcome(r) != voice.OutcomeCallerHangup {
+			t.Fatalf("outcome %q", outcome(r))
+		}
 	})
 	t.Run("the box refreshes", func(t *testing.T) {
 		t.Parallel()
-		ctl := newFakeController()
-		srv := startServer(t, cfg, ctl)
+		b := newProtocolBox(t, cfg, "", nil)
 		p := newPeer(t, nil)
 		// No Supported: timer, so the box must refresh: a re-INVITE every
 		// half interval, which the peer sees as a media update.
-		d, err := p.dg.NewDialog(uri(t, "100", srv.Addr()), diago.NewDialogOptions{})
+		d, err := p.dg.NewDialog(uri(t, "100", b.sip.Addr()), diago.NewDialogOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -441,30 +495,35 @@ func TestSessionTimers(t *testing.T) {
 		}
 		stop := make(chan struct{})
 		defer close(stop)
-		speak(med, stop)
+		talk(med, stop, 0)
 		if se := d.InviteResponse.GetHeader("Session-Expires"); se == nil || se.Value() != "2;refresher=uas" {
 			t.Fatalf("200 OK: %s", d.InviteResponse.String())
 		}
-		c := ctl.next(t)
+		c := b.next(t)
 		start := time.Now()
 		waitFor(t, "three refreshes", 10*time.Second, func() bool { return updates.Load() >= 3 })
 		if time.Since(start) < 2500*time.Millisecond {
 			t.Fatalf("three refreshes within %s, want one a second", time.Since(start))
 		}
-		if c.Outcome() != "" {
-			t.Fatalf("the call ended: %q", c.Outcome())
+		if !running(c) {
+			t.Fatalf("the call ended: %q", outcome(b.ended(t, c)))
 		}
 		_ = d.Hangup(ctx)
-		c.waitDone(t)
+		if r := b.ended(t, c); outcome(r) != voice.OutcomeCallerHangup {
+			t.Fatalf("outcome %q", outcome(r))
+		}
 	})
 	t.Run("interval too small", func(t *testing.T) {
 		t.Parallel()
-		srv := startServer(t, cfg, newFakeController())
-		_, _, err := newPeer(t, nil).call(ctx, "100", srv.Addr(), diago.InviteOptions{Headers: []sipgosip.Header{
+		b := newProtocolBox(t, cfg, "", nil)
+		_, _, err := newPeer(t, nil).call(ctx, "100", b.sip.Addr(), diago.InviteOptions{Headers: []sipgosip.Header{
 			sipgosip.NewHeader("Session-Expires", "1"), sipgosip.NewHeader("Supported", "timer"),
 		}})
 		if statusOf(err) != 422 {
 			t.Fatalf("got %v, want 422", err)
+		}
+		if b.mgr.Active() != 0 {
+			t.Fatal("a refused INVITE opened a call")
 		}
 	})
 }
@@ -473,8 +532,8 @@ func TestSessionTimers(t *testing.T) {
 // next INVITE.
 func TestMalformedRequests(t *testing.T) {
 	t.Parallel()
-	ctl := newFakeController()
-	srv := startServer(t, inboundConfig(), ctl)
+	b := newProtocolBox(t, inboundConfig(), "", nil)
+	srv := b.sip
 	conn, err := net.Dial("udp", srv.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -529,29 +588,34 @@ func TestMalformedRequests(t *testing.T) {
 	}
 	// Garbage that is no request at all is dropped; the server still works.
 	_, _ = conn.Write([]byte("\x00\x01garbage\r\n\r\n"))
-	d, _, err := newPeer(t, nil).call(context.Background(), "100", srv.Addr(), diago.InviteOptions{})
+	d, med, err := newPeer(t, nil).call(context.Background(), "100", srv.Addr(), diago.InviteOptions{})
 	if err != nil {
 		t.Fatalf("the INVITE after the malformed ones: %v", err)
 	}
-	ctl.next(t)
+	c := b.next(t)
+	hearGreeting(t, med)
 	_ = d.Hangup(context.Background())
+	if r := b.ended(t, c); outcome(r) != voice.OutcomeCallerHangup || r.AnsweredAt == nil {
+		t.Fatalf("the INVITE after the malformed ones: %+v", r)
+	}
 }
 
 // INVITE over TCP works like UDP.
 func TestInviteOverTCP(t *testing.T) {
 	t.Parallel()
-	ctl := newFakeController()
-	srv := startServer(t, inboundConfig(), ctl)
+	b := newProtocolBox(t, inboundConfig(), "", nil)
 	p := newPeer(t, nil)
-	d, med, err := p.dg.Invite(context.Background(), uri(t, "100", srv.Addr()+";transport=tcp"), diago.InviteOptions{Transport: "tcp"})
+	d, med, err := p.dg.Invite(context.Background(), uri(t, "100", b.sip.Addr()+";transport=tcp"), diago.InviteOptions{Transport: "tcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	heard := listen(med)
-	c := ctl.next(t)
-	waitFor(t, "audio over a TCP-signalled call", 5*time.Second, func() bool { return heard.Voiced() > 5 })
+	c := b.next(t)
+	waitFor(t, "the greeting over a TCP-signalled call", 10*time.Second, func() bool { return heard.Voiced() > 5 })
 	_ = d.Hangup(context.Background())
-	c.waitDone(t)
+	if r := b.ended(t, c); outcome(r) != voice.OutcomeCallerHangup {
+		t.Fatalf("outcome %q", outcome(r))
+	}
 }
 
 // A trunk with credentials challenges (401) and accepts the right answer;
@@ -562,23 +626,30 @@ func TestDigestTrunk(t *testing.T) {
 	cfg.Trunks.Inbound[0].Sources = nil
 	cfg.Trunks.Inbound[0].Username = "carrier"
 	cfg.Trunks.Inbound[0].Password = "s3cret"
-	ctl := newFakeController()
-	srv := startServer(t, cfg, ctl)
+	b := newProtocolBox(t, cfg, "", nil)
 	p := newPeer(t, nil)
 	ctx := context.Background()
-	if _, _, err := p.call(ctx, "100", srv.Addr(), diago.InviteOptions{Username: "carrier", Password: "wrong"}); statusOf(err) != sipgosip.StatusForbidden {
+	if _, _, err := p.call(ctx, "100", b.sip.Addr(), diago.InviteOptions{Username: "carrier", Password: "wrong"}); statusOf(err) != sipgosip.StatusForbidden {
 		t.Fatalf("wrong password: %v", err)
 	}
-	d, _, err := p.call(ctx, "100", srv.Addr(), diago.InviteOptions{Username: "carrier", Password: "s3cret"})
+	d, med, err := p.call(ctx, "100", b.sip.Addr(), diago.InviteOptions{Username: "carrier", Password: "s3cret"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl.next(t)
+	c := b.next(t)
+	hearGreeting(t, med)
 	_ = d.Hangup(ctx)
+	if r := b.ended(t, c); outcome(r) != voice.OutcomeCallerHangup || r.Trunk == nil || *r.Trunk != "local" {
+		t.Fatalf("call record %+v", r)
+	}
 }
 
-// Transfer sends REFER; once the transfer target answered (NOTIFY 200) the
-// box hangs up and the outcome is transferred.
+// transferCall is a scripted model answer calling the transfer tool.
+var transferCall = providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("t1", "transfer_call", map[string]string{})}}
+
+// The agent transfers the call (the model calls transfer_call after the
+// caller's turn): the box sends REFER; once the transfer target answered
+// (NOTIFY 200) the box hangs up and the outcome is transferred.
 func TestTransferSendsRefer(t *testing.T) {
 	t.Parallel()
 	operatorCalls := make(chan string, 1)
@@ -590,77 +661,81 @@ func TestTransferSendsRefer(t *testing.T) {
 		}
 		<-d.Context().Done()
 	})
-	ctl := newFakeController()
-	transferred := make(chan error, 1)
 	target := "sip:operator@127.0.0.1:" + itoa(operator.port)
-	ctl.onRun = func(c *fakeCall) {
-		transferred <- c.Controls().Transfer(context.Background(), target)
-	}
-	srv := startServer(t, inboundConfig(), ctl)
+	b := newProtocolBox(t, inboundConfig(), "    voice: {transferTo: \""+target+"\"}\n", nil)
+	b.model.Script(transferCall)
 	p := newPeer(t, nil)
 	// The caller's phone follows the REFER: it calls the target, and the
 	// box hears NOTIFY 200 once the target answered.
-	d, err := p.dg.NewDialog(uri(t, "100", srv.Addr()), diago.NewDialogOptions{})
+	d, err := p.dg.NewDialog(uri(t, "100", b.sip.Addr()), diago.NewDialogOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := d.Invite(ctx, diago.InviteClientOptions{OnRefer: func(referDialog *diago.DialogClientSession) error {
+	med, err := d.Invite(ctx, diago.InviteClientOptions{OnRefer: func(referDialog *diago.DialogClientSession) error {
 		if _, err := referDialog.Invite(ctx, diago.InviteClientOptions{}); err != nil {
 			return err
 		}
 		return referDialog.Ack(ctx)
-	}}); err != nil {
+	}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Ack(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := ctl.next(t)
+	c := b.next(t)
+	stop := make(chan struct{})
+	defer close(stop)
+	talk(med, stop, 1) // one caller turn, answered by the transfer
 	select {
-	case err := <-transferred:
-		if err != nil {
-			t.Fatalf("transfer: %v", err)
+	case got := <-operatorCalls:
+		if got != "operator" {
+			t.Fatalf("the operator got a call for %q", got)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("the transfer did not finish")
-	}
-	if got := <-operatorCalls; got != "operator" {
-		t.Fatalf("the operator got a call for %q", got)
+		t.Fatal("the transfer did not reach the operator")
 	}
 	select {
 	case <-d.Context().Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("the box did not hang up after the transfer")
 	}
-	c.waitDone(t)
-	if c.Outcome() != voice.OutcomeTransferred {
-		t.Fatalf("outcome %q", c.Outcome())
+	if r := b.ended(t, c); outcome(r) != voice.OutcomeTransferred {
+		t.Fatalf("outcome %q", outcome(r))
+	}
+	first := b.model.ChatRequests()[0]
+	if !strings.Contains(fmtTools(first.Tools), "transfer_call") {
+		t.Fatalf("the model was not offered transfer_call: %+v", first.Tools)
 	}
 }
 
-// A refused transfer returns ErrTransferFailed and the call goes on.
+// A transfer the caller's side refuses (REFER answered 406) is reported to
+// the model as failed and the call goes on.
 func TestTransferRefused(t *testing.T) {
 	t.Parallel()
-	ctl := newFakeController()
-	transferred := make(chan error, 1)
-	ctl.onRun = func(c *fakeCall) {
-		transferred <- c.Controls().Transfer(context.Background(), "not a target")
-	}
-	srv := startServer(t, inboundConfig(), ctl)
-	d, _, err := newPeer(t, nil).call(context.Background(), "100", srv.Addr(), diago.InviteOptions{})
+	b := newProtocolBox(t, inboundConfig(), "    voice: {transferTo: \"sip:operator@127.0.0.1:5099\"}\n", nil)
+	b.model.Script(transferCall)
+	ctx := context.Background()
+	// A peer without OnRefer answers REFER 406 Not Acceptable.
+	d, med, err := newPeer(t, nil).call(ctx, "100", b.sip.Addr(), diago.InviteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ctl.next(t)
-	if err := <-transferred; !errors.Is(err, sip.ErrTransferFailed) {
-		t.Fatalf("transfer: %v", err)
+	c := b.next(t)
+	stop := make(chan struct{})
+	defer close(stop)
+	talk(med, stop, 1)
+	waitFor(t, "the failed transfer to reach the model", 20*time.Second, func() bool {
+		return b.chatContains(`"transferred":false`) && b.chatContains(sip.ErrTransferFailed.Error())
+	})
+	if !running(c) {
+		t.Fatalf("the call ended: %q", outcome(b.ended(t, c)))
 	}
-	if c.Outcome() != "" {
-		t.Fatalf("the call ended: %q", c.Outcome())
+	_ = d.Hangup(ctx)
+	if r := b.ended(t, c); outcome(r) != voice.OutcomeCallerHangup {
+		t.Fatalf("outcome %q", outcome(r))
 	}
-	_ = d.Hangup(context.Background())
-	c.waitDone(t)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -679,4 +754,15 @@ func sdpOffer(t testing.TB, ip net.IP, port int, formats ...string) []byte {
 // sdpOpusOnly offers Opus alone, which the box does not take.
 func sdpOpusOnly(t testing.TB) string {
 	return string(sdpOffer(t, net.IPv4(127, 0, 0, 1), 40002, sdp.FORMAT_TYPE_OPUS))
+}
+
+// fmtTools joins the names of the tools offered to the model.
+func fmtTools(tools []openai.Tool) string {
+	var names []string
+	for _, tl := range tools {
+		if tl.Function != nil {
+			names = append(names, tl.Function.Name)
+		}
+	}
+	return strings.Join(names, ",")
 }
