@@ -128,8 +128,13 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 	med, err = d.Answer(diago.AnswerOptions{Codecs: s.codecs, OnMediaUpdate: onUpdate})
 	if err != nil {
 		outcome := voice.OutcomeFailed
-		if errors.Is(context.Cause(d.Context()), sip.ErrTransactionCanceled) || d.Context().Err() != nil {
-			outcome = voice.OutcomeCancelled
+		switch {
+		case errors.Is(context.Cause(d.Context()), sip.ErrTransactionCanceled):
+			outcome = voice.OutcomeCancelled // CANCEL before the answer
+		case d.Context().Err() != nil:
+			// The dialog ended otherwise while answering: the caller hung up
+			// (a BYE racing our 200 OK and its ACK).
+			outcome = voice.OutcomeCallerHangup
 		}
 		log.Info("sip: not answered", "outcome", outcome, "error", err)
 		ctl.Close(outcome)
