@@ -26,6 +26,7 @@ import (
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/stores"
 	openaiwire "github.com/stackbone/box/wire/openai"
 )
 
@@ -108,7 +109,13 @@ func Turns(ctx context.Context, cfg TurnsConfig) (Report, error) {
 	reg := provider.NewRegistry(c.Providers, nil)
 	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: quiet})
 	settings := memory.NewSettings(pool, memory.AgentsFromConfig(c), quiet)
-	rt := agent.New(agent.Config{Pool: pool, Agents: c.Agents, Models: reg, Memory: mem, Settings: settings, Logger: quiet})
+	// The tool sources of the real box: memory stores are looked up each turn.
+	memoryStores := stores.New(stores.Config{Pool: pool, Agents: c.Agents, Models: reg, Logger: quiet})
+	if err := memoryStores.Sync(ctx); err != nil {
+		return Report{}, err
+	}
+	rt := agent.New(agent.Config{Pool: pool, Agents: c.Agents, Models: reg, Memory: mem, Settings: settings, Logger: quiet,
+		Tools: agent.Sources(memoryStores.Tools())})
 	keys := auth.NewStore(pool)
 	const key = "bench-key"
 	if err := keys.Ensure(ctx, "bench", key, auth.AllScopes); err != nil {
