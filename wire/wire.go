@@ -70,6 +70,20 @@ func Identities(r *http.Request, scalar *string) (identity.Set, error) {
 	return identity.Parse([]byte(r.Header.Get(HeaderIdentities)), scalar)
 }
 
+// WithHeaders completes a turn from the box's headers: the session or
+// conversation key and the identities, with the wire's scalar customer
+// identity (nil when the request has none).
+func WithHeaders(r *http.Request, turn agent.TurnRequest, scalar *string) (agent.TurnRequest, error) {
+	var err error
+	if turn.SessionKey, turn.ConversationKey, err = SessionKeys(r); err != nil {
+		return agent.TurnRequest{}, err
+	}
+	if turn.Identities, err = Identities(r, scalar); err != nil {
+		return agent.TurnRequest{}, err
+	}
+	return turn, nil
+}
+
 // SSE writes server-sent events and flushes each one.
 type SSE struct {
 	w http.ResponseWriter

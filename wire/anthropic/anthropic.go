@@ -118,19 +118,13 @@ func (h *handler) turnRequest(w http.ResponseWriter, r *http.Request) (agent.Tur
 	if err != nil {
 		return agent.TurnRequest{}, nil, err
 	}
-	session, conversation, err := wire.SessionKeys(r)
+	turn, err := wire.WithHeaders(r, agent.TurnRequest{
+		Agent: req.Model, Messages: msgs, Tools: tools, Options: req.options(), Wire: "anthropic",
+	}, req.userID())
 	if err != nil {
 		return agent.TurnRequest{}, nil, err
 	}
-	ids, err := wire.Identities(r, req.userID())
-	if err != nil {
-		return agent.TurnRequest{}, nil, err
-	}
-	return agent.TurnRequest{
-		Agent: req.Model, Messages: msgs, Tools: tools,
-		SessionKey: session, ConversationKey: conversation,
-		Identities: ids, Options: req.options(), Wire: "anthropic",
-	}, req, nil
+	return turn, req, nil
 }
 
 // fail answers err before anything was written.

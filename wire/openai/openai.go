@@ -161,19 +161,13 @@ func (h *handler) turnRequest(w http.ResponseWriter, r *http.Request) (agent.Tur
 	if err != nil {
 		return agent.TurnRequest{}, nil, err
 	}
-	session, conversation, err := wire.SessionKeys(r)
+	turn, err := wire.WithHeaders(r, agent.TurnRequest{
+		Agent: req.Model, Messages: msgs, Tools: tools, Options: req.options(), Wire: "openai",
+	}, req.User)
 	if err != nil {
 		return agent.TurnRequest{}, nil, err
 	}
-	ids, err := wire.Identities(r, req.User)
-	if err != nil {
-		return agent.TurnRequest{}, nil, err
-	}
-	return agent.TurnRequest{
-		Agent: req.Model, Messages: msgs, Tools: tools,
-		SessionKey: session, ConversationKey: conversation,
-		Identities: ids, Options: req.options(), Wire: "openai",
-	}, req, nil
+	return turn, req, nil
 }
 
 // fail answers err before anything was written.
