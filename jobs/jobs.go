@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -57,13 +58,19 @@ func (r *Registry) Queue(name string, maxWorkers int) {
 	r.queues[name] = river.QueueConfig{MaxWorkers: maxWorkers}
 }
 
+// RescueAfter is when a job still marked running (its box died) is handed
+// to another box: past the longest job timeout of the box's workers (10
+// minutes for an ingest), well before River's default of an hour.
+const RescueAfter = 15 * time.Minute
+
 // Client is the River client type the box uses.
 type Client = river.Client[pgx.Tx]
 
 // NewClient returns a client working the registry's queues (call Start).
 // With no workers registered it can still insert jobs.
 func NewClient(pool *pgxpool.Pool, reg *Registry, logger *slog.Logger) (*Client, error) {
-	cfg := &river.Config{Schema: Schema, Logger: logger, Workers: reg.workers, Queues: reg.queues}
+	cfg := &river.Config{Schema: Schema, Logger: logger, Workers: reg.workers, Queues: reg.queues,
+		RescueStuckJobsAfter: RescueAfter}
 	c, err := river.NewClient(riverpgxv5.New(pool), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
