@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -26,24 +27,10 @@ cluster of stackbone dev under --data-dir), seeds persons with facts and calls, 
 measures recall and add through the Go API and the HTTP API, interleaved with
 baselines (a bare database round trip, an authenticated HTTP request, a request
 to the scripted model), all in one process.`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			log := newLogger()
-			cfg.Logger = log
-			admin, stop, err := benchDatabase(cmd, dataDir, log)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			cfg.AdminURL = admin
-			rep, err := bench.Memory(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			rep.Print(os.Stdout)
-			fmt.Println()
-			return nil
-		},
+		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.Report, error) {
+			cfg.AdminURL, cfg.Logger = admin, log
+			return bench.Memory(ctx, cfg)
+		}),
 	}
 	mem.Flags().IntVar(&cfg.Facts, "facts", 50, "facts per person")
 	mem.Flags().IntVar(&cfg.Calls, "calls", 5, "call records per person")
@@ -62,24 +49,10 @@ func turnsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "turns",
 		Short: "Text turns: what the box adds to time to first token and a full streamed turn, beside the provider alone",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			log := newLogger()
-			cfg.Logger = log
-			admin, stop, err := benchDatabase(cmd, dataDir, log)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			cfg.AdminURL = admin
-			rep, err := bench.Turns(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			rep.Print(os.Stdout)
-			fmt.Println()
-			return nil
-		},
+		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.Report, error) {
+			cfg.AdminURL, cfg.Logger = admin, log
+			return bench.Turns(ctx, cfg)
+		}),
 	}
 	c.Flags().IntVar(&cfg.Streams, "streams", 50, "concurrent streams")
 	c.Flags().IntVar(&cfg.Turns, "turns", 20, "turns per stream per scenario and round")
@@ -88,6 +61,26 @@ func turnsCmd() *cobra.Command {
 	c.Flags().DurationVar(&cfg.ChunkDelay, "chunk-delay", 20*time.Millisecond, "pause between the scripted model's chunks (-1ns: none, a CPU saturation test)")
 	c.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "private cluster location when STACKBONE_DATABASE_URL is unset")
 	return c
+}
+
+// benchRunE is the RunE of a load command: it finds the database, runs the
+// measurement and prints its report.
+func benchRunE[R interface{ Print(io.Writer) }](dataDir *string, run func(ctx context.Context, admin string, log *slog.Logger) (R, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		log := newLogger()
+		admin, stop, err := benchDatabase(cmd, *dataDir, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		rep, err := run(cmd.Context(), admin, log)
+		if err != nil {
+			return err
+		}
+		rep.Print(os.Stdout)
+		fmt.Println()
+		return nil
+	}
 }
 
 // benchDatabase is STACKBONE_DATABASE_URL, else the private cluster of dev.

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"os"
+	"context"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,24 +25,10 @@ agent runtime, call controller, SIP server) with the scripted model, speech-to-t
 text-to-speech, and a sipgo/diago load generator in the same process. At each step the
 generator places that many calls, streams speech-like audio (1 s of tone, 2.5 s of quiet)
 at real time on each, and measures the box's packets; the box answers every turn.`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			log := newLogger()
-			cfg.Logger = log
-			admin, stop, err := benchDatabase(cmd, dataDir, log)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			cfg.AdminURL = admin
-			rep, err := bench.Calls(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			rep.Print(os.Stdout)
-			fmt.Println()
-			return nil
-		},
+		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.CallsReport, error) {
+			cfg.AdminURL, cfg.Logger = admin, log
+			return bench.Calls(ctx, cfg)
+		}),
 	}
 	cmd.Flags().IntSliceVar(&cfg.Steps, "steps", []int{25, 50, 100, 200}, "concurrent calls at each step")
 	cmd.Flags().DurationVar(&cfg.Hold, "hold", 20*time.Second, "how long each step's calls stay up once established")

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"os"
+	"context"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
@@ -25,24 +25,10 @@ loaded from Postgres, graph built), then runs the same queries on the graph and 
 exact scan, interleaved, and reports latency percentiles, recall@10 against the exact
 answers, and ingest throughput (storage alone, and end to end through the scripted
 embeddings server). The 100,000-chunk size needs about 1.5 GB of memory and a few minutes.`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			log := newLogger()
-			cfg.Logger = log
-			admin, stop, err := benchDatabase(cmd, dataDir, log)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			cfg.AdminURL = admin
-			rep, err := bench.RAG(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			rep.Print(os.Stdout)
-			fmt.Println()
-			return nil
-		},
+		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.RAGReport, error) {
+			cfg.AdminURL, cfg.Logger = admin, log
+			return bench.RAG(ctx, cfg)
+		}),
 	}
 	cmd.Flags().IntSliceVar(&cfg.Sizes, "sizes", []int{10_000, 100_000}, "collection sizes in chunks")
 	cmd.Flags().IntVar(&cfg.Dims, "dims", 1536, "vector dimension")

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"os"
+	"context"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,24 +27,11 @@ per-turn overhead and the caller's wire-to-wire time, beside a bare 20 ms ticker
 jitter measured in the same step; and the largest number of calls whose pacing
 jitter p99 stayed under --jitter-limit. Uses STACKBONE_DATABASE_URL's server, else
 the private cluster of stackbone dev under --data-dir.`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			log := newLogger()
-			cfg.Logger = log
-			admin, stop, err := benchDatabase(cmd, dataDir, log)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			cfg.AdminURL = admin
+		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.Report, error) {
+			cfg.AdminURL, cfg.Logger = admin, log
 			rep, _, err := bench.Rooms(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			rep.Print(os.Stdout)
-			fmt.Println()
-			return nil
-		},
+			return rep, err
+		}),
 	}
 	c.Flags().IntSliceVar(&cfg.Steps, "steps", []int{1, 5, 10, 20, 40, 60, 80}, "concurrent calls per step, climbing")
 	c.Flags().DurationVar(&cfg.CallDuration, "call-duration", 8*time.Second, "how long each call stays up")

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"os"
+	"context"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stackbone/box/bench"
 	"github.com/stackbone/box/stores/storesbench"
 )
 
@@ -22,22 +23,10 @@ cluster of stackbone dev under --data-dir), seeds one memory store with --memori
 memories, and measures list, read and search through the Go API and the HTTP API,
 interleaved with baselines (a bare database round trip, a primary-key read, an
 authenticated HTTP request), all in one process.`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := newLogger()
-			admin, done, err := benchDatabase(cmd, dataDir, log)
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.Report, error) {
 			cfg.AdminURL, cfg.Logger = admin, log
-			rep, err := storesbench.Run(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			rep.Print(os.Stdout)
-			fmt.Println()
-			return nil
-		},
+			return storesbench.Run(ctx, cfg)
+		}),
 	}
 	cmd.Flags().IntVar(&cfg.Memories, "memories", 10000, "memories in the store (at most 10,000)")
 	cmd.Flags().IntVar(&cfg.ContentBytes, "bytes", 600, "content size of each memory")
