@@ -36,7 +36,7 @@ type handler struct {
 
 // Register mounts POST /agui/{agent} on mux. It panics when Runtime or Guard
 // is missing: that is a wiring mistake, not a request error.
-func Register(mux interface{ Handle(string, http.Handler) }, cfg Config) {
+func Register(mux wire.Mux, cfg Config) {
 	if cfg.Runtime == nil || cfg.Guard == nil {
 		panic("aguiwire: Config.Runtime and Config.Guard are required")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,15 +15,10 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
-	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/memory"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/storetest"
 	aguiwire "github.com/stackbone/box/wire/agui"
+	"github.com/stackbone/box/wire/wiretest"
 )
 
 // These tests run a real box (Postgres, the agent runtime, the API's auth)
@@ -48,7 +42,7 @@ agents:
     memory: {identityKey: contact.email, read: true, save: false}
 `
 
-const boxKey = "test-key"
+const boxKey = wiretest.Key
 
 type box struct {
 	url   string
@@ -59,31 +53,8 @@ type box struct {
 
 func newBox(t *testing.T) *box {
 	t.Helper()
-	ctx := t.Context()
-	pool := storetest.Pool(t)
-	model := providertest.New(t)
-	log := storetest.Logger(t)
-	cfg, err := config.Parse([]byte(boxYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
-	keys := auth.NewStore(pool)
-	if err := keys.Ensure(ctx, "test", boxKey, auth.AllScopes); err != nil {
-		t.Fatal(err)
-	}
-	reg := provider.NewRegistry(cfg.Providers, nil)
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
-	if err := settings.FixDeclaredKeys(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log})
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runs.NewStore(pool), Config: cfg, Logger: log})
-	aguiwire.Register(srv, aguiwire.Config{Runtime: rt, Guard: srv.Guard, Logger: log})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	return &box{url: hs.URL, model: model, keys: keys, pool: pool}
+	b := wiretest.New(t, boxYAML, aguiwire.Register)
+	return &box{url: b.URL, model: b.Model, keys: b.Keys, pool: b.Pool}
 }
 
 // run sends in with the AG-UI SDK client and checks the stream it answers.

@@ -1,8 +1,6 @@
 package openaiwire_test
 
 import (
-	"context"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -10,16 +8,10 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	goopenai "github.com/sashabaranov/go-openai"
 
-	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
-	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/memory"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/storetest"
 	openaiwire "github.com/stackbone/box/wire/openai"
+	"github.com/stackbone/box/wire/wiretest"
 )
 
 const agentsYAML = `
@@ -45,7 +37,7 @@ agents:
 type openaiRequest = goopenai.ChatCompletionRequest
 
 const (
-	testKey   = "test-key"
+	testKey   = wiretest.Key
 	readerKey = "reader-key" // holds memory:read only
 )
 
@@ -60,35 +52,11 @@ type box struct {
 
 func newBox(t *testing.T) *box {
 	t.Helper()
-	ctx := context.Background()
-	pool := storetest.Pool(t)
-	model := providertest.New(t)
-	cfg, err := config.Parse([]byte(agentsYAML))
-	if err != nil {
+	b := wiretest.New(t, agentsYAML, openaiwire.Register)
+	if err := b.Keys.Ensure(t.Context(), "reader", readerKey, []string{auth.ScopeMemoryRead}); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
-	reg := provider.NewRegistry(cfg.Providers, nil)
-	log := storetest.Logger(t)
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
-	if err := settings.FixDeclaredKeys(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log})
-	keys := auth.NewStore(pool)
-	if err := keys.Ensure(ctx, "test", testKey, auth.AllScopes); err != nil {
-		t.Fatal(err)
-	}
-	if err := keys.Ensure(ctx, "reader", readerKey, []string{auth.ScopeMemoryRead}); err != nil {
-		t.Fatal(err)
-	}
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runs.NewStore(pool),
-		Runtime: rt, Config: cfg, Logger: log})
-	openaiwire.Register(srv, openaiwire.Config{Runtime: rt, Guard: srv.Guard, Logger: log})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	return &box{t: t, url: hs.URL, model: model, pool: pool}
+	return &box{t: t, url: b.URL, model: b.Model, pool: b.Pool}
 }
 
 // client is the official OpenAI client pointed at the box. Retries are off

@@ -18,7 +18,7 @@ type Config = wire.Config
 
 // Register mounts the wire's routes on mux (an *api.Server or an
 // *http.ServeMux).
-func Register(mux interface{ Handle(string, http.Handler) }, cfg Config) {
+func Register(mux wire.Mux, cfg Config) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
