@@ -186,8 +186,8 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	rt := agent.New(agent.Config{Pool: pool, Agents: c.Agents, Models: reg, Memory: mem, Settings: settings, Logger: quiet})
 	maxCalls := slices.Max(cfg.Steps) + 10
 	mgr := voice.NewManager(voice.Config{Pool: pool, Agents: c.Agents, Runtime: rt, Memory: mem, Settings: settings,
-		Runs: runs.NewStore(pool), Speech: voice.ProviderSpeech(reg, nil), Logger: quiet, MaxCalls: maxCalls})
-	srv, err := sip.New(sip.Config{Manager: sip.Voice(mgr), Logger: quiet, Config: config.SIP{
+		Runs: runs.NewStore(pool), Speech: voice.ProviderSpeech(reg, nil), Logger: quiet})
+	srv, err := sip.New(sip.Config{Manager: mgr, Logger: quiet, Config: config.SIP{
 		Addr: "127.0.0.1:0", MaxCalls: maxCalls,
 		Trunks: config.Trunks{Inbound: []config.InboundTrunk{{Name: "bench", Sources: []string{"127.0.0.1"},
 			Routes: []config.Route{{Number: "*", Agent: "receptionist"}}}}},

@@ -133,7 +133,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	}
 	srv := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: rt, Config: c, Logger: quiet})
 	calls := voice.NewManager(voice.Config{Pool: pool, Agents: c.Agents, Runtime: rt, Memory: mem, Settings: settings,
-		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: quiet, MaxCalls: maxN})
+		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: quiet})
 	calls.Register(srv)
 	rs, err := rooms.New(rooms.Config{Manager: calls, Rooms: config.Rooms{MaxRooms: maxN}, Logger: quiet})
 	if err != nil {

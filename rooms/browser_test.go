@@ -141,7 +141,7 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) {
 		facts = append(facts, f.Content)
 	}
 	if strings.Join(facts, "|") != "Interested in the AI master.|Wants calls after 16:00." || len(got.Calls) != 1 ||
-		*got.Calls[0].Outcome != voice.OutcomeCallerHangup {
+		*got.Calls[0].Outcome != string(voice.OutcomeCallerHangup) {
 		t.Fatalf("saved memory: facts %q, calls %+v", facts, got.Calls)
 	}
 	// The API shows the ended room from the call's record.

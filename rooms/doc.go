@@ -21,6 +21,12 @@
 //     in G.711 µ-law, which browsers offer and which needs no cgo, so
 //     `stackbone dev` offers browser calls on a fresh machine.
 //
+// Like package sip, this package translates audio and reports, nothing
+// more: the browser's decoded audio goes to voice.Call.Hear, the browser
+// leaving is reported as a caller hang-up (voice.Call.End), and the
+// controller decides the outcome and hangs up through the room. How many
+// rooms are open at once is this package's own limit (rooms.maxRooms).
+//
 // Browser calls select the person only by the explicit identities of the
 // request: never the operator's key, a session id, or a phone-shaped
 // customerId standing in for phoneNumber. Without the identity the agent's

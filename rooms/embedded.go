@@ -81,6 +81,7 @@ func newEmbedded(cfg config.EmbeddedRooms, log *slog.Logger) (*embedded, error) 
 }
 
 func (e *embedded) name() string { return BackendEmbedded }
+func (e *embedded) rate() int    { return embeddedRate }
 
 func (e *embedded) close() error {
 	if e.mux != nil {
@@ -104,7 +105,7 @@ type embeddedPeer struct {
 
 func (e *embedded) open(_ context.Context, r *room) (Join, error) {
 	p := &embeddedPeer{e: e, r: r}
-	r.media = newPeerMedia(embeddedRate, r.svc.cfg.Rooms.MediaTimeout, p.send)
+	r.media = newPeerMedia(p.send)
 	r.answer = p.answer
 	r.teardown = p.close
 	return Join{OfferURL: "/api/voice/rooms/" + r.id + "/offer"}, nil
@@ -174,8 +175,8 @@ func (p *embeddedPeer) answer(ctx context.Context, offer string) (string, error)
 			p.r.connected()
 		case webrtc.PeerConnectionStateFailed, webrtc.PeerConnectionStateClosed:
 			// The browser went away (closed the page, lost the network):
-			// the controller reads io.EOF, a caller hang-up.
-			p.r.media.stop()
+			// a caller hang-up.
+			p.r.left()
 		}
 	})
 	ans, err := pc.CreateAnswer(nil)
@@ -206,17 +207,17 @@ func (p *embeddedPeer) read(t *webrtc.TrackRemote) {
 	for {
 		pkt, _, err := t.ReadRTP()
 		if err != nil {
-			return // the peer connection closed; its state change stops the media
+			return // the peer connection closed; its state change reports the end
 		}
 		if pkt.PayloadType != 0 || len(pkt.Payload) == 0 {
-			p.r.media.touch()
+			p.r.call.Alive()
 			continue
 		}
 		pcm = pcm[:0]
 		for _, b := range pkt.Payload {
 			pcm = append(pcm, g711.DecodeUlawFrame(b))
 		}
-		p.r.media.push(pcm)
+		p.r.call.Hear(pcm)
 	}
 }
 

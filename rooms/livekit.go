@@ -55,6 +55,7 @@ func newLiveKit(cfg config.LiveKit, log *slog.Logger) (*liveKit, error) {
 }
 
 func (l *liveKit) name() string { return BackendLiveKit }
+func (l *liveKit) rate() int    { return liveKitRate }
 
 func (l *liveKit) close() error { return nil }
 
@@ -76,7 +77,7 @@ func (l *liveKit) open(ctx context.Context, r *room) (Join, error) {
 		return Join{}, err
 	}
 	p := &liveKitPeer{l: l, r: r, codec: codec}
-	r.media = newPeerMedia(liveKitRate, r.svc.cfg.Rooms.MediaTimeout, p.send)
+	r.media = newPeerMedia(p.send)
 	r.teardown = p.close
 	joinTimeout := r.svc.cfg.Rooms.JoinTimeout
 	if _, err := l.client.CreateRoom(ctx, &livekit.CreateRoomRequest{
@@ -107,10 +108,10 @@ func (l *liveKit) open(ctx context.Context, r *room) (Join, error) {
 	}
 	cb.OnParticipantDisconnected = func(rp *lksdk.RemoteParticipant) {
 		if rp.Identity() == callerIdentity {
-			r.media.stop() // the room emptied: a caller hang-up
+			r.left() // the room emptied: a caller hang-up
 		}
 	}
-	cb.OnDisconnected = func() { r.media.stop() }
+	cb.OnDisconnected = func() { r.left() }
 	lkRoom, err := lksdk.ConnectToRoom(l.cfg.URL, lksdk.ConnectInfo{
 		APIKey: l.cfg.APIKey, APISecret: l.cfg.APISecret, RoomName: r.id,
 		ParticipantIdentity: agentIdentity, ParticipantName: r.agent, ParticipantKind: lksdk.ParticipantAgent,
@@ -155,18 +156,18 @@ func (p *liveKitPeer) read(t *webrtc.TrackRemote) {
 	for {
 		pkt, _, err := t.ReadRTP()
 		if err != nil {
-			return // unsubscribed or disconnected; the callbacks stop the media
+			return // unsubscribed or disconnected; the callbacks report the end
 		}
 		if len(pkt.Payload) == 0 {
-			p.r.media.touch()
+			p.r.call.Alive()
 			continue
 		}
 		pcm, err := p.codec.Decode(pkt.Payload)
 		if err != nil {
-			p.r.media.touch()
+			p.r.call.Alive()
 			continue
 		}
-		p.r.media.push(pcm)
+		p.r.call.Hear(pcm)
 	}
 }
 

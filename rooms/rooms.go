@@ -51,9 +51,12 @@ const (
 type backend interface {
 	// name is BackendEmbedded or BackendLiveKit.
 	name() string
+	// rate is the sample rate of the calls it carries.
+	rate() int
 	// open readies the media side of r and sets r.media, r.answer (for
-	// signalling over HTTP) and r.teardown. It calls r.connected once the
-	// browser's audio path is up, and stops r.media when the browser left.
+	// signalling over HTTP) and r.teardown. It hands the caller's audio to
+	// r.call, calls r.connected once the browser's audio path is up and
+	// r.left when the browser left.
 	// It returns what the browser needs to join.
 	open(ctx context.Context, r *room) (Join, error)
 	// close releases what the backend shares between rooms.
@@ -170,7 +173,7 @@ type View struct {
 	Status          string              `json:"status"`
 	CreatedAt       time.Time           `json:"createdAt"`
 	Join            *Join               `json:"join,omitempty"`
-	Outcome         *string             `json:"outcome"`
+	Outcome         *voice.Outcome      `json:"outcome"`
 	DurationSeconds *float64            `json:"durationSeconds"`
 	Transcript      []voice.Entry       `json:"transcript"`
 	Memory          *voice.MemoryReport `json:"memory,omitempty"`
@@ -216,7 +219,7 @@ func callIDOf(roomID string) (string, bool) {
 // Open opens a room for agent with the caller's explicit identities: the
 // call opens at once (snapshot of the memory settings, identity, recall),
 // the agent joins, and the browser has JoinTimeout to join. Errors:
-// ErrAtCapacity, ErrClosed, voice.ErrUnknownAgent, voice.ErrAtCapacity,
+// ErrAtCapacity, ErrClosed, voice.ErrUnknownAgent,
 // ErrBackend, or a memory error of the call's open.
 func (s *Service) Open(ctx context.Context, agent string, ids identity.Set) (View, error) {
 	s.mu.Lock()
@@ -238,7 +241,8 @@ func (s *Service) Open(ctx context.Context, agent string, ids identity.Set) (Vie
 	}
 
 	started := time.Now()
-	call, err := s.cfg.Manager.Open(ctx, voice.CallInfo{ID: callID, Direction: voice.Browser, Agent: agent, Identities: ids})
+	call, err := s.cfg.Manager.Open(ctx, voice.CallInfo{ID: callID, Direction: voice.Browser, Agent: agent, Identities: ids,
+		SampleRate: s.backend.rate(), MediaTimeout: s.cfg.Rooms.MediaTimeout})
 	if err != nil {
 		release()
 		return View{}, err
@@ -249,7 +253,7 @@ func (s *Service) Open(ctx context.Context, agent string, ids identity.Set) (Vie
 	if err != nil {
 		r.log.Warn("rooms: backend open failed", "backend", s.backend.name(), "error", err)
 		if r.media == nil {
-			r.media = newPeerMedia(8000, 0, func([]int16) error { return nil })
+			r.media = newPeerMedia(func([]int16) error { return nil })
 		}
 		s.mu.Lock()
 		s.rooms[roomID] = r
@@ -308,13 +312,18 @@ func (r *room) connected() {
 	})
 }
 
-// abandon ends the room with outcome: a running call closes; a room the
-// browser never joined runs the call's completion on ended media, so the
-// call is recorded and its slot freed.
-func (r *room) abandon(outcome string) {
-	r.call.Close(outcome) // first close wins
+// abandon ends the room with outcome: the controller decides and
+// completes (at once for a call that never ran); running the room's call
+// frees its slot once it completed.
+func (r *room) abandon(outcome voice.Outcome) {
+	r.call.End(outcome, "")
 	r.media.stop()
 	r.start(func() {})
+}
+
+// left reports that the browser went away: a caller hang-up.
+func (r *room) left() {
+	r.call.End(voice.OutcomeCallerHangup, "")
 }
 
 func (r *room) start(before func()) {
@@ -331,7 +340,7 @@ func (r *room) start(before func()) {
 // run carries the call until it completed, then frees the room.
 func (s *Service) run(r *room) {
 	defer s.wg.Done()
-	err := r.call.Run(s.ctx, r.media, r)
+	err := r.call.Run(s.ctx, r)
 	if err != nil {
 		r.log.Warn("rooms: call run", "error", err)
 	}
@@ -340,8 +349,8 @@ func (s *Service) run(r *room) {
 	r.status = StatusEnded
 	r.mu.Unlock()
 	s.remove(r)
-	r.log.Info("rooms: room closed", "framesIn", r.media.received.Load(), "framesDropped", r.media.dropped.Load(),
-		"framesOut", r.media.sent.Load(), "mediaTimeout", r.media.timedOut.Load())
+	r.log.Info("rooms: room closed", "framesIn", r.call.Received(), "framesDropped", r.call.Dropped(),
+		"framesOut", r.media.sent.Load())
 }
 
 // hangup ends the browser side once.
@@ -354,8 +363,11 @@ func (r *room) hangup() {
 	})
 }
 
-// Hangup ends the call from the box's side (voice.Controls): the browser's
-// peer connection or LiveKit participant goes away.
+// WriteFrame sends agent audio to the browser (voice.Transport).
+func (r *room) WriteFrame(pcm []int16) error { return r.media.WriteFrame(pcm) }
+
+// Hangup ends the browser's side (voice.Transport): its peer connection or
+// LiveKit participant goes away.
 func (r *room) Hangup(context.Context) error {
 	r.hangup()
 	return nil
@@ -423,7 +435,7 @@ func (s *Service) End(ctx context.Context, id string) error {
 	if r.getStatus() == StatusWaiting {
 		r.abandon(voice.OutcomeCancelled)
 	} else {
-		r.call.Close(voice.OutcomeCompleted)
+		r.call.End(voice.OutcomeCompleted, "")
 	}
 	return nil
 }
@@ -452,7 +464,7 @@ func statusOf(err error) (int, string) {
 		return http.StatusNotFound, "room_not_found"
 	case errors.Is(err, voice.ErrUnknownAgent):
 		return http.StatusNotFound, "agent_not_found"
-	case errors.Is(err, ErrAtCapacity), errors.Is(err, voice.ErrAtCapacity):
+	case errors.Is(err, ErrAtCapacity):
 		return http.StatusServiceUnavailable, "rooms_at_capacity"
 	case errors.Is(err, ErrClosed):
 		return http.StatusServiceUnavailable, "unavailable"

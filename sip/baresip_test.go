@@ -20,6 +20,7 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/voice"
 )
 
@@ -255,7 +256,7 @@ func TestBaresipCallsTheBoxAndIsRemembered(t *testing.T) {
 		t.Fatalf("facts: %+v", rec.Facts)
 	}
 	call := rec.Calls[0]
-	if call.Outcome == nil || *call.Outcome != voice.OutcomeCallerHangup || call.DurationSeconds == nil || *call.DurationSeconds < 5 {
+	if call.Outcome == nil || *call.Outcome != string(voice.OutcomeCallerHangup) || call.DurationSeconds == nil || *call.DurationSeconds < 5 {
 		t.Fatalf("call record: outcome %v duration %v", call.Outcome, call.DurationSeconds)
 	}
 	chats := b.model.ChatRequests()
@@ -309,7 +310,7 @@ func TestDialRingsBaresip(t *testing.T) {
 		return providertest.Reply{Content: `{"operations":[],"summary":"Outbound call, the callee listened."}`}
 	})
 	ctx := context.Background()
-	id, err := b.sip.Dial(ctx, voice.DialRequest{Agent: "receptionist", To: "+34 600 999 888"})
+	id, err := b.sip.Dial(ctx, sip.DialRequest{Agent: "receptionist", To: "+34 600 999 888"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,9 @@ import (
 )
 
 // call is one SIP call leg the server carries, inbound or outbound. It is
-// the voice.Controls of its controller call.
+// the voice.Transport of its controller call: it reports what happened on
+// the SIP side (End) and ends the SIP side when the controller says so
+// (Hangup); the controller decides the outcome.
 type call struct {
 	s         *Server
 	sipCallID string
@@ -27,7 +29,7 @@ type call struct {
 	remote string
 
 	mu    sync.Mutex
-	ctl   Call
+	ctl   *voice.Call
 	leg   leg
 	media *rtpMedia
 	timer sessionTimer
@@ -66,13 +68,13 @@ func (s *Server) newCall(sipCallID, direction string) *call {
 	}
 }
 
-func (c *call) setController(ctl Call) {
+func (c *call) setController(ctl *voice.Call) {
 	c.mu.Lock()
 	c.ctl = ctl
 	c.mu.Unlock()
 }
 
-func (c *call) controller() Call {
+func (c *call) controller() *voice.Call {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ctl
@@ -99,36 +101,43 @@ func (c *call) isEnded() bool {
 	}
 }
 
-// end ends the call once: it records outcome with the controller first
-// (so the controller's own close paths, which follow from the media
-// ending, do not win), then ends the media, then sends BYE when bye is set.
-// An empty outcome leaves the outcome to the controller.
-func (c *call) end(outcome string, bye bool) {
+// report tells the controller what ended the call on the SIP side; the
+// controller decides and completes. Before the controller exists there is
+// nothing to tell.
+func (c *call) report(outcome voice.Outcome, reason string) {
+	if ctl := c.controller(); ctl != nil {
+		ctl.End(outcome, reason)
+	}
+	c.log.Info("sip: call end reported", "outcome", outcome)
+}
+
+// stop ends the SIP side once: a call being set up stops ringing or
+// opening, the media stops, and an answered call gets BYE.
+func (c *call) stop() {
 	c.endOnce.Do(func() {
-		if ctl := c.controller(); outcome != "" && ctl != nil {
-			ctl.Close(outcome)
-		}
 		close(c.ended)
 		if m := c.getMedia(); m != nil {
 			m.stop()
 		}
-		if l := c.getLeg(); bye && l.hangup != nil {
-			// BYE is retransmitted until answered; a peer that is gone
-			// costs at most this long.
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
-			if err := l.hangup(ctx); err != nil {
-				c.log.Debug("sip: hangup", "error", err)
-			}
-			cancel()
+		if l := c.getLeg(); l.hangup != nil {
+			bye(l.hangup)
 		}
-		c.log.Info("sip: call ended", "outcome", outcome)
 	})
 }
 
-// Hangup ends the call from the box's side (BYE). The outcome is the
-// controller's to record.
-func (c *call) Hangup(ctx context.Context) error {
-	c.end("", true)
+// WriteFrame sends agent audio (voice.Transport); before the answer there
+// is nowhere to send it.
+func (c *call) WriteFrame(pcm []int16) error {
+	if m := c.getMedia(); m != nil {
+		return m.WriteFrame(pcm)
+	}
+	return nil
+}
+
+// Hangup ends the SIP side (voice.Transport), once the controller decided
+// the call ended.
+func (c *call) Hangup(context.Context) error {
+	c.stop()
 	return nil
 }
 
@@ -137,7 +146,8 @@ var numberRe = regexp.MustCompile(`^\+?[0-9*#]{1,32}$`)
 // Transfer hands the call to target with a blind transfer (REFER): a SIP
 // URI, or a number sent to the trunk the call came through. It returns nil
 // once the other side reported the transfer succeeded (NOTIFY 2xx) or
-// hung up after accepting it; the call then ends with outcome transferred.
+// hung up after accepting it; the controller then ends the call as
+// transferred.
 // A refused or failed transfer returns ErrTransferFailed and the call goes
 // on.
 func (c *call) Transfer(ctx context.Context, target string) error {
@@ -181,7 +191,6 @@ func (c *call) Transfer(ctx context.Context, target string) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		c.end(voice.OutcomeTransferred, true)
 		return nil
 	}
 }
@@ -211,34 +220,30 @@ func (c *call) refreshedNow() {
 	}
 }
 
-// watch enforces the maximum call length and the session timer until the
-// call ends.
-func (c *call) watch(maxDuration time.Duration) {
-	maxT := time.NewTimer(maxDuration)
-	defer maxT.Stop()
+// watch enforces the session timer (RFC 4028) until the call ends: a
+// refresh that fails, or a session the other side let expire, ends the call
+// as failed.
+func (c *call) watch() {
 	c.mu.Lock()
 	st := c.timer
 	c.mu.Unlock()
+	if st.interval == 0 {
+		return
+	}
 	var refresh, expire <-chan time.Time
 	var refreshT, expireT *time.Timer
-	if st.interval > 0 {
-		if st.weRefresh {
-			refreshT = time.NewTimer(st.interval / 2)
-			defer refreshT.Stop()
-			refresh = refreshT.C
-		} else {
-			expireT = time.NewTimer(st.deadline())
-			defer expireT.Stop()
-			expire = expireT.C
-		}
+	if st.weRefresh {
+		refreshT = time.NewTimer(st.interval / 2)
+		defer refreshT.Stop()
+		refresh = refreshT.C
+	} else {
+		expireT = time.NewTimer(st.deadline())
+		defer expireT.Stop()
+		expire = expireT.C
 	}
 	for {
 		select {
 		case <-c.ended:
-			return
-		case <-maxT.C:
-			c.log.Info("sip: maximum call length reached", "max", maxDuration)
-			c.end(voice.OutcomeMaxDuration, true)
 			return
 		case <-c.refreshed:
 			if expireT != nil {
@@ -250,13 +255,13 @@ func (c *call) watch(maxDuration time.Duration) {
 			cancel()
 			if err != nil && !c.isEnded() {
 				c.log.Info("sip: session refresh failed", "error", err)
-				c.end(voice.OutcomeFailed, true)
+				c.report(voice.OutcomeFailed, "the SIP session refresh failed")
 				return
 			}
 			refreshT.Reset(st.interval / 2)
 		case <-expire:
 			c.log.Info("sip: session expired without a refresh", "interval", st.interval)
-			c.end(voice.OutcomeFailed, true)
+			c.report(voice.OutcomeFailed, "the SIP session expired without a refresh")
 			return
 		}
 	}

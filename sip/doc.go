@@ -4,10 +4,10 @@
 // of 20 ms PCM frames. Signalling is github.com/emiago/sipgo; RTP, SDP and
 // the offer/answer are github.com/emiago/diago.
 //
-//	srv, err := sip.New(sip.Config{Config: cfg.SIP, Manager: sip.Voice(voiceManager), Logger: log})
+//	srv, err := sip.New(sip.Config{Config: cfg.SIP, Manager: voiceManager, Logger: log})
 //	if err := srv.Start(ctx); err != nil { ... } // UDP and TCP on cfg.SIP.Addr
-//	voiceManager.SetDialer(srv)                   // POST /api/voice/calls dials through the trunks
-//	defer srv.Close()                             // BYE to every call, outcome shutdown
+//	srv.Register(apiServer)                       // POST /api/voice/calls dials through the trunks
+//	defer srv.Close()                             // every call ends as shutdown, BYE
 //
 // An inbound INVITE is checked (a malformed one gets a 4xx), matched to the
 // first trunk whose sources accept its address (403 otherwise; digest
@@ -21,14 +21,17 @@
 // closes the call as cancelled. Re-INVITEs put the call on hold (no media
 // timeout, nothing sent) or change the codec without dropping it. Session
 // timers (RFC 4028) are negotiated and enforced, the box refreshing with
-// re-INVITE when it is the refresher. No RTP for the media timeout makes
-// ReadFrame return voice.ErrMediaTimeout; the maximum call length ends the
-// call with max_duration. Keypad digits (RFC 4733) reach Call.DTMF;
-// Controls.Transfer sends REFER and the call ends as transferred once the
-// other side reports success.
+// re-INVITE when it is the refresher. Keypad digits (RFC 4733) reach
+// Call.DTMF; Transfer sends REFER and returns once the other side reports
+// success.
 //
-// The controller records the outcome: sip calls Close(outcome) itself only
-// for what it alone knows (cancelled, max_duration, transferred, failed on
-// session expiry or refresh failure, shutdown), always before it ends the
-// media, so the controller's own close paths that follow do not win.
+// This package translates SIP and RTP, nothing more: decoded audio goes to
+// voice.Call.Hear, and what happens on the SIP side is only reported to
+// the controller (voice.Call.End: caller_hangup on BYE, cancelled on
+// CANCEL, failed with a reason on session expiry, shutdown on Close). The
+// controller decides the outcome, enforces the media timeout and the
+// maximum length (passed in voice.CallInfo from this package's config),
+// completes the call, and hangs up through the call's Hangup (BYE).
+// How many calls the SIP side carries at once (sip.maxCalls) is this
+// package's own limit.
 package sip

@@ -6,18 +6,22 @@ import (
 
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
-
-	"github.com/stackbone/box/voice"
 )
 
 // Errors of the sip package.
 var (
+	// ErrInvalidDial: an outbound call request is wrong (ErrUnknownTrunk
+	// and ErrInvalidNumber wrap it).
+	ErrInvalidDial = errors.New("sip: invalid dial request")
 	// ErrUnknownTrunk: a dial names no declared outbound trunk.
-	ErrUnknownTrunk = fmt.Errorf("sip: unknown trunk: %w", voice.ErrInvalidDial)
-	// ErrNoTrunk: a dial needs an outbound trunk and none is declared.
-	ErrNoTrunk = fmt.Errorf("sip: %w", voice.ErrNoTrunk)
+	ErrUnknownTrunk = fmt.Errorf("%w: unknown trunk", ErrInvalidDial)
 	// ErrInvalidNumber: a dial's destination is not a phone number or SIP user.
-	ErrInvalidNumber = fmt.Errorf("sip: invalid number: %w", voice.ErrInvalidDial)
+	ErrInvalidNumber = fmt.Errorf("%w: invalid number", ErrInvalidDial)
+	// ErrNoTrunk: a dial needs an outbound trunk and none is declared.
+	ErrNoTrunk = errors.New("sip: no outbound trunk")
+	// ErrAtCapacity: the SIP side carries its maximum number of calls
+	// (sip.maxCalls).
+	ErrAtCapacity = errors.New("sip: at call capacity")
 	// ErrNotStarted: the server is not serving (Start not called, or closed).
 	ErrNotStarted = errors.New("sip: not started")
 	// ErrTransferFailed: the other side refused or failed a transfer.

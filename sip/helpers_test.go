@@ -287,26 +287,6 @@ type box struct {
 	opened chan *voice.Call
 }
 
-// observer hands the test each call the real controller opened; every call
-// still goes through sip.Voice(mgr) unchanged.
-type observer struct {
-	sip.Controller
-	opened chan *voice.Call
-}
-
-func (o observer) Open(ctx context.Context, info voice.CallInfo) (sip.Call, error) {
-	c, err := o.Controller.Open(ctx, info)
-	if err == nil {
-		if vc, ok := c.(*voice.Call); ok {
-			select {
-			case o.opened <- vc:
-			default:
-			}
-		}
-	}
-	return c, err
-}
-
 // startBox builds the box from agents (YAML) and the sip section; tune, when
 // set, adjusts the call controller's configuration.
 func startBox(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.Config)) *box {
@@ -326,15 +306,21 @@ func startBox(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.C
 		t.Fatal(err)
 	}
 	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log})
+	opened := make(chan *voice.Call, 16)
 	vcfg := voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
-		Runs: runs.NewStore(pool), Speech: voice.ProviderSpeech(reg, nil), Logger: log}
+		Runs: runs.NewStore(pool), Speech: voice.ProviderSpeech(reg, nil), Logger: log,
+		OnOpen: func(c *voice.Call) {
+			select {
+			case opened <- c:
+			default:
+			}
+		}}
 	if tune != nil {
 		tune(&vcfg)
 	}
 	mgr := voice.NewManager(vcfg)
-	opened := make(chan *voice.Call, 16)
 	sipCfg.Addr = "127.0.0.1:0"
-	srv, err := sip.New(sip.Config{Config: sipCfg, Manager: observer{sip.Voice(mgr), opened}, Logger: log})
+	srv, err := sip.New(sip.Config{Config: sipCfg, Manager: mgr, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +332,6 @@ func startBox(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.C
 		srv.Close()
 		cancel()
 	})
-	mgr.SetDialer(srv)
 	return &box{model: model, pool: pool, mem: mem, mgr: mgr, sip: srv, opened: opened}
 }
 
@@ -408,7 +393,7 @@ func (b *box) ended(t testing.TB, c *voice.Call) voice.CallRecord {
 }
 
 // outcome is the record's outcome, "" when none.
-func outcome(r voice.CallRecord) string {
+func outcome(r voice.CallRecord) voice.Outcome {
 	if r.Outcome == nil {
 		return ""
 	}

@@ -20,9 +20,6 @@ func statusFor(err error) (int, string) {
 	switch {
 	case errors.Is(err, voice.ErrUnknownAgent):
 		return sip.StatusNotFound, "Not Found"
-	case errors.Is(err, voice.ErrAtCapacity):
-		// 503 lets a proxy in front of several boxes try another one.
-		return sip.StatusServiceUnavailable, "Service Unavailable"
 	default:
 		return sip.StatusInternalServerError, "Server Internal Error"
 	}
@@ -95,6 +92,7 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 	}()
 	ctl, err := s.calls.Open(openCtx, voice.CallInfo{
 		Direction: voice.Inbound, Agent: agentName, PhoneNumber: phoneNumber(req), Trunk: trunk.Name,
+		SampleRate: sampleRate, MediaTimeout: s.cfg.MediaTimeout, MaxDuration: s.cfg.MaxCallDuration,
 	})
 	if err != nil {
 		if openCtx.Err() != nil {
@@ -110,12 +108,12 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 	log = log.With("callId", ctl.ID())
 
 	if c.isEnded() { // shut down while opening
-		ctl.Close(voice.OutcomeShutdown)
+		ctl.End(voice.OutcomeShutdown, "")
 		return
 	}
 	if d.Context().Err() != nil {
 		log.Info("sip: cancelled before answer")
-		ctl.Close(voice.OutcomeCancelled)
+		ctl.End(voice.OutcomeCancelled, "")
 		return
 	}
 
@@ -137,19 +135,20 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 			outcome = voice.OutcomeCallerHangup
 		}
 		log.Info("sip: not answered", "outcome", outcome, "error", err)
-		ctl.Close(outcome)
+		ctl.End(outcome, "")
 		return
 	}
 	c.setLeg(leg{hangup: d.Hangup, reinvite: d.ReInvite, done: d.Context().Done(),
 		refer: func(ctx context.Context, to sip.Uri, onNotify func(int)) error {
 			return d.ReferOptions(ctx, to, diago.ReferServerOptions{OnNotify: onNotify})
 		}})
-	m := newRTPMedia(med, s.cfg.MediaTimeout, ctl.DTMF, log)
+	m := newRTPMedia(med, ctl, log)
 	m.pacing = s.recordPacing
 	c.setMedia(m)
-	if c.isEnded() { // ended while answering: end could not send BYE yet
+	if c.isEnded() { // shut down while answering: stop could not send BYE yet
 		m.stop()
 		bye(d.Hangup)
+		ctl.End(voice.OutcomeShutdown, "")
 		return
 	}
 	if onHold(req.Body()) {
@@ -166,30 +165,23 @@ func bye(hangup func(context.Context) error) {
 	_ = hangup(ctx)
 }
 
-// carry runs an answered call on the controller until it ends.
+// carry runs an answered call on the controller until it completed. The
+// SIP side only reports: a BYE from the other side is the caller hanging
+// up; the controller decides the outcome and hangs up (stop).
 func (s *Server) carry(c *call, m *rtpMedia, dialog context.Context) {
-	go c.watch(s.cfg.MaxCallDuration)
+	ctl := c.controller()
+	go c.watch()
 	go func() {
 		select {
 		case <-dialog.Done():
-			m.stop() // BYE from the other side
+			c.report(voice.OutcomeCallerHangup, "")
 		case <-c.ended:
 		}
 	}()
-	ctl := c.controller()
-	if err := ctl.Run(s.ctx, m, c); err != nil {
+	if err := ctl.Run(s.ctx, c); err != nil {
 		c.log.Warn("sip: call run", "error", err)
 	}
-	// The controller recorded its outcome; this one only counts if it did
-	// not (first close wins).
-	outcome := voice.OutcomeCompleted
-	switch {
-	case m.timedOut.Load():
-		outcome = voice.OutcomeMediaTimeout
-	case dialog.Err() != nil && !c.isEnded():
-		outcome = voice.OutcomeCallerHangup
-	}
-	c.end(outcome, true)
+	c.stop()
 	select {
 	case <-m.readDone:
 	case <-time.After(5 * time.Second):
@@ -197,8 +189,8 @@ func (s *Server) carry(c *call, m *rtpMedia, dialog context.Context) {
 	}
 	s.carried.Add(1)
 	s.rtpIn.Add(m.received.Load())
-	s.dropped.Add(m.dropped.Load())
-	c.log.Info("sip: call done", "rtpPackets", m.received.Load(), "framesDropped", m.dropped.Load())
+	s.dropped.Add(ctl.Dropped())
+	c.log.Info("sip: call done", "rtpPackets", m.received.Load(), "framesDropped", ctl.Dropped())
 }
 
 // phoneRe is a caller number that can select a person: digits with an

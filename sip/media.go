@@ -28,28 +28,22 @@ const (
 	ptPCMA = 8
 )
 
-// rtpMedia is a call's voice.Media over diago's RTP session: G.711 decoded
-// to 20 ms PCM frames and back, RFC 4733 digits handed to onDTMF, the media
-// timeout, and hold (no timeout, nothing sent).
+// rtpMedia is a call's audio over diago's RTP session: G.711 decoded and
+// handed to the controller (voice.Call.Hear), RFC 4733 digits to its DTMF,
+// hold passed on, and the agent's frames encoded into RTP. Framing, the
+// media timeout and the controller's lag live in package voice.
 type rtpMedia struct {
-	med     *diago.DialogMedia
-	timeout time.Duration
-	onDTMF  func(rune)
-	log     *slog.Logger
+	med *diago.DialogMedia
+	ctl *voice.Call
+	log *slog.Logger
 
-	frames   chan []int16
 	stopped  chan struct{}
 	stopOnce sync.Once
 	readDone chan struct{}
 
-	lastRx   atomic.Int64 // unix nanos of the last RTP packet
 	held     atomic.Bool
-	timedOut atomic.Bool
 	sendPT   atomic.Uint32
 	received atomic.Int64 // RTP packets
-	dropped  atomic.Int64 // frames the controller did not take in time
-
-	timer *time.Timer // ReadFrame's, used by one reader
 
 	wmu       sync.Mutex
 	marker    bool
@@ -59,14 +53,12 @@ type rtpMedia struct {
 	pacing func(time.Duration)
 }
 
-func newRTPMedia(med *diago.DialogMedia, timeout time.Duration, onDTMF func(rune), log *slog.Logger) *rtpMedia {
+func newRTPMedia(med *diago.DialogMedia, ctl *voice.Call, log *slog.Logger) *rtpMedia {
 	m := &rtpMedia{
-		med: med, timeout: timeout, onDTMF: onDTMF, log: log,
-		frames:  make(chan []int16, 50), // 1 s
+		med: med, ctl: ctl, log: log,
 		stopped: make(chan struct{}), readDone: make(chan struct{}),
 		marker: true, enc: make([]byte, 0, 4*frameSamples),
 	}
-	m.lastRx.Store(time.Now().UnixNano())
 	m.updateCodec()
 	go m.read()
 	return m
@@ -89,15 +81,11 @@ func (m *rtpMedia) setHeld(held bool) {
 	m.wmu.Lock()
 	m.lastWrite = time.Time{} // a pause in sending is no pacing error
 	m.wmu.Unlock()
-	if !held {
-		// The timeout counts from the moment media should flow again.
-		m.lastRx.Store(time.Now().UnixNano())
-	}
 	m.held.Store(held)
+	m.ctl.Hold(held)
 }
 
-// stop ends the media: ReadFrame returns io.EOF, WriteFrame drops frames,
-// and the RTP sockets close.
+// stop ends the media: WriteFrame drops frames and the RTP sockets close.
 func (m *rtpMedia) stop() {
 	m.stopOnce.Do(func() {
 		close(m.stopped)
@@ -114,9 +102,7 @@ func (m *rtpMedia) read() {
 	var r io.Reader
 	if dr, err := m.med.AudioReaderDTMF(); err == nil {
 		dr.OnDTMF(func(d rune) error {
-			if m.onDTMF != nil {
-				m.onDTMF(d)
-			}
+			m.ctl.DTMF(d)
 			return nil
 		})
 		r = dr
@@ -128,7 +114,7 @@ func (m *rtpMedia) read() {
 		}
 	}
 	buf := make([]byte, media.RTPBufSize)
-	acc := make([]int16, 0, 4*frameSamples)
+	pcm := make([]int16, 0, 4*frameSamples)
 	failures := 0
 	for {
 		n, err := r.Read(buf)
@@ -153,94 +139,22 @@ func (m *rtpMedia) read() {
 			continue
 		}
 		failures = 0
-		m.lastRx.Store(time.Now().UnixNano())
 		m.received.Add(1)
-		if n == 0 || m.held.Load() {
-			// On hold the other side may play music; it is not the caller
-			// speaking, so the agent does not hear it.
-			acc = acc[:0]
-			continue
-		}
+		pcm = pcm[:0]
 		switch m.med.RTPPacketReader.PacketHeader.PayloadType {
 		case ptPCMU:
 			for _, b := range buf[:n] {
-				acc = append(acc, g711.DecodeUlawFrame(b))
+				pcm = append(pcm, g711.DecodeUlawFrame(b))
 			}
 		case ptPCMA:
 			for _, b := range buf[:n] {
-				acc = append(acc, g711.DecodeAlawFrame(b))
+				pcm = append(pcm, g711.DecodeAlawFrame(b))
 			}
 		default:
-			continue // telephone-event, comfort noise
+			m.ctl.Alive() // telephone-event, comfort noise
+			continue
 		}
-		for len(acc) >= frameSamples {
-			f := make([]int16, frameSamples)
-			copy(f, acc)
-			acc = append(acc[:0], acc[frameSamples:]...)
-			m.deliver(f)
-		}
-	}
-}
-
-// deliver queues a frame, dropping the oldest when the controller lags.
-func (m *rtpMedia) deliver(f []int16) {
-	for {
-		select {
-		case m.frames <- f:
-			return
-		default:
-		}
-		select {
-		case <-m.frames:
-			m.dropped.Add(1)
-		default:
-		}
-	}
-}
-
-// SampleRate is 8000 (G.711).
-func (m *rtpMedia) SampleRate() int { return sampleRate }
-
-// ReadFrame blocks for the next 20 ms of caller audio. It returns io.EOF
-// once the call ended and voice.ErrMediaTimeout when no RTP arrived for the
-// media timeout while the call was not on hold.
-func (m *rtpMedia) ReadFrame() ([]int16, error) {
-	for {
-		select {
-		case f := <-m.frames:
-			return f, nil
-		default:
-		}
-		select {
-		case <-m.stopped:
-			return nil, io.EOF
-		default:
-		}
-		wait := time.Hour
-		if m.timeout > 0 {
-			wait = m.timeout
-			if !m.held.Load() {
-				wait = m.timeout - time.Since(time.Unix(0, m.lastRx.Load()))
-				if wait <= 0 {
-					m.timedOut.Store(true)
-					return nil, voice.ErrMediaTimeout
-				}
-			}
-		}
-		if m.timer == nil {
-			m.timer = time.NewTimer(wait)
-		} else {
-			m.timer.Reset(wait)
-		}
-		select {
-		case f := <-m.frames:
-			m.timer.Stop()
-			return f, nil
-		case <-m.stopped:
-			m.timer.Stop()
-			return nil, io.EOF
-		case <-m.timer.C:
-		}
+		m.ctl.Hear(pcm)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/voice"
 )
 
@@ -19,18 +20,24 @@ import (
 // outcome no_answer.
 const RingTimeout = 60 * time.Second
 
-var _ voice.Dialer = (*Server)(nil)
+// DialRequest asks for an outbound call.
+type DialRequest struct {
+	Agent      string
+	To         string
+	Trunk      string
+	Identities identity.Set
+}
 
 // Dial places an outbound call through a trunk (req.Trunk, else the first
 // outbound trunk) to req.To, answered by req.Agent. It opens the call on the
 // controller first (snapshot, identity = the destination number, recall), so
 // the greeting plays as soon as the callee answers, then sends the INVITE
 // and returns the call's id while it rings. Errors: ErrNotStarted,
-// ErrNoTrunk, ErrUnknownTrunk, ErrInvalidNumber, voice.ErrAtCapacity,
+// ErrNoTrunk, ErrUnknownTrunk, ErrInvalidNumber, ErrAtCapacity,
 // voice.ErrUnknownAgent or another error of the controller's Open. A callee
-// that does not answer, is busy or declines ends the call with outcome
-// no_answer; a trunk failure with failed.
-func (s *Server) Dial(ctx context.Context, req voice.DialRequest) (string, error) {
+// that does not answer or declines ends the call with outcome no_answer, a
+// busy one with busy, a trunk failure with failed (and the reason).
+func (s *Server) Dial(ctx context.Context, req DialRequest) (string, error) {
 	s.mu.Lock()
 	running := s.ctx != nil && !s.closed
 	s.mu.Unlock()
@@ -51,10 +58,11 @@ func (s *Server) Dial(ctx context.Context, req voice.DialRequest) (string, error
 		c.timer = sessionTimer{interval: s.cfg.SessionTimer}
 	}
 	if !s.admit(c) {
-		return "", fmt.Errorf("%w: the SIP side carries %d calls", voice.ErrAtCapacity, s.cfg.MaxCalls)
+		return "", fmt.Errorf("%w (%d calls)", ErrAtCapacity, s.cfg.MaxCalls)
 	}
 	ctl, err := s.calls.Open(ctx, voice.CallInfo{
 		Direction: voice.Outbound, Agent: req.Agent, PhoneNumber: to, Identities: req.Identities, Trunk: trunk.Name,
+		SampleRate: sampleRate, MediaTimeout: s.cfg.MediaTimeout, MaxDuration: s.cfg.MaxCallDuration,
 	})
 	if err != nil {
 		s.release(c)
@@ -70,7 +78,7 @@ func (s *Server) place(c *call, trunk config.OutboundTrunk, to string) {
 	defer s.release(c)
 	ctl := c.controller()
 	if c.isEnded() { // shut down while opening
-		ctl.Close(voice.OutcomeShutdown)
+		ctl.End(voice.OutcomeShutdown, "")
 		return
 	}
 	log := c.log.With("callId", ctl.ID(), "trunk", trunk.Name)
@@ -83,7 +91,7 @@ func (s *Server) place(c *call, trunk config.OutboundTrunk, to string) {
 	d, err := s.dg.NewDialog(sip.Uri{Scheme: "sip", User: to, Host: host, Port: port}, diago.NewDialogOptions{Transport: transport})
 	if err != nil {
 		log.Warn("sip: outbound dialog", "error", err)
-		ctl.Close(voice.OutcomeFailed)
+		ctl.End(voice.OutcomeFailed, "the outbound dialog could not be created")
 		return
 	}
 	defer d.Close()
@@ -126,14 +134,18 @@ func (s *Server) place(c *call, trunk config.OutboundTrunk, to string) {
 		err = d.Ack(ringCtx)
 	}
 	if err != nil {
-		outcome := voice.OutcomeFailed
+		outcome, reason := voice.OutcomeFailed, ""
 		res := dialogResponse(err)
 		switch {
 		case res != nil:
 			switch res.StatusCode {
-			case sip.StatusBusyHere, sip.StatusGlobalBusyEverywhere, sip.StatusGlobalDecline, sip.StatusRequestTerminated,
+			case sip.StatusBusyHere, sip.StatusGlobalBusyEverywhere:
+				outcome = voice.OutcomeBusy
+			case sip.StatusGlobalDecline, sip.StatusRequestTerminated,
 				sip.StatusTemporarilyUnavailable, sip.StatusRequestTimeout:
 				outcome = voice.OutcomeNoAnswer
+			default:
+				reason = fmt.Sprintf("the trunk answered %d %s", res.StatusCode, res.Reason)
 			}
 			log.Info("sip: outbound call refused", "code", res.StatusCode, "outcome", outcome)
 		case ringCtx.Err() != nil:
@@ -143,9 +155,10 @@ func (s *Server) place(c *call, trunk config.OutboundTrunk, to string) {
 			}
 			log.Info("sip: outbound call not answered", "outcome", outcome)
 		default:
+			reason = "the trunk could not be reached"
 			log.Warn("sip: outbound call failed", "error", err)
 		}
-		ctl.Close(outcome)
+		ctl.End(outcome, reason)
 		return
 	}
 	c.mu.Lock()
@@ -156,12 +169,13 @@ func (s *Server) place(c *call, trunk config.OutboundTrunk, to string) {
 		refer: func(ctx context.Context, target sip.Uri, onNotify func(int)) error {
 			return d.ReferOptions(ctx, target, diago.ReferClientOptions{OnNotify: onNotify})
 		}})
-	m := newRTPMedia(med, s.cfg.MediaTimeout, ctl.DTMF, log)
+	m := newRTPMedia(med, ctl, log)
 	m.pacing = s.recordPacing
 	c.setMedia(m)
 	if c.isEnded() {
 		m.stop()
 		bye(d.Hangup)
+		ctl.End(voice.OutcomeShutdown, "")
 		return
 	}
 	log.Info("sip: outbound call answered", "setupMs", time.Since(setup).Milliseconds())

@@ -53,7 +53,7 @@ func TestDialThroughTrunk(t *testing.T) {
 	b = newProtocolBox(t, outboundConfig(callee.port), "", nil)
 	close(ready)
 	ctx := context.Background()
-	id, err := b.sip.Dial(ctx, voice.DialRequest{Agent: "a", To: "+34 600 111 222"})
+	id, err := b.sip.Dial(ctx, sip.DialRequest{Agent: "a", To: "+34 600 111 222"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestDialThroughTrunk(t *testing.T) {
 	b.idle(t)
 }
 
-// A busy callee ends the call as no_answer; bad requests are refused at once.
+// A busy callee ends the call as busy; bad requests are refused at once.
 func TestDialFailures(t *testing.T) {
 	t.Parallel()
 	busy := newPeer(t, func(d *diago.DialogServerSession) {
@@ -92,29 +92,29 @@ func TestDialFailures(t *testing.T) {
 	b := newProtocolBox(t, outboundConfig(busy.port), "", nil)
 	srv := b.sip
 	ctx := context.Background()
-	id, err := srv.Dial(ctx, voice.DialRequest{Agent: "a", To: "100"})
+	id, err := srv.Dial(ctx, sip.DialRequest{Agent: "a", To: "100"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := b.next(t)
-	if r := b.ended(t, c); r.ID != id || outcome(r) != voice.OutcomeNoAnswer || r.AnsweredAt != nil {
+	if r := b.ended(t, c); r.ID != id || outcome(r) != voice.OutcomeBusy || r.AnsweredAt != nil {
 		t.Fatalf("busy call record %+v", r)
 	}
 	if n := len(b.model.SpeechRequests()); n != 0 {
 		t.Fatalf("%d speech requests for an unanswered call", n)
 	}
-	if _, err := srv.Dial(ctx, voice.DialRequest{Agent: "a", To: "100", Trunk: "nope"}); !errors.Is(err, sip.ErrUnknownTrunk) {
+	if _, err := srv.Dial(ctx, sip.DialRequest{Agent: "a", To: "100", Trunk: "nope"}); !errors.Is(err, sip.ErrUnknownTrunk) {
 		t.Fatalf("unknown trunk: %v", err)
 	}
-	if _, err := srv.Dial(ctx, voice.DialRequest{Agent: "a", To: "call me maybe"}); !errors.Is(err, sip.ErrInvalidNumber) {
+	if _, err := srv.Dial(ctx, sip.DialRequest{Agent: "a", To: "call me maybe"}); !errors.Is(err, sip.ErrInvalidNumber) {
 		t.Fatalf("bad number: %v", err)
 	}
-	if _, err := srv.Dial(ctx, voice.DialRequest{Agent: "zz", To: "100"}); !errors.Is(err, voice.ErrUnknownAgent) {
+	if _, err := srv.Dial(ctx, sip.DialRequest{Agent: "zz", To: "100"}); !errors.Is(err, voice.ErrUnknownAgent) {
 		t.Fatalf("unknown agent: %v", err)
 	}
 	b.idle(t)
 	noTrunks := newProtocolBox(t, inboundConfig(), "", nil)
-	if _, err := noTrunks.sip.Dial(ctx, voice.DialRequest{Agent: "a", To: "100"}); !errors.Is(err, sip.ErrNoTrunk) {
+	if _, err := noTrunks.sip.Dial(ctx, sip.DialRequest{Agent: "a", To: "100"}); !errors.Is(err, sip.ErrNoTrunk) {
 		t.Fatalf("no trunk: %v", err)
 	}
 }

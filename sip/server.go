@@ -21,50 +21,13 @@ import (
 	"github.com/stackbone/box/voice"
 )
 
-// Controller opens calls on the call controller. The box's controller is
-// *voice.Manager, adapted by Voice.
-type Controller interface {
-	// Open prepares a call before it is answered: the agent, the snapshot of
-	// its memory settings, the identity and the recall, so the greeting can
-	// play as soon as the call is answered. Errors: voice.ErrUnknownAgent
-	// (answered 404), voice.ErrAtCapacity (503), anything else (500).
-	Open(ctx context.Context, info voice.CallInfo) (Call, error)
-}
-
-// Call is one call of the controller (*voice.Call).
-type Call interface {
-	// ID is the box's call id.
-	ID() string
-	// Run carries the call on media until it ends and returns after the
-	// call's one completion.
-	Run(ctx context.Context, m voice.Media, c voice.Controls) error
-	// Close ends the call with an outcome (voice.Outcome...); the first
-	// close wins. It must not block.
-	Close(outcome string)
-	// DTMF hands a keypad digit (RFC 4733) to the agent.
-	DTMF(digit rune)
-}
-
-// Voice adapts the box's call controller to Controller.
-func Voice(m *voice.Manager) Controller { return voiceController{m} }
-
-type voiceController struct{ m *voice.Manager }
-
-func (v voiceController) Open(ctx context.Context, info voice.CallInfo) (Call, error) {
-	c, err := v.m.Open(ctx, info)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 // Config wires a Server.
 type Config struct {
 	// Config is the sip section of the box's configuration (validated by
 	// config.Parse). Zero fields take the defaults of config.SIP.
 	Config config.SIP
-	// Manager opens the calls. Required.
-	Manager Controller
+	// Manager opens and carries the calls. Required.
+	Manager *voice.Manager
 	// Logger receives ids, codes and timings, never what was said.
 	// Defaults to slog.Default().
 	Logger *slog.Logger
@@ -75,7 +38,7 @@ type Config struct {
 // Start; Close ends every call and stops listening.
 type Server struct {
 	cfg      config.SIP
-	calls    Controller
+	calls    *voice.Manager
 	log      *slog.Logger
 	inbound  []*inboundTrunk
 	outbound []config.OutboundTrunk
@@ -345,7 +308,8 @@ func (s *Server) Close() {
 	}
 	s.mu.Unlock()
 	for _, c := range calls {
-		c.end(voice.OutcomeShutdown, true)
+		c.report(voice.OutcomeShutdown, "")
+		c.stop()
 	}
 	s.cancel()
 	done := make(chan struct{})

@@ -97,7 +97,7 @@ func TestBoxHangsUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := b.next(t)
-	c.Close(voice.OutcomeCompleted)
+	c.End(voice.OutcomeCompleted, "")
 	select {
 	case <-d.Context().Done():
 	case <-time.After(10 * time.Second):
@@ -176,10 +176,6 @@ func TestRefusals(t *testing.T) {
 		cfg := inboundConfig()
 		cfg.MaxCalls = 1
 		limit(t, cfg, nil)
-	})
-	t.Run("controller at capacity", func(t *testing.T) {
-		t.Parallel()
-		limit(t, inboundConfig(), func(c *voice.Config) { c.MaxCalls = 1 })
 	})
 	t.Run("controller fails", func(t *testing.T) {
 		t.Parallel()
@@ -371,16 +367,15 @@ func TestMediaTimeout(t *testing.T) {
 	}
 }
 
-// A call longer than the maximum ends with max_duration and a BYE, whether
-// the SIP side's maximum or the controller's is the shorter.
+// A call longer than the SIP side's maximum (sip.maxCallDuration, enforced
+// by the controller) ends with max_duration and a BYE.
 func TestMaximumCallLength(t *testing.T) {
 	t.Parallel()
 	for name, c := range map[string]struct {
 		sip  time.Duration
 		tune func(*voice.Config)
 	}{
-		"SIP maximum":        {sip: time.Second},
-		"controller maximum": {tune: func(c *voice.Config) { c.MaxDuration = time.Second }},
+		"SIP maximum": {sip: time.Second},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

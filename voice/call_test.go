@@ -1,176 +1,15 @@
-package voice_test
+package voice
 
 import (
 	"context"
-	"io"
-	"math"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/storetest"
-	"github.com/stackbone/box/voice"
 )
-
-// pipe is a test transport: it feeds scripted caller audio at real time
-// and records what the box sent. It stands in for RTP only; everything from
-// the frames inward is the box's own code.
-type pipe struct {
-	rate   int
-	mu     sync.Mutex
-	in     [][]int16 // caller frames still to send
-	out    [][]int16 // agent frames received
-	hangup chan struct{}
-	ticker *time.Ticker
-}
-
-func newPipe(rate int) *pipe {
-	return &pipe{rate: rate, hangup: make(chan struct{}), ticker: time.NewTicker(voice.FrameDuration)}
-}
-
-func (p *pipe) SampleRate() int { return p.rate }
-
-func (p *pipe) ReadFrame() ([]int16, error) {
-	select {
-	case <-p.hangup:
-		return nil, io.EOF
-	case <-p.ticker.C:
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.in) == 0 {
-		return noise(p.rate/50, 30), nil // quiet line noise
-	}
-	f := p.in[0]
-	p.in = p.in[1:]
-	return f, nil
-}
-
-func (p *pipe) WriteFrame(pcm []int16) error {
-	p.mu.Lock()
-	p.out = append(p.out, append([]int16(nil), pcm...))
-	p.mu.Unlock()
-	return nil
-}
-
-// say queues ms of speech-like caller audio: syllables of 160 ms with
-// short quiet gaps between them, as speech has.
-func (p *pipe) say(ms int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := p.rate / 50
-	for i := 0; i < ms/20; i++ {
-		if i%10 >= 8 {
-			p.in = append(p.in, noise(n, 30))
-			continue
-		}
-		f := make([]int16, n)
-		for j := range f {
-			f[j] = int16(10000 * math.Sin(2*math.Pi*300*float64(i*n+j)/float64(p.rate)))
-		}
-		p.in = append(p.in, f)
-	}
-}
-
-func (p *pipe) voicedFramesOut() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, f := range p.out {
-		if voice.Level(f) > -40 {
-			n++
-		}
-	}
-	return n
-}
-
-func noise(n int, amp int) []int16 {
-	f := make([]int16, n)
-	for i := range f {
-		f[i] = int16((i*7919)%(2*amp+1) - amp)
-	}
-	return f
-}
-
-type controls struct {
-	mu       sync.Mutex
-	hungUp   bool
-	transfer string
-}
-
-func (c *controls) Hangup(context.Context) error {
-	c.mu.Lock()
-	c.hungUp = true
-	c.mu.Unlock()
-	return nil
-}
-func (c *controls) Transfer(_ context.Context, target string) error {
-	c.mu.Lock()
-	c.transfer = target
-	c.mu.Unlock()
-	return nil
-}
-
-const yaml = `
-agents:
-  receptionist:
-    model: openai/chat
-    instructions: You answer the phone.
-    greeting: Hello, this is the front desk.
-    memory: {identityKey: phoneNumber, read: true, save: true}
-  mailer:
-    model: openai/chat
-    memory: {identityKey: email, read: true, save: true}
-  talker:
-    model: openai/chat
-`
-
-type env struct {
-	t     *testing.T
-	model *providertest.Server
-	mem   *memory.Service
-	mgr   *voice.Manager
-}
-
-func newEnv(t *testing.T) *env {
-	t.Helper()
-	ctx := context.Background()
-	pool := storetest.Pool(t)
-	model := providertest.New(t)
-	cfg, err := config.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: model.URL()}}, nil)
-	log := storetest.Logger(t)
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
-	if err := settings.FixDeclaredKeys(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log})
-	mgr := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
-		Runs: runs.NewStore(pool), Speech: voice.ProviderSpeech(reg, nil), Logger: log})
-	return &env{t: t, model: model, mem: mem, mgr: mgr}
-}
-
-func waitUntil(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // A caller talks, the agent answers aloud, the caller hangs up: what was
 // heard is saved once, and the next call from the number recalls it before
@@ -187,37 +26,18 @@ func TestCallLifecycleSavesWhatWasHeardAndRecallsIt(t *testing.T) {
 		// The extraction after the call:
 		providertest.Reply{Content: `{"operations":[{"op":"add","content":"Interested in the AI master."},{"op":"add","content":"Wants calls after 16:00."}],"summary":"Asked about the AI master."}`},
 	)
-	call, err := e.mgr.Open(ctx, voice.CallInfo{Direction: voice.Inbound, Agent: "receptionist", PhoneNumber: number, Trunk: "local"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	media, ctl := newPipe(8000), &controls{}
-	done := make(chan error, 1)
-	go func() { done <- call.Run(ctx, media, ctl) }()
+	r := e.start(CallInfo{Agent: "receptionist", PhoneNumber: number, Trunk: "local"})
 	// The greeting plays through, then the caller speaks.
-	waitUntil(t, "the greeting", 10*time.Second, func() bool { return len(call.Entries()) == 1 })
-	media.say(1200)
-	waitUntil(t, "the agent's answer to play", 20*time.Second, func() bool {
-		return len(e.model.SpeechRequests()) >= 2 && len(e.model.ChatRequests()) >= 1 && media.voicedFramesOut() > 100
-	})
-	// Let the answer finish playing (it is about 1.6 s), then hang up.
-	waitUntil(t, "the answer to finish", 20*time.Second, func() bool {
-		r, _ := e.mgr.Get(ctx, call.ID())
-		return r.Status == "active" && len(call.Entries()) >= 3
-	})
-	close(media.hangup)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	r, err := e.mgr.Get(ctx, call.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Status != "ended" || *r.Outcome != voice.OutcomeCallerHangup || r.DurationSeconds == nil || *r.DurationSeconds < 1 {
-		t.Fatalf("call record: %+v", r)
+	r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
+	r.say(1200)
+	r.stepUntil("the answer to play through", 1000, func() bool { return len(r.call.Entries()) == 3 })
+	r.call.End(OutcomeCallerHangup, "")
+	rec := r.end()
+	if rec.Status != "ended" || *rec.Outcome != OutcomeCallerHangup || rec.DurationSeconds == nil || *rec.DurationSeconds < 1 {
+		t.Fatalf("call record: %+v", rec)
 	}
 	var texts []string
-	for _, en := range r.Transcript {
+	for _, en := range rec.Transcript {
 		texts = append(texts, en.Role+": "+en.Text)
 	}
 	want := []string{"assistant: Hello, this is the front desk.", "user: I am interested in the AI master. Call me after four.",
@@ -225,11 +45,11 @@ func TestCallLifecycleSavesWhatWasHeardAndRecallsIt(t *testing.T) {
 	if strings.Join(texts, "|") != strings.Join(want, "|") {
 		t.Fatalf("heard transcript %q, want %q", texts, want)
 	}
-	if !r.Memory.Saved || r.Memory.Identity != number || r.Memory.IdentityKey != "phoneNumber" {
-		t.Fatalf("memory report: %+v", r.Memory)
+	if !rec.Memory.Saved || rec.Memory.Identity != number || rec.Memory.IdentityKey != "phoneNumber" {
+		t.Fatalf("memory report: %+v", rec.Memory)
 	}
 	facts, _ := e.mem.Recall(ctx, memory.RecallRequest{AgentID: "receptionist", UserID: number})
-	if len(facts.Facts) != 2 || len(facts.Calls) != 1 || *facts.Calls[0].Outcome != voice.OutcomeCallerHangup || *facts.Calls[0].DurationSeconds < 1 {
+	if len(facts.Facts) != 2 || len(facts.Calls) != 1 || *facts.Calls[0].Outcome != string(OutcomeCallerHangup) || *facts.Calls[0].DurationSeconds < 1 {
 		t.Fatalf("saved memory: %+v", facts)
 	}
 	// The extraction got exactly the heard transcript.
@@ -239,24 +59,23 @@ func TestCallLifecycleSavesWhatWasHeardAndRecallsIt(t *testing.T) {
 			t.Fatalf("extraction lacks %q", w)
 		}
 	}
-	if len(r.Metrics) != 1 || r.Metrics[0]["wireToWireMs"] == nil || r.Metrics[0]["speechToTextMs"] == nil {
-		t.Fatalf("metrics: %+v", r.Metrics)
+	// The turn's metrics were recorded before the call record, from the
+	// controller's clock: the endpoint waited the VAD's 600 ms.
+	if len(rec.Metrics) != 1 || rec.Metrics[0]["wireToWireMs"] == nil || rec.Metrics[0]["speechToTextMs"] == nil {
+		t.Fatalf("metrics: %+v", rec.Metrics)
+	}
+	if eou := rec.Metrics[0]["endOfUtteranceMs"].(float64); eou < 580 || eou > 640 {
+		t.Fatalf("end of utterance %v ms on the call's clock, want about 600", eou)
 	}
 
 	// Second call from the same number: the recall is in what the model is
 	// sent for its first answer.
 	e.model.ScriptTranscripts("Hi again.")
 	e.model.Script(providertest.Reply{Content: "Welcome back."})
-	call2, err := e.mgr.Open(ctx, voice.CallInfo{Direction: voice.Inbound, Agent: "receptionist", PhoneNumber: number})
-	if err != nil {
-		t.Fatal(err)
-	}
-	media2 := newPipe(8000)
-	done2 := make(chan error, 1)
-	go func() { done2 <- call2.Run(ctx, media2, &controls{}) }()
-	waitUntil(t, "the greeting", 10*time.Second, func() bool { return len(call2.Entries()) == 1 })
-	media2.say(800)
-	waitUntil(t, "the first answer", 20*time.Second, func() bool { return len(e.model.ChatRequests()) >= 3 })
+	r2 := e.start(CallInfo{Agent: "receptionist", PhoneNumber: number})
+	r2.stepUntil("the greeting", 500, func() bool { return len(r2.call.Entries()) == 1 })
+	r2.say(800)
+	r2.stepUntil("the first answer", 1000, func() bool { return len(e.model.ChatRequests()) >= 3 })
 	first := e.model.ChatRequests()[2]
 	if !strings.Contains(first.Messages[1].Content, "Interested in the AI master.") || first.Messages[1].Role != "system" {
 		t.Fatalf("recall not sent before the first answer: %+v", first.Messages)
@@ -266,8 +85,8 @@ func TestCallLifecycleSavesWhatWasHeardAndRecallsIt(t *testing.T) {
 			t.Fatal("a call offered memory tools")
 		}
 	}
-	call2.Close(voice.OutcomeCompleted)
-	<-done2
+	r2.call.End(OutcomeCompleted, "")
+	r2.end()
 }
 
 // The caller talks over a long answer: playout stops, the answer commits
@@ -277,24 +96,17 @@ func TestCallLifecycleSavesWhatWasHeardAndRecallsIt(t *testing.T) {
 func TestBargeInCommitsOnlyWhatPlayed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := context.Background()
 	long := "First sentence is short. Second sentence is a little longer than that. Third sentence goes on and on for quite a while. Fourth sentence is never reached."
 	e.model.ScriptTranscripts("Tell me everything.", "Stop, please.")
 	e.model.Script(providertest.Reply{Content: long}, providertest.Reply{Content: "Okay."})
-	call, err := e.mgr.Open(ctx, voice.CallInfo{Direction: voice.Inbound, Agent: "talker", PhoneNumber: "+1555"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	media := newPipe(8000)
-	done := make(chan error, 1)
-	go func() { done <- call.Run(ctx, media, &controls{}) }()
-	media.say(800)
+	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
+	r.say(800)
 	// Interrupt once the second sentence has started playing: the first is
 	// about 1 s of audio.
-	waitUntil(t, "the answer to start playing", 20*time.Second, func() bool { return media.voicedFramesOut() > 70 })
-	media.say(800)
-	waitUntil(t, "the interruption to be answered", 20*time.Second, func() bool { return len(e.model.ChatRequests()) >= 2 })
-	entries := call.Entries()
+	r.stepUntil("the answer to start playing", 1000, func() bool { return r.line.voicedOut() > 70 })
+	r.say(800)
+	r.stepUntil("the interruption to be answered", 1000, func() bool { return len(e.model.ChatRequests()) >= 2 })
+	entries := r.call.Entries()
 	if len(entries) < 3 || entries[0].Role != "user" || entries[1].Role != "assistant" || entries[2].Role != "user" || entries[2].Text != "Stop, please." {
 		t.Fatalf("transcript order: %+v", entries)
 	}
@@ -303,113 +115,179 @@ func TestBargeInCommitsOnlyWhatPlayed(t *testing.T) {
 		t.Fatalf("committed %q: not a strict prefix of whole sentences of %q", heard, long)
 	}
 	// The model's next request knows only what was heard.
-	second := e.model.ChatRequests()[1].Messages
-	for _, m := range second {
+	for _, m := range e.model.ChatRequests()[1].Messages {
 		if strings.Contains(m.Content, "Fourth sentence") {
 			t.Fatal("unheard text reached the model")
 		}
 	}
-	call.Close(voice.OutcomeCompleted)
-	<-done
+	r.call.End(OutcomeCompleted, "")
+	r.end()
 }
 
-// Every close path shares one completion: racing closes (the transport's
-// BYE, the media ending, a shutdown) save once; a failed save is recorded
-// and not retried; an agent keyed on email runs without memory and says why.
-func TestOneCompletionWhateverCloses(t *testing.T) {
+// Every way a call ends is decided by the call's owner alone: the recorded
+// outcome is the first end reported (or the call's own limit), and whatever
+// else races it, there is exactly one completion and one save.
+func TestEveryCallEndCompletesOnce(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		info    CallInfo
+		end     func(r *run)
+		want    Outcome
+		reason  string
+		saves   int
+		answerd bool
+	}{
+		{name: "caller BYE", end: func(r *run) { r.call.End(OutcomeCallerHangup, "") }, want: OutcomeCallerHangup, saves: 1},
+		{name: "box hangs up", end: func(r *run) { r.call.End(OutcomeCompleted, "") }, want: OutcomeCompleted, saves: 1},
+		{name: "room left", info: CallInfo{Direction: Browser, SampleRate: 16000},
+			end: func(r *run) { r.call.End(OutcomeCallerHangup, "") }, want: OutcomeCallerHangup, saves: 1},
+		{name: "session expiry", end: func(r *run) { r.call.End(OutcomeFailed, "the SIP session expired without a refresh") },
+			want: OutcomeFailed, reason: "the SIP session expired without a refresh", saves: 1},
+		{name: "transferred", end: func(r *run) { r.call.End(OutcomeTransferred, "") }, want: OutcomeTransferred, saves: 1},
+		{name: "shutdown", end: func(r *run) { r.stop() }, want: OutcomeShutdown, saves: 1},
+		{name: "media timeout", info: CallInfo{MediaTimeout: 2 * time.Second},
+			end: func(r *run) {
+				// The caller's side goes silent on the wire: no packets.
+				for range 150 {
+					r.e.clock.Add(FrameDuration)
+					time.Sleep(100 * time.Microsecond)
+					select {
+					case <-r.call.Done():
+						return
+					default:
+					}
+				}
+			}, want: OutcomeMediaTimeout, saves: 1},
+		{name: "maximum length", info: CallInfo{MaxDuration: 20 * time.Second},
+			end: func(r *run) {
+				r.stepUntil("the maximum length", 1000, func() bool {
+					select {
+					case <-r.call.Done():
+						return true
+					default:
+						return false
+					}
+				})
+			}, want: OutcomeMaxDuration, saves: 1},
+		{name: "error on the line", end: func(r *run) {
+			r.line.failWrite.Store(true)
+			r.step(1)
+		}, want: OutcomeFailed, reason: "the agent's audio could not be sent", saves: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			number := "+3460010" + strings.Repeat("0", 4)
+			e.model.ScriptTranscripts("Please note that I prefer mornings.")
+			e.model.Script(providertest.Reply{Content: "Noted."},
+				providertest.Reply{Content: `{"operations":[{"op":"add","content":"Prefers mornings."}],"summary":"Asked to note a preference."}`})
+			info := tc.info
+			info.Agent, info.PhoneNumber = "receptionist", number
+			if info.Direction == Browser {
+				info.PhoneNumber, info.Identities = "", map[string]string{"phoneNumber": number}
+			}
+			r := e.start(info)
+			r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
+			r.say(800)
+			r.stepUntil("the answer", 1000, func() bool { return len(r.call.Entries()) == 3 })
+			// The end, with other reports racing it.
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); tc.end(r) }()
+			wg.Wait()
+			r.call.End(OutcomeCancelled, "") // too late to count
+			rec := r.end()
+			if rec.Outcome == nil || *rec.Outcome != tc.want {
+				t.Fatalf("outcome %v, want %s", rec.Outcome, tc.want)
+			}
+			if got := ""; rec.EndReason != nil {
+				got = *rec.EndReason
+				if got != tc.reason {
+					t.Fatalf("reason %q, want %q", got, tc.reason)
+				}
+			} else if tc.reason != "" {
+				t.Fatalf("no reason recorded, want %q", tc.reason)
+			}
+			if n := e.ends.count(r.call.ID()); n != 1 {
+				t.Fatalf("%d completions, want 1", n)
+			}
+			if n := e.extractions(); n != tc.saves {
+				t.Fatalf("%d saves, want %d", n, tc.saves)
+			}
+			if !rec.Memory.Saved || len(rec.Transcript) != 3 {
+				t.Fatalf("memory %+v, transcript %+v", rec.Memory, rec.Transcript)
+			}
+			if r.line.hangups.Load() != 1 {
+				t.Fatalf("%d hang-ups of the transport, want 1", r.line.hangups.Load())
+			}
+			if e.mgr.Active() != 0 {
+				t.Fatal("the call is still counted as active")
+			}
+		})
+	}
+}
+
+// A failed save is recorded and not retried; an agent keyed on email runs
+// without memory on a phone call and says why.
+func TestFailedSaveAndNoIdentity(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := context.Background()
 	e.model.ScriptTranscripts("Please remember my order number.")
 	e.model.Script(providertest.Reply{Content: "I will."},
 		providertest.Reply{Status: 500, Message: "extraction exploded"}) // the save fails
-	call, err := e.mgr.Open(ctx, voice.CallInfo{Direction: voice.Inbound, Agent: "receptionist", PhoneNumber: "+34600999000"})
-	if err != nil {
-		t.Fatal(err)
+	r := e.start(CallInfo{Agent: "receptionist", PhoneNumber: "+34600999000"})
+	r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
+	r.say(800)
+	r.stepUntil("the answer", 1000, func() bool { return len(r.call.Entries()) == 3 })
+	r.call.End(OutcomeCompleted, "")
+	rec := r.end()
+	if e.extractions() != 1 {
+		t.Fatalf("%d extraction requests, want exactly one (no retry)", e.extractions())
 	}
-	media := newPipe(8000)
-	runCtx, shutdown := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- call.Run(runCtx, media, &controls{}) }()
-	waitUntil(t, "the greeting", 10*time.Second, func() bool { return len(call.Entries()) == 1 })
-	media.say(800)
-	waitUntil(t, "the answer", 20*time.Second, func() bool { return len(call.Entries()) == 3 })
-	var wg sync.WaitGroup
-	for _, f := range []func(){
-		func() { call.Close(voice.OutcomeCompleted) },
-		func() { close(media.hangup) },
-		shutdown,
-		func() { call.Close(voice.OutcomeFailed) },
-	} {
-		wg.Add(1)
-		go func() { defer wg.Done(); f() }()
-	}
-	wg.Wait()
-	<-done
-	r, _ := e.mgr.Get(ctx, call.ID())
-	extractions := 0
-	for _, req := range e.model.ChatRequests() {
-		if strings.Contains(req.Messages[0].Content, `"operations"`) {
-			extractions++
-		}
-	}
-	if extractions != 1 {
-		t.Fatalf("%d extraction requests, want exactly one (no retry)", extractions)
-	}
-	if r.Memory.Saved || r.Memory.SaveError != "memory_model_failed" || r.Status != "ended" || r.Outcome == nil {
-		t.Fatalf("completion: %+v %+v", r, r.Memory)
-	}
-	select {
-	case <-call.Done():
-	default:
-		t.Fatal("Done not closed")
+	if rec.Memory.Saved || rec.Memory.SaveError != "memory_model_failed" || rec.Status != "ended" {
+		t.Fatalf("completion: %+v %+v", rec, rec.Memory)
 	}
 
-	// An agent keyed on email: a phone call has no email identity.
 	e.model.Script(providertest.Reply{Content: "Hello."})
-	c2, err := e.mgr.Open(ctx, voice.CallInfo{Direction: voice.Inbound, Agent: "mailer", PhoneNumber: "+34600999000"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d2 := make(chan error, 1)
-	m2 := newPipe(8000)
-	go func() { d2 <- c2.Run(ctx, m2, &controls{}) }()
-	c2.Close(voice.OutcomeCompleted)
-	<-d2
-	r2, _ := e.mgr.Get(ctx, c2.ID())
-	if r2.Memory.Off == "" || !strings.Contains(r2.Memory.Off, "email") || r2.Memory.Saved || r2.Memory.RecalledFacts != 0 {
-		t.Fatalf("email-keyed agent on a phone call: %+v", r2.Memory)
+	r2 := e.start(CallInfo{Agent: "mailer", PhoneNumber: "+34600999000"})
+	r2.call.End(OutcomeCompleted, "")
+	rec2 := r2.end()
+	if rec2.Memory.Off == "" || !strings.Contains(rec2.Memory.Off, "email") || rec2.Memory.Saved || rec2.Memory.RecalledFacts != 0 {
+		t.Fatalf("email-keyed agent on a phone call: %+v", rec2.Memory)
 	}
 }
 
-// A call closed before it ever ran (CANCEL before answer, no answer)
+// A call that ended before it ran (CANCEL before answer, no answer)
 // completes at once: its record ends and its slot frees; a late Run
 // returns without carrying media.
-func TestCallClosedBeforeItRan(t *testing.T) {
+func TestCallEndedBeforeItRan(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	call, err := e.mgr.Open(ctx, voice.CallInfo{Direction: voice.Inbound, Agent: "receptionist", PhoneNumber: "+34600555000"})
+	call, err := e.mgr.Open(ctx, CallInfo{Direction: Inbound, Agent: "receptionist", PhoneNumber: "+34600555000"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e.mgr.Active() != 1 {
 		t.Fatalf("active %d", e.mgr.Active())
 	}
-	call.Close(voice.OutcomeCancelled)
+	call.End(OutcomeCancelled, "")
 	select {
 	case <-call.Done():
 	case <-time.After(10 * time.Second):
-		t.Fatal("a call closed before it ran never completed")
+		t.Fatal("a call ended before it ran never completed")
 	}
-	r, _ := e.mgr.Get(ctx, call.ID())
-	if r.Status != "ended" || *r.Outcome != voice.OutcomeCancelled || r.AnsweredAt != nil || e.mgr.Active() != 0 {
-		t.Fatalf("record %+v, active %d", r, e.mgr.Active())
+	rec, _ := e.mgr.Get(ctx, call.ID())
+	if rec.Status != "ended" || *rec.Outcome != OutcomeCancelled || rec.AnsweredAt != nil || e.mgr.Active() != 0 {
+		t.Fatalf("record %+v, active %d", rec, e.mgr.Active())
 	}
-	if err := call.Run(ctx, newPipe(8000), &controls{}); err != nil {
+	l := &line{}
+	if err := call.Run(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(e.model.SpeechRequests()); n != 0 {
-		t.Fatalf("%d speech requests for a call that never ran", n)
+	if n := len(e.model.SpeechRequests()); n != 0 || l.writes.Load() != 0 || e.ends.count(call.ID()) != 1 {
+		t.Fatalf("%d speech requests, %d frames, %d completions for a call that never ran", n, l.writes.Load(), e.ends.count(call.ID()))
 	}
 }

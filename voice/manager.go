@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -40,20 +41,22 @@ type Config struct {
 	// Logger receives ids, codes and timings, never what was said.
 	// Defaults to slog.Default().
 	Logger *slog.Logger
-	// MaxCalls is how many calls the box carries at once (default 200).
-	MaxCalls int
-	// MaxDuration ends a call that lasts longer (default 1 hour).
+	// MaxDuration ends a call that lasts longer (default 1 hour), unless
+	// its CallInfo sets its own.
 	MaxDuration time.Duration
 	// VAD tunes voice activity detection and endpointing.
 	VAD VADConfig
 	// BargeInFrames is how many voiced caller frames stop the agent's
 	// speech (default 15, 300 ms), so a cough does not.
 	BargeInFrames int
-	// NewTicker is the playout clock (default a time.Ticker). It returns the
-	// tick channel and a stop function.
-	NewTicker func(d time.Duration) (<-chan time.Time, func())
+	// Clock is the controller's time (default the real clock).
+	Clock Clock
 	// SaveTimeout bounds the memory save after a call (default 2 minutes).
 	SaveTimeout time.Duration
+	// OnOpen, when set, is called with each call once it opened, before
+	// its transport answers (observers: tests, operators' tools). It must
+	// not block.
+	OnOpen func(*Call)
 }
 
 // Manager opens and tracks calls. It is safe for concurrent use.
@@ -61,18 +64,14 @@ type Manager struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex
-	calls  map[string]*Call
-	dialer Dialer
+	mu    sync.Mutex
+	calls map[string]*Call
 }
 
 // NewManager returns a Manager.
 func NewManager(cfg Config) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.MaxCalls == 0 {
-		cfg.MaxCalls = 200
 	}
 	if cfg.MaxDuration == 0 {
 		cfg.MaxDuration = time.Hour
@@ -83,11 +82,8 @@ func NewManager(cfg Config) *Manager {
 	if cfg.SaveTimeout == 0 {
 		cfg.SaveTimeout = 2 * time.Minute
 	}
-	if cfg.NewTicker == nil {
-		cfg.NewTicker = func(d time.Duration) (<-chan time.Time, func()) {
-			t := time.NewTicker(d)
-			return t.C, t.Stop
-		}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.New()
 	}
 	return &Manager{cfg: cfg, log: cfg.Logger.With("component", "voice"), calls: map[string]*Call{}}
 }
@@ -119,29 +115,40 @@ type MemoryReport struct {
 // effective memory settings, selects the identity by the agent's fixed key
 // and, with read on, recalls the person's facts and recent calls, all
 // before the transport answers, so the greeting comes after the recall.
-// Errors: ErrUnknownAgent, ErrAtCapacity, or a memory error (the call
-// cannot open without its memory, never silently).
+// From here on the call is owned by its own goroutine (Call.live); the
+// transport either runs it (Run) or reports that it ended before it could
+// (End). Errors: ErrUnknownAgent, or a memory error (the call cannot open
+// without its memory, never silently).
 func (m *Manager) Open(ctx context.Context, info CallInfo) (*Call, error) {
 	ag, ok := m.cfg.Agents[info.Agent]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownAgent, info.Agent)
 	}
-	m.mu.Lock()
-	if len(m.calls) >= m.cfg.MaxCalls {
-		m.mu.Unlock()
-		return nil, fmt.Errorf("%w (%d calls)", ErrAtCapacity, m.cfg.MaxCalls)
-	}
 	if info.ID == "" {
 		info.ID = "call_" + uuid.NewString()
 	}
-	c := &Call{m: m, info: info, agent: ag, started: time.Now(), closing: make(chan struct{}), done: make(chan struct{}),
-		transcript: NewTranscript(), digits: make(chan rune, 32), firstOut: map[int]time.Time{}}
+	if info.SampleRate == 0 {
+		info.SampleRate = 8000
+	}
+	if info.MaxDuration == 0 {
+		info.MaxDuration = m.cfg.MaxDuration
+	}
+	clk := m.cfg.Clock
+	c := &Call{m: m, clk: clk, info: info, agent: ag, started: clk.Now(),
+		inbox: newInbox(clk, info.SampleRate, info.MediaTimeout), transcript: newTranscript(),
+		digits: make(chan rune, 32), ends: make(chan End, 4), attach: make(chan attachment), done: make(chan struct{})}
+	// Counted from now: a call being opened is in progress (its recall may
+	// take a moment), for the operator and for a drain.
+	m.mu.Lock()
 	m.calls[info.ID] = c
 	m.mu.Unlock()
-
 	if err := c.open(ctx); err != nil {
 		m.remove(c)
 		return nil, err
+	}
+	go c.live()
+	if m.cfg.OnOpen != nil {
+		m.cfg.OnOpen(c)
 	}
 	return c, nil
 }
@@ -155,6 +162,7 @@ func (m *Manager) remove(c *Call) {
 // Call is one call in progress.
 type Call struct {
 	m       *Manager
+	clk     Clock
 	info    CallInfo
 	agent   config.Agent
 	started time.Time
@@ -164,30 +172,26 @@ type Call struct {
 	report MemoryReport
 	recall string // system context with the recalled memory
 
-	stt  Transcriber
-	tts  Synthesizer
-	rate int
-
-	media    Media
-	controls Controls
-	playout  *Playout
-
-	transcript *Transcript
-
-	mu        sync.Mutex
-	turnSeq   int
-	speaking  int                // the assistant turn on the playout, 0 for none
-	cancelGen context.CancelFunc // stops the turn being generated
-	firstOut  map[int]time.Time  // first agent frame of each assistant turn
-	metrics   []map[string]any
-	outcome   string
-
+	inbox      *inbox
+	transcript *transcript
 	digits     chan rune
-	running    bool // Run has started
-	finishOnce sync.Once
-	closeOnce  sync.Once
-	closing    chan struct{}
-	done       chan struct{}
+
+	// Set when the call runs, read by its parts.
+	t       Transport
+	stt     Transcriber
+	tts     Synthesizer
+	playout *playout
+
+	mu       sync.Mutex
+	turnSeq  int
+	speaking *turn // the assistant turn on the playout, nil for none
+	metrics  []map[string]any
+	turns    sync.WaitGroup // turns still recording their metrics
+
+	ends   chan End        // reported ends; the owner takes the first
+	attach chan attachment // Run hands the transport to the owner
+	done   chan struct{}
+	end    End // the decided end, once done
 }
 
 // ID is the call's id.
@@ -195,6 +199,12 @@ func (c *Call) ID() string { return c.info.ID }
 
 // Done is closed once the call completed (saved or not).
 func (c *Call) Done() <-chan struct{} { return c.done }
+
+// Outcome is how the call ended; valid once Done is closed.
+func (c *Call) Outcome() End {
+	<-c.done
+	return c.end
+}
 
 func (c *Call) open(ctx context.Context) error {
 	v, err := c.m.cfg.Settings.Get(ctx, c.info.Agent)
@@ -266,57 +276,31 @@ func recallContext(rec memory.RecallResult) string {
 	return b.String()
 }
 
-// Close ends the call with outcome; the first close wins and every close
-// path shares the one completion. A call that never ran (cancelled before
-// answer, unanswered, refused) completes at once, so its record ends and
-// its slot frees; a running call completes in Run.
-func (c *Call) Close(outcome string) {
-	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		c.outcome = outcome
-		ran := c.running
-		c.mu.Unlock()
-		close(c.closing)
-		if !ran {
-			go c.finish(context.Background())
-		}
-	})
-}
-
-// finish is the one completion of the call, whoever gets there.
-func (c *Call) finish(ctx context.Context) {
-	c.finishOnce.Do(func() {
-		c.complete(ctx)
-		c.m.remove(c)
-		close(c.done)
-	})
-}
-
-// DTMF hands a keypad digit to the agent as a caller turn. Digits beyond a
-// small buffer are dropped rather than blocking the transport.
-func (c *Call) DTMF(digit rune) {
+// End reports that the call ended or must end, with its outcome: the
+// caller hung up, the transport failed, the operator ended it. It never
+// blocks; the call's owner takes the first report it sees (see live) and
+// later ones change nothing.
+func (c *Call) End(outcome Outcome, reason string) {
 	select {
-	case c.digits <- digit:
+	case c.ends <- End{Outcome: outcome, Reason: reason}:
 	default:
 	}
 }
 
-func (c *Call) nextTurn() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.turnSeq++
-	return c.turnSeq
-}
+// Hear hands the controller decoded caller audio of any length (16-bit
+// mono PCM at the call's SampleRate). One goroutine of the transport
+// calls it.
+func (c *Call) Hear(pcm []int16) { c.inbox.hear(pcm) }
 
-// messages is the conversation as the caller heard it: the model never
-// sees generated text that did not play.
-func (c *Call) messages() []agent.Message {
-	var out []agent.Message
-	for _, e := range c.transcript.Entries() {
-		out = append(out, agent.Message{Role: e.Role, Content: e.Text})
-	}
-	return out
-}
+// Alive says the caller's transport is alive without audio (DTX
+// keep-alives, RTCP), so silence is not a media timeout.
+func (c *Call) Alive() { c.inbox.touch() }
 
-// Entries is the heard transcript so far (the live transcript of a call page).
-func (c *Call) Entries() []Entry { return c.transcript.Entries() }
+// Hold puts the call on hold or resumes it: on hold nothing the caller's
+// side sends is heard and there is no media timeout.
+func (c *Call) Hold(on bool) { c.inbox.hold(on) }
+
+// Received and Dropped count the caller frames heard, and those dropped
+// because the controller lagged (the box's own loss; 0 on a healthy box).
+func (c *Call) Received() int64 { return c.inbox.received.Load() }
+func (c *Call) Dropped() int64  { return c.inbox.dropped.Load() }

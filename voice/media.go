@@ -4,33 +4,32 @@ import (
 	"context"
 	"time"
 
+	"github.com/benbjohnson/clock"
+
 	"github.com/stackbone/box/identity"
 )
 
 // FrameDuration is the length of one audio frame both ways.
 const FrameDuration = 20 * time.Millisecond
 
-// Media is a call's audio path, from whatever transport carries it (RTP on
-// a SIP call, WebRTC in a browser room). Frames are 20 ms of 16-bit mono PCM
-// at SampleRate.
-type Media interface {
-	// SampleRate is the rate of PCM frames both ways (8000 for G.711).
-	SampleRate() int
-	// ReadFrame blocks for the next 20 ms of caller audio. It returns io.EOF
-	// when the media ended (hang-up) and ErrMediaTimeout when no packet
-	// arrived for the transport's media timeout.
-	ReadFrame() ([]int16, error)
-	// WriteFrame sends 20 ms of agent audio. The controller paces calls at
-	// real time; WriteFrame must not block for long.
-	WriteFrame(pcm []int16) error
-}
+// Clock is the controller's time: the real clock in the box, a mock
+// (clock.NewMock) in tests.
+type Clock = clock.Clock
 
-// Controls are what the controller can ask of the transport.
-type Controls interface {
-	// Hangup ends the call from the box's side (BYE).
+// Transport is what carries a call's audio out and ends it on the
+// transport's side (the SIP dialog, the browser's peer). Caller audio comes
+// the other way through Call.Hear.
+type Transport interface {
+	// WriteFrame sends 20 ms of agent audio (16-bit mono PCM at the call's
+	// SampleRate). The controller paces calls at real time; WriteFrame must
+	// not block for long.
+	WriteFrame(pcm []int16) error
+	// Hangup ends the call on the transport's side (BYE, the browser's peer
+	// goes away). The controller calls it once the call ended, whoever
+	// reported the end; it must be safe to call after the other side left.
 	Hangup(ctx context.Context) error
-	// Transfer hands the call to target (SIP REFER); ErrNoTransfer where the
-	// transport cannot.
+	// Transfer hands the call to target (SIP REFER) and returns once the
+	// other side took it; ErrNoTransfer where the transport cannot.
 	Transfer(ctx context.Context, target string) error
 }
 
@@ -54,17 +53,37 @@ type CallInfo struct {
 	Identities identity.Set
 	// Trunk names the SIP trunk, if any.
 	Trunk string
+	// SampleRate is the rate of PCM frames both ways (default 8000, G.711).
+	SampleRate int
+	// MediaTimeout ends the call with OutcomeMediaTimeout when no caller
+	// audio arrived for this long while the call was not on hold (0: never).
+	MediaTimeout time.Duration
+	// MaxDuration ends the call with OutcomeMaxDuration (default
+	// Config.MaxDuration).
+	MaxDuration time.Duration
 }
+
+// Outcome is how a call ended, as its record and memory show it.
+type Outcome string
 
 // Outcomes of a call.
 const (
-	OutcomeCompleted    = "completed" // the agent or the caller ended a normal call
-	OutcomeCallerHangup = "caller_hangup"
-	OutcomeTransferred  = "transferred"
-	OutcomeMediaTimeout = "media_timeout"
-	OutcomeMaxDuration  = "max_duration"
-	OutcomeCancelled    = "cancelled" // before answer
-	OutcomeFailed       = "failed"
-	OutcomeShutdown     = "shutdown"
-	OutcomeNoAnswer     = "no_answer"
+	OutcomeCompleted    Outcome = "completed" // the box ended a normal call
+	OutcomeCallerHangup Outcome = "caller_hangup"
+	OutcomeTransferred  Outcome = "transferred"
+	OutcomeMediaTimeout Outcome = "media_timeout"
+	OutcomeMaxDuration  Outcome = "max_duration"
+	OutcomeCancelled    Outcome = "cancelled" // before answer
+	OutcomeFailed       Outcome = "failed"
+	OutcomeShutdown     Outcome = "shutdown"
+	OutcomeNoAnswer     Outcome = "no_answer"
+	OutcomeBusy         Outcome = "busy"
+	OutcomeBoxLost      Outcome = "box_lost" // the box carrying it died; closed by another
 )
+
+// End is a report that a call ended or must end: its outcome and, for
+// failures, a short reason an operator can act on (no caller text).
+type End struct {
+	Outcome Outcome
+	Reason  string
+}

@@ -38,7 +38,7 @@ type FrameWriter interface {
 // Tick is driven by a real-time ticker in calls and by the test directly,
 // which makes interruption races deterministic. It is safe for concurrent
 // use: the pipeline enqueues while the ticker plays.
-type Playout struct {
+type playout struct {
 	frame int // samples per frame
 
 	mu      sync.Mutex
@@ -52,21 +52,21 @@ type Playout struct {
 }
 
 // NewPlayout plays frames of frameSamples samples (160 for 20 ms at 8 kHz).
-func NewPlayout(frameSamples int) *Playout {
-	return &Playout{frame: frameSamples, silence: make([]int16, frameSamples)}
+func newPlayout(frameSamples int) *playout {
+	return &playout{frame: frameSamples, silence: make([]int16, frameSamples)}
 }
 
 // Start begins assistant turn id; segments enqueued for another turn are
 // ignored. A turn still playing must be finished with Finish or Interrupt
 // first.
-func (p *Playout) Start(id int) {
+func (p *playout) Start(id int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.turn, p.queue, p.cur, p.pos, p.played, p.done = id, nil, nil, 0, nil, false
 }
 
 // Enqueue adds a segment to turn id.
-func (p *Playout) Enqueue(id int, s Segment) {
+func (p *playout) Enqueue(id int, s Segment) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if id != p.turn || p.done {
@@ -76,7 +76,7 @@ func (p *Playout) Enqueue(id int, s Segment) {
 }
 
 // Close says turn id will get no more segments.
-func (p *Playout) Close(id int) {
+func (p *playout) Close(id int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if id == p.turn {
@@ -86,7 +86,7 @@ func (p *Playout) Close(id int) {
 
 // Tick writes one frame and reports whether it carried speech, and whether
 // the current turn has now completely played (closed and drained).
-func (p *Playout) Tick(w FrameWriter) (speech, finished bool, err error) {
+func (p *playout) Tick(w FrameWriter) (speech, finished bool, err error) {
 	p.mu.Lock()
 	out := p.silence
 	if p.cur == nil && len(p.queue) > 0 {
@@ -114,7 +114,7 @@ func (p *Playout) Tick(w FrameWriter) (speech, finished bool, err error) {
 }
 
 // Playing reports whether speech is queued or being played.
-func (p *Playout) Playing() bool {
+func (p *playout) Playing() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cur != nil || len(p.queue) > 0
@@ -125,7 +125,7 @@ func (p *Playout) Playing() bool {
 // segment cut short, the words whose timings the playout reached. When cut
 // is true (the turn is being interrupted) and any segment of the turn is
 // unverifiable, nothing is heard.
-func (p *Playout) heard(cut bool) string {
+func (p *playout) heard(cut bool) string {
 	var parts []string
 	unverifiable := false
 	for _, s := range p.played {
@@ -159,7 +159,7 @@ func (p *Playout) heard(cut bool) string {
 // Interrupt stops the current turn at once (barge-in, hang-up): the queue
 // is dropped, nothing more of the turn will play, and it returns what the
 // caller heard of it.
-func (p *Playout) Interrupt() string {
+func (p *playout) Interrupt() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := p.heard(true)
@@ -168,7 +168,7 @@ func (p *Playout) Interrupt() string {
 }
 
 // Finish ends a turn that played to its end and returns its text.
-func (p *Playout) Finish() string {
+func (p *playout) Finish() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := p.heard(false)

@@ -65,8 +65,8 @@ func TestHeardTextAtRandomInterruptions(t *testing.T) {
 	const cases = 2000
 	rng := rand.New(rand.NewPCG(42, 1))
 	for c := 0; c < cases; c++ {
-		p := NewPlayout(frame)
-		tr := NewTranscript()
+		p := newPlayout(frame)
+		tr := newTranscript()
 		w := &countingWriter{}
 		turns := 1 + rng.IntN(3)
 		var order []int

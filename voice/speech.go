@@ -35,7 +35,7 @@ type ProviderSTT struct {
 // Transcribe implements Transcriber.
 func (p ProviderSTT) Transcribe(ctx context.Context, pcm []int16, rate int) (string, error) {
 	resp, err := p.Model.Client.CreateTranscription(ctx, openai.AudioRequest{
-		Model: p.Model.Name, FilePath: "utterance.wav", Reader: bytes.NewReader(EncodeWAV(pcm, rate)),
+		Model: p.Model.Name, FilePath: "utterance.wav", Reader: bytes.NewReader(encodeWAV(pcm, rate)),
 		Format: openai.AudioResponseFormatJSON,
 	})
 	if err != nil {
@@ -122,8 +122,8 @@ func Resample(in []int16, from, to int) []int16 {
 	return out
 }
 
-// EncodeWAV wraps 16-bit mono PCM in a WAV container.
-func EncodeWAV(pcm []int16, rate int) []byte {
+// encodeWAV wraps 16-bit mono PCM in a WAV container.
+func encodeWAV(pcm []int16, rate int) []byte {
 	var b bytes.Buffer
 	data := len(pcm) * 2
 	b.WriteString("RIFF")
@@ -138,15 +138,15 @@ func EncodeWAV(pcm []int16, rate int) []byte {
 	return b.Bytes()
 }
 
-// Sentences splits streamed text into sentences as they complete, so each
+// sentenceSplitter splits streamed text into sentences as they complete, so each
 // can be spoken as soon as it is whole. Feed returns the sentences the new
 // text completed; Flush returns the rest.
-type Sentences struct {
+type sentenceSplitter struct {
 	buf strings.Builder
 }
 
 // Feed adds streamed text.
-func (s *Sentences) Feed(delta string) []string {
+func (s *sentenceSplitter) Feed(delta string) []string {
 	s.buf.WriteString(delta)
 	text := s.buf.String()
 	var out []string
@@ -175,7 +175,7 @@ func (s *Sentences) Feed(delta string) []string {
 }
 
 // Flush returns what is left once the text is complete.
-func (s *Sentences) Flush() string {
+func (s *sentenceSplitter) Flush() string {
 	rest := strings.TrimSpace(s.buf.String())
 	s.buf.Reset()
 	return rest

@@ -24,19 +24,19 @@ type Entry struct {
 // transcript is final, assistant text committed from the playout clock. Each
 // turn commits exactly once; a second commit of the same turn is ignored.
 // It is safe for concurrent use.
-type Transcript struct {
+type transcript struct {
 	mu        sync.Mutex
 	entries   []Entry
 	committed map[int]bool
 }
 
 // NewTranscript returns an empty transcript.
-func NewTranscript() *Transcript { return &Transcript{committed: map[int]bool{}} }
+func newTranscript() *transcript { return &transcript{committed: map[int]bool{}} }
 
 // Commit records turn's text once and reports whether this call committed
 // it. Empty text marks the turn committed without an entry (nothing was
 // heard).
-func (t *Transcript) Commit(turn int, role, text string, at time.Time) bool {
+func (t *transcript) Commit(turn int, role, text string, at time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.committed[turn] {
@@ -50,14 +50,14 @@ func (t *Transcript) Commit(turn int, role, text string, at time.Time) bool {
 }
 
 // Committed reports whether turn has committed.
-func (t *Transcript) Committed(turn int) bool {
+func (t *transcript) Committed(turn int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.committed[turn]
 }
 
 // Entries returns a copy of the committed entries in commit order.
-func (t *Transcript) Entries() []Entry {
+func (t *transcript) Entries() []Entry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]Entry(nil), t.entries...)

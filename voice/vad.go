@@ -40,10 +40,10 @@ func (c *VADConfig) defaults() {
 	}
 }
 
-// VAD finds utterances in a stream of frames with an energy detector over
+// vad finds utterances in a stream of frames with an energy detector over
 // an adaptive noise floor, so steady line noise (hiss, hum) never counts as
 // speech however loud it is, while speech above it does.
-type VAD struct {
+type vad struct {
 	cfg      VADConfig
 	floor    float64 // noise floor estimate, dBFS
 	voiced   int     // voiced frames in a row
@@ -58,24 +58,24 @@ type VAD struct {
 	sorted   []float64
 }
 
-// NewVAD returns a detector.
-func NewVAD(cfg VADConfig) *VAD {
+// newVAD returns a detector.
+func newVAD(cfg VADConfig) *vad {
 	cfg.defaults()
-	return &VAD{cfg: cfg, floor: -60}
+	return &vad{cfg: cfg, floor: -60}
 }
 
-// VADEvent is what one frame changed.
-type VADEvent int
+// vadEvent is what one frame changed.
+type vadEvent int
 
-// VAD events.
+// vad events.
 const (
-	VADNone VADEvent = iota
-	// VADSpeechStart: speech began (StartFrames voiced frames).
-	VADSpeechStart
-	// VADSpeechEnd: an utterance ended; Utterance returns its audio.
-	VADSpeechEnd
-	// VADDiscard: speech ended too short to be an utterance (a click, a cough).
-	VADDiscard
+	vadNone vadEvent = iota
+	// vadSpeechStart: speech began (StartFrames voiced frames).
+	vadSpeechStart
+	// vadSpeechEnd: an utterance ended; Utterance returns its audio.
+	vadSpeechEnd
+	// vadDiscard: speech ended too short to be an utterance (a click, a cough).
+	vadDiscard
 )
 
 // floorWindow is how many frames of levels the noise floor looks back on.
@@ -85,7 +85,7 @@ const floorWindow = 100
 // seconds of frame levels. Steady noise is always in that window and sets the
 // floor; speech, which pauses between words, sits above it. A dropped packet
 // (digital silence) is one low outlier the percentile ignores.
-func (v *VAD) track(lvl float64) {
+func (v *vad) track(lvl float64) {
 	if len(v.levels) < floorWindow {
 		v.levels = append(v.levels, lvl)
 	} else {
@@ -116,7 +116,7 @@ func Level(pcm []int16) float64 {
 }
 
 // Process takes the next frame.
-func (v *VAD) Process(pcm []int16) VADEvent {
+func (v *vad) Process(pcm []int16) vadEvent {
 	lvl := Level(pcm)
 	v.last = lvl
 	v.track(lvl)
@@ -130,42 +130,42 @@ func (v *VAD) Process(pcm []int16) VADEvent {
 				v.speaking, v.unvoiced, v.speechN = true, 0, v.voiced
 				v.buf = append(v.buf[:0], v.pre...)
 				v.pre = nil
-				return VADSpeechStart
+				return vadSpeechStart
 			}
 		} else {
 			v.voiced = 0
 			v.pre = v.pre[:0]
 		}
-		return VADNone
+		return vadNone
 	}
 	v.buf = append(v.buf, frame)
 	if voiced {
 		v.unvoiced = 0
 		v.speechN++
-		return VADNone
+		return vadNone
 	}
 	v.unvoiced++
 	if v.unvoiced < v.cfg.EndFrames {
-		return VADNone
+		return vadNone
 	}
 	v.speaking, v.voiced = false, 0
 	if v.speechN < v.cfg.MinSpeechFrames {
 		v.buf = v.buf[:0]
-		return VADDiscard
+		return vadDiscard
 	}
-	return VADSpeechEnd
+	return vadSpeechEnd
 }
 
 // LastLevel is the level of the frame Process last took, in dBFS.
-func (v *VAD) LastLevel() float64 { return v.last }
+func (v *vad) LastLevel() float64 { return v.last }
 
 // Speaking reports whether an utterance is in progress and how many voiced
 // frames it has so far (for barge-in).
-func (v *VAD) Speaking() (bool, int) { return v.speaking, v.speechN }
+func (v *vad) Speaking() (bool, int) { return v.speaking, v.speechN }
 
 // Utterance returns the audio of the utterance that just ended, trailing
 // silence trimmed to 200 ms.
-func (v *VAD) Utterance() []int16 {
+func (v *vad) Utterance() []int16 {
 	keep := len(v.buf) - v.unvoiced + min(v.unvoiced, 10)
 	var out []int16
 	for _, f := range v.buf[:keep] {

@@ -28,24 +28,24 @@ func frames(pcm []int16, size int) [][]int16 {
 // and ends after the endpointing delay.
 func TestVADIgnoresLineNoise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	v := NewVAD(VADConfig{})
+	v := newVAD(VADConfig{})
 	// Five seconds of loud hiss with a 50 Hz hum.
 	noise := tone(50, 1500, 5000, 8000, rng, 1200)
 	for _, f := range frames(noise, 160) {
-		if ev := v.Process(f); ev == VADSpeechStart || ev == VADSpeechEnd {
+		if ev := v.Process(f); ev == vadSpeechStart || ev == vadSpeechEnd {
 			t.Fatalf("line noise gave %v", ev)
 		}
 	}
 	// One second of "speech" (a strong tone) over the same noise, then noise.
-	var events []VADEvent
+	var events []vadEvent
 	speech := tone(300, 12000, 1000, 8000, rng, 1200)
 	tail := tone(50, 1500, 1000, 8000, rng, 1200)
 	for _, f := range frames(append(speech, tail...), 160) {
-		if ev := v.Process(f); ev != VADNone {
+		if ev := v.Process(f); ev != vadNone {
 			events = append(events, ev)
 		}
 	}
-	if len(events) != 2 || events[0] != VADSpeechStart || events[1] != VADSpeechEnd {
+	if len(events) != 2 || events[0] != vadSpeechStart || events[1] != vadSpeechEnd {
 		t.Fatalf("events %v, want start then end", events)
 	}
 	u := v.Utterance()
@@ -54,13 +54,13 @@ func TestVADIgnoresLineNoise(t *testing.T) {
 	}
 	// A click is discarded.
 	click := tone(300, 12000, 80, 8000, rng, 0)
-	var got []VADEvent
+	var got []vadEvent
 	for _, f := range frames(append(click, tone(50, 1500, 800, 8000, rng, 1200)...), 160) {
-		if ev := v.Process(f); ev != VADNone {
+		if ev := v.Process(f); ev != vadNone {
 			got = append(got, ev)
 		}
 	}
-	if len(got) != 2 || got[1] != VADDiscard {
+	if len(got) != 2 || got[1] != vadDiscard {
 		t.Fatalf("click gave %v", got)
 	}
 }

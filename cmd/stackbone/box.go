@@ -121,8 +121,8 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	aguiwire.Register(handler, aguiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: runtime, Memory: mem, Settings: settings,
-		MaxCalls: cfg.SIP.MaxCalls, MaxDuration: cfg.SIP.MaxCallDuration,
-		Runs: runStore, Speech: voice.ProviderSpeech(registry, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) }), Logger: log})
+		MaxDuration: cfg.SIP.MaxCallDuration,
+		Runs:        runStore, Speech: voice.ProviderSpeech(registry, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) }), Logger: log})
 	calls.Register(handler)
 	memoryStores.Register(handler)
 	retrieval.Register(handler)
@@ -136,7 +136,7 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 			log.Warn("rooms close", "error", err)
 		}
 	}()
-	phones, err := sip.New(sip.Config{Config: cfg.SIP, Manager: sip.Voice(calls), Logger: log})
+	phones, err := sip.New(sip.Config{Config: cfg.SIP, Manager: calls, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 		return err
 	}
 	defer phones.Close()
-	calls.SetDialer(phones)
+	phones.Register(handler)
 
 	// Background work: one River client for every package's jobs.
 	queue := jobs.NewRegistry()

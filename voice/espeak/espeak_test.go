@@ -41,21 +41,4 @@ func TestSpeaksWithWordTimings(t *testing.T) {
 	if got := strings.Join(words, " "); got != "Your appointment is on Tuesday at four" {
 		t.Fatalf("words %q", got)
 	}
-	// Through the playout: cut halfway, only words whose audio fully played
-	// are heard, and they are the sentence's first words.
-	p := voice.NewPlayout(160)
-	p.Start(1)
-	p.Enqueue(1, seg)
-	var w sink
-	for i := 0; i < len(seg.PCM)/160/2; i++ {
-		p.Tick(&w)
-	}
-	heard := p.Interrupt()
-	if heard == "" || !strings.HasPrefix(text, heard) || heard == strings.TrimSuffix(text, ".") {
-		t.Fatalf("heard %q of %q", heard, text)
-	}
 }
-
-type sink struct{}
-
-func (sink) WriteFrame([]int16) error { return nil }

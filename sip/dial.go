@@ -1,0 +1,67 @@
+package sip
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/identity"
+	"github.com/stackbone/box/voice"
+)
+
+// Register mounts the outbound-call route: POST /api/voice/calls places a
+// call through the trunks (Dial) and answers 202 with its id while it
+// rings; the call's record is read through the calls routes of package
+// voice.
+func (s *Server) Register(srv *api.Server) {
+	srv.Route("POST /api/voice/calls", auth.ScopeVoice, s.dial)
+}
+
+func (s *Server) dial(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Agent      string          `json:"agent"`
+		To         string          `json:"to"`
+		Trunk      string          `json:"trunk"`
+		Identities json.RawMessage `json:"identities"`
+	}
+	if err := api.Decode(w, r, 64<<10, &b); err != nil {
+		api.WriteError(w, http.StatusBadRequest, "voice_invalid_request", err.Error())
+		return
+	}
+	if b.Agent == "" || b.To == "" {
+		api.WriteError(w, http.StatusBadRequest, "voice_invalid_request", "agent and to are required")
+		return
+	}
+	ids, err := identity.ParseJSONValue(b.Identities, nil)
+	if err != nil {
+		api.WriteError(w, http.StatusBadRequest, "voice_invalid_request", err.Error())
+		return
+	}
+	id, err := s.Dial(r.Context(), DialRequest{Agent: b.Agent, To: b.To, Trunk: b.Trunk, Identities: ids})
+	if err != nil {
+		status, code := dialStatus(err)
+		api.WriteError(w, status, code, err.Error())
+		return
+	}
+	api.WriteData(w, http.StatusAccepted, map[string]string{"callId": id})
+}
+
+// dialStatus is the one table from dial errors to the API's answer.
+func dialStatus(err error) (int, string) {
+	switch {
+	case errors.Is(err, voice.ErrUnknownAgent):
+		return http.StatusNotFound, "agent_not_found"
+	case errors.Is(err, ErrInvalidDial):
+		return http.StatusBadRequest, "voice_invalid_request"
+	case errors.Is(err, ErrNoTrunk):
+		return http.StatusServiceUnavailable, "voice_no_trunk"
+	case errors.Is(err, ErrAtCapacity):
+		return http.StatusServiceUnavailable, "voice_at_capacity"
+	case errors.Is(err, ErrNotStarted):
+		return http.StatusServiceUnavailable, "voice_unavailable"
+	default:
+		return http.StatusBadGateway, "voice_dial_failed"
+	}
+}

@@ -1,0 +1,77 @@
+package voice
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/stackbone/box/memory"
+)
+
+// complete is the call's one completion, whatever ended it: commit what
+// was heard of a turn in progress, wait for the turns' metrics, record the
+// call, and with save on run one memory add with the heard transcript. A
+// failed save is recorded and not retried.
+func (c *Call) complete(end End) {
+	ctx := context.Background()
+	if c.playout != nil {
+		c.endAssistant(true)
+	}
+	c.turns.Wait()
+	if end.Outcome == "" {
+		end.Outcome = OutcomeCompleted
+	}
+	c.end = end
+	c.mu.Lock()
+	metrics := c.metrics
+	c.mu.Unlock()
+	ended := c.clk.Now()
+	duration := ended.Sub(c.started).Seconds()
+	entries := c.transcript.Entries()
+	switch {
+	case c.report.Off != "" || !c.view.Value.Save:
+		c.report.NotSavedReason = c.report.Off
+		if c.report.NotSavedReason == "" {
+			c.report.NotSavedReason = "save is off"
+		}
+	case len(entries) == 0:
+		c.report.NotSavedReason = "nothing was said and heard"
+	default:
+		msgs := make([]memory.Message, len(entries))
+		for i, e := range entries {
+			msgs[i] = memory.Message{Role: e.Role, Content: e.Text}
+		}
+		sctx, cancel := context.WithTimeout(ctx, c.m.cfg.SaveTimeout)
+		started, dur, out, callID := c.started, duration, string(end.Outcome), c.info.ID
+		_, err := c.m.cfg.Memory.Add(sctx, memory.AddRequest{
+			AgentID: c.info.Agent, UserID: c.sel.Value, Transcript: memory.Transcript{Messages: msgs},
+			Instructions: c.view.Value.Instructions,
+			Call:         memory.CallMeta{StartedAt: &started, DurationSeconds: &dur, Outcome: &out, RunID: &callID},
+		})
+		cancel()
+		if err != nil {
+			c.report.SaveError = memory.Code(err)
+			if c.report.SaveError == "" {
+				c.report.SaveError = "memory_unavailable"
+			}
+		} else {
+			c.report.Saved = true
+		}
+	}
+	tr, _ := json.Marshal(entries)
+	if entries == nil {
+		tr = []byte("[]")
+	}
+	mem, _ := json.Marshal(c.report)
+	met, _ := json.Marshal(metrics)
+	if metrics == nil {
+		met = []byte("[]")
+	}
+	_, err := c.m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET status = 'ended', ended_at = $2, outcome = $3,
+		duration_seconds = $4, transcript = $5, memory = $6, metrics = $7, end_reason = NULLIF($8, '') WHERE id = $1`,
+		c.info.ID, ended, string(end.Outcome), duration, tr, mem, met, end.Reason)
+	if err != nil {
+		c.m.log.Warn("voice: record call end", "call", c.info.ID, "error", err)
+	}
+	c.m.log.Info("call ended", "call", c.info.ID, "agent", c.info.Agent, "outcome", end.Outcome, "turns", len(entries),
+		"saved", c.report.Saved, "save_error", c.report.SaveError)
+}

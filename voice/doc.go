@@ -1,0 +1,35 @@
+// Package voice is the call controller: it carries a spoken conversation
+// between a caller and an agent over whatever transport brings the audio
+// (RTP on a SIP call, WebRTC in a browser room), and gives the call its
+// memory lifecycle.
+//
+// A transport opens a call before it answers (Manager.Open: the agent, a
+// snapshot of its memory settings, the identity, the recall), pushes the
+// caller's decoded audio (Call.Hear) and hands the call its Transport for
+// agent audio and hang-up (Call.Run). From then on the call is carried by
+// one goroutine, the call's owner (see Call.live): it alone decides how the
+// call ends and completes it once. Transports never end a call themselves;
+// they only report what they saw (Call.End with an Outcome), as do the
+// call's own parts (the media timeout, a failed write).
+//
+//	call, err := manager.Open(ctx, voice.CallInfo{Direction: voice.Inbound, Agent: "receptionist",
+//		PhoneNumber: "+34600111222", SampleRate: 8000, MediaTimeout: 30 * time.Second})
+//	go readRTP(func(pcm []int16) { call.Hear(pcm) })
+//	onBye(func() { call.End(voice.OutcomeCallerHangup, "") })
+//	err = call.Run(ctx, transport) // returns after the call's one completion
+//
+// Inside a call, caller frames go through voice activity detection and
+// endpointing; each caller turn is a turn object (speech-to-text, the agent
+// streamed sentence by sentence into text-to-speech, the playout paced on
+// the controller's clock, the commit of what the caller heard, and the
+// turn's metrics). The heard transcript holds user text once final and
+// agent text only as far as the playout clock proves it played.
+//
+// The limits of a call live here and nowhere else: the maximum length
+// (Config.MaxDuration, or CallInfo.MaxDuration) and the media timeout
+// (CallInfo.MediaTimeout). How many calls a
+// transport carries at once is the transport's own limit.
+//
+// Time is a dependency (Config.Clock): tests drive whole calls on a mock
+// clock, so barge-in, endpointing and timeouts replay deterministically.
+package voice

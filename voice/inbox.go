@@ -1,0 +1,146 @@
+package voice
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// gapSlack is how late a caller frame may be before the call hears silence
+// in its place: packets jitter by a few ms on loopback and by tens on a
+// real network, and Opus DTX or SIP silence suppression send nothing at all
+// during silence, but the VAD counts frames, so silence must keep flowing.
+const gapSlack = 60 * time.Millisecond
+
+// inboxFrames is how far the listener may fall behind (1 s) before the
+// oldest caller frame is dropped rather than blocking the transport.
+const inboxFrames = 50
+
+// inbox is the caller's audio on its way from the transport to the call's
+// listener, the one frame queue of every transport: decoded PCM of any
+// length in (Call.Hear), 20 ms frames out at the pace they arrive, silence
+// for gaps, and the media timeout. One goroutine hears, one reads.
+type inbox struct {
+	clock   Clock
+	samples int // per frame
+	timeout time.Duration
+
+	mu   sync.Mutex // the hearing side
+	rest []int16
+
+	frames   chan []int16
+	lastRx   atomic.Int64 // clock unix nanos of the last caller audio (or the start)
+	held     atomic.Bool
+	received atomic.Int64 // caller frames heard
+	dropped  atomic.Int64 // caller frames dropped because the listener lagged
+
+	// The reading side.
+	due   time.Time
+	timer *clock.Timer
+}
+
+func newInbox(clk Clock, rate int, timeout time.Duration) *inbox {
+	b := &inbox{clock: clk, samples: rate * int(FrameDuration/time.Millisecond) / 1000, timeout: timeout,
+		frames: make(chan []int16, inboxFrames)}
+	b.touch()
+	return b
+}
+
+// hear cuts pcm into frames for the listener; on hold the caller's side
+// may play music, which is not the caller speaking, so it is not heard.
+func (b *inbox) hear(pcm []int16) {
+	b.touch()
+	if b.held.Load() {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rest = append(b.rest, pcm...)
+	for len(b.rest) >= b.samples {
+		f := append([]int16(nil), b.rest[:b.samples]...)
+		b.rest = b.rest[b.samples:]
+		b.received.Add(1)
+		for {
+			select {
+			case b.frames <- f:
+			default:
+				select {
+				case <-b.frames:
+					b.dropped.Add(1)
+				default:
+				}
+				continue
+			}
+			break
+		}
+	}
+	if len(b.rest) == 0 {
+		b.rest = b.rest[:0:0]
+	}
+}
+
+// touch records that the caller's transport is alive without audio (DTX
+// keep-alives, RTCP, comfort noise).
+func (b *inbox) touch() { b.lastRx.Store(b.clock.Now().UnixNano()) }
+
+// hold suspends the media timeout and what the caller's side sends; the
+// timeout counts again from the moment media should flow again.
+func (b *inbox) hold(on bool) {
+	if !on {
+		b.touch()
+	}
+	b.held.Store(on)
+}
+
+// read returns the next 20 ms frame: the caller's, or silence when the
+// caller's is later than gapSlack. It returns ErrMediaTimeout when nothing
+// arrived for the media timeout (not while on hold) and ctx's error once
+// ctx ended.
+func (b *inbox) read(ctx context.Context) ([]int16, error) {
+	for {
+		select {
+		case f := <-b.frames:
+			b.due = b.clock.Now().Add(FrameDuration + gapSlack)
+			return f, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		default:
+		}
+		now := b.clock.Now()
+		if b.timeout > 0 && !b.held.Load() && now.Sub(time.Unix(0, b.lastRx.Load())) >= b.timeout {
+			return nil, ErrMediaTimeout
+		}
+		if b.due.IsZero() {
+			b.due = now.Add(FrameDuration + gapSlack)
+		}
+		wait := b.due.Sub(now)
+		if wait <= 0 {
+			// Far behind the frame clock (the reader was busy): restart it
+			// rather than returning a burst of silence.
+			if wait < -gapSlack {
+				b.due = now
+			}
+			b.due = b.due.Add(FrameDuration)
+			return make([]int16, b.samples), nil
+		}
+		if b.timer == nil {
+			b.timer = b.clock.Timer(wait)
+		} else {
+			b.timer.Reset(wait)
+		}
+		select {
+		case f := <-b.frames:
+			b.timer.Stop()
+			b.due = b.clock.Now().Add(FrameDuration + gapSlack)
+			return f, nil
+		case <-ctx.Done():
+			b.timer.Stop()
+			return nil, ctx.Err()
+		case <-b.timer.C:
+			// A gap: loop to check the media timeout, then hear silence.
+		}
+	}
+}

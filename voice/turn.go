@@ -1,0 +1,197 @@
+package voice
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/stackbone/box/agent"
+)
+
+// fallbackText is said when a turn fails; it is never committed when cut.
+const fallbackText = "Sorry, I had a problem there. Could you say that again?"
+
+// utterance is one caller turn: speech to transcribe, or a keypad digit.
+type utterance struct {
+	pcm       []int16
+	digit     rune
+	lastVoice time.Time // the last voiced frame, for wire-to-wire
+	endpoint  time.Time // when endpointing decided the turn ended
+}
+
+// turn is one spoken exchange: the caller's utterance, its commit, the
+// agent's answer streamed sentence by sentence into synthesis and the
+// playout, the answer's commit from the playout clock, and the turn's
+// metrics. A fixed phrase (greeting, fallback) is a turn without a caller
+// side. The call waits for every turn's metrics before it is recorded.
+type turn struct {
+	c  *Call
+	u  utterance
+	id int // the assistant side's turn number
+
+	cancel     context.CancelFunc // stops generation (barge-in)
+	committed  chan struct{}      // closed once the assistant side committed
+	firstAudio time.Time          // the first voiced frame played (under c.mu)
+	metrics    map[string]any
+}
+
+func (c *Call) newTurn(u utterance) *turn {
+	return &turn{c: c, u: u, id: c.nextTurn(), cancel: func() {}, committed: make(chan struct{}), metrics: map[string]any{}}
+}
+
+func (c *Call) nextTurn() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.turnSeq++
+	return c.turnSeq
+}
+
+// run transcribes the caller's side, commits it, and streams the agent's
+// answer into the playout. It returns once the answer was generated and
+// queued; the playout commits it (played through, or cut), and then the
+// turn records its metrics.
+func (t *turn) run(ctx context.Context) {
+	c := t.c
+	var text string
+	if t.u.digit != 0 {
+		text = keypadText(t.u.digit)
+	} else {
+		t.metrics["endOfUtteranceMs"] = t.u.endpoint.Sub(t.u.lastVoice).Milliseconds()
+		start := c.clk.Now()
+		var err error
+		text, err = c.stt.Transcribe(ctx, t.u.pcm, c.info.SampleRate)
+		t.metrics["speechToTextMs"] = c.clk.Since(start).Milliseconds()
+		if err != nil {
+			if ctx.Err() == nil {
+				c.m.log.Warn("voice: speech-to-text", "call", c.info.ID, "error", err)
+			}
+			return
+		}
+		if text == "" {
+			return
+		}
+	}
+	// The caller's side commits once final; an agent turn it interrupted
+	// committed at barge-in, before it.
+	c.endAssistant(true)
+	c.transcript.Commit(c.nextTurn(), RoleUser, text, c.clk.Now())
+	t.id = c.nextTurn() // after the caller's side
+
+	genCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t.cancel = cancel
+	c.startSpeaking(t)
+
+	sentences := make(chan string, 16)
+	var synth sync.WaitGroup
+	synth.Add(1)
+	turnStart := c.clk.Now()
+	go func() {
+		defer synth.Done()
+		first := true
+		for s := range sentences {
+			t0 := c.clk.Now()
+			seg, err := c.tts.Synthesize(genCtx, s, c.info.SampleRate)
+			if err != nil {
+				if genCtx.Err() == nil {
+					c.m.log.Warn("voice: text-to-speech", "call", c.info.ID, "error", err)
+				}
+				continue
+			}
+			if first {
+				first = false
+				t.metrics["textToSpeechFirstByteMs"] = c.clk.Since(t0).Milliseconds()
+			}
+			c.playout.Enqueue(t.id, seg)
+		}
+	}()
+	var split sentenceSplitter
+	firstToken := true
+	res, err := c.m.cfg.Runtime.Turn(genCtx, agent.TurnRequest{
+		Agent: c.info.Agent, Messages: c.messages(), System: c.recall, NoMemoryTools: true, Wire: "voice",
+		ServerTools: c.callTools(),
+	}, func(ev agent.Event) error {
+		if ev.Kind != agent.EventTextDelta {
+			return nil
+		}
+		if firstToken {
+			firstToken = false
+			t.metrics["timeToFirstTokenMs"] = c.clk.Since(turnStart).Milliseconds()
+		}
+		for _, s := range split.Feed(ev.Text) {
+			sentences <- s
+		}
+		return nil
+	})
+	if rest := split.Flush(); rest != "" && err == nil {
+		sentences <- rest
+	}
+	close(sentences)
+	synth.Wait()
+	if err != nil {
+		if genCtx.Err() != nil {
+			return // barge-in or the call's end: what played is already committed
+		}
+		c.m.log.Warn("voice: agent turn", "call", c.info.ID, "code", agent.ErrorCode(err))
+		c.speakFixed(ctx, fallbackText)
+		return
+	}
+	c.playout.Close(t.id)
+	t.metrics["turn"] = t.id
+	t.metrics["runId"] = res.RunID.String()
+	c.turns.Add(1)
+	go t.record(res)
+}
+
+// record adds the turn's timings to the call and to its run once the
+// answer committed (played through or cut, at the latest when the call
+// completes).
+func (t *turn) record(res agent.Result) {
+	c := t.c
+	defer c.turns.Done()
+	<-t.committed
+	c.mu.Lock()
+	if !t.firstAudio.IsZero() && !t.u.lastVoice.IsZero() {
+		t.metrics["wireToWireMs"] = t.firstAudio.Sub(t.u.lastVoice).Milliseconds()
+	}
+	c.metrics = append(c.metrics, t.metrics)
+	c.mu.Unlock()
+	if err := c.m.cfg.Runs.MergeMetadata(context.Background(), res.RunID, map[string]any{"voice": t.metrics}); err != nil {
+		c.m.log.Warn("voice: record metrics", "call", c.info.ID, "error", err)
+	}
+}
+
+// messages is the conversation as the caller heard it: the model never
+// sees generated text that did not play.
+func (c *Call) messages() []agent.Message {
+	var out []agent.Message
+	for _, e := range c.transcript.Entries() {
+		out = append(out, agent.Message{Role: e.Role, Content: e.Text})
+	}
+	return out
+}
+
+// Entries is the heard transcript so far (the live transcript of a call page).
+func (c *Call) Entries() []Entry { return c.transcript.Entries() }
+
+// callTools are the tools of this call: transfer_call when the agent has a
+// transfer target.
+func (c *Call) callTools() []agent.ServerTool {
+	if c.agent.Voice == nil || c.agent.Voice.TransferTo == "" {
+		return nil
+	}
+	target := c.agent.Voice.TransferTo
+	return []agent.ServerTool{{
+		Def: agent.Tool{Name: "transfer_call", Description: "Transfer the caller to a person. Use when the caller asks for a human or you cannot help.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string"}},"additionalProperties":false}`)},
+		Run: func(ctx context.Context, _ agent.ToolCall, _ agent.Scope) (string, error) {
+			if err := c.t.Transfer(ctx, target); err != nil {
+				return fmt.Sprintf(`{"transferred":false,"error":%q}`, err.Error()), nil
+			}
+			c.End(OutcomeTransferred, "")
+			return `{"transferred":true}`, nil
+		},
+	}}
+}
