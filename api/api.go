@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,9 +45,10 @@ type Config struct {
 
 // Server serves the API.
 type Server struct {
-	cfg Config
-	log *slog.Logger
-	mux *http.ServeMux
+	cfg      Config
+	log      *slog.Logger
+	mux      *http.ServeMux
+	draining atomic.Bool
 }
 
 // New returns the API handler.
@@ -66,6 +68,7 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
 
 	s.route("POST /api/memory/add", auth.ScopeMemoryWrite, s.memoryAdd)
 	s.route("POST /api/memory/recall", auth.ScopeMemoryRead, s.memoryRecall)
@@ -228,6 +231,20 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
+
+// readyz tells a load balancer whether to send this box new work: not once
+// the box began to drain (Drain), nor while the database is unreachable.
+// /healthz stays a liveness check.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return
+	}
+	s.healthz(w, r)
+}
+
+// Drain turns /readyz unready: the box is stopping.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // envelope is the shape of every /api response.
 type envelope struct {

@@ -94,6 +94,8 @@ func (s *Server) memoryAdd(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "memory_invalid_request", err.Error())
 		return
 	}
+	// A retried add with the same Idempotency-Key returns the first result.
+	req.IdempotencyKey = r.Header.Get("Idempotency-Key")
 	res, err := s.cfg.Memory.Add(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, err)

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -55,6 +56,17 @@ type Config struct {
 	SIP SIP `yaml:"sip"`
 	// Rooms holds browser test calls: LiveKit or the embedded WebRTC peer.
 	Rooms Rooms `yaml:"rooms"`
+	// Shutdown says how the box stops.
+	Shutdown Shutdown `yaml:"shutdown"`
+}
+
+// Shutdown says how the box stops on SIGTERM or Ctrl-C.
+type Shutdown struct {
+	// Drain is how long calls in progress may go on and end on their own
+	// while the box takes no new ones; then the rest end with outcome
+	// shutdown, each completed and saved (default 30 s under dev, 5 minutes
+	// under serve).
+	Drain time.Duration `yaml:"drain"`
 }
 
 // HTTP holds the listener settings.

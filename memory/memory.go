@@ -92,6 +92,11 @@ func (s *Service) Add(ctx context.Context, req AddRequest) (AddResult, error) {
 	if err := validateAdd(&req); err != nil {
 		return AddResult{}, err
 	}
+	if req.IdempotencyKey != "" {
+		if res, ok, err := s.replay(ctx, req); err != nil || ok {
+			return res, err
+		}
+	}
 	settings, revision, facts, err := s.snapshot(ctx, req.AgentID, req.UserID)
 	if err != nil {
 		return AddResult{}, err
@@ -164,6 +169,12 @@ func (s *Service) Add(ctx context.Context, req AddRequest) (AddResult, error) {
 		call.StartedAt = req.Call.StartedAt.UTC().Truncate(time.Microsecond)
 	}
 	result, err := s.commit(ctx, req, revision, facts, kept, updates, deletes, adds, call, run, now)
+	if errors.Is(err, errReplayed) {
+		// An add with the same key committed while this one asked the
+		// model: its result stands, this one changed nothing.
+		res, _, rerr := s.replay(ctx, req)
+		return res, rerr
+	}
 	if err != nil {
 		if errors.Is(err, ErrConflict) || errors.Is(err, ErrPersistFailed) || errors.Is(err, ErrSchemaMissing) {
 			run.Status, run.ErrorCode = runs.StatusFailed, Code(err)
@@ -295,6 +306,15 @@ func (s *Service) commit(ctx context.Context, req AddRequest, revision int64, sn
 	         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		call.ID, req.AgentID, req.UserID, call.StartedAt, call.DurationSeconds, call.Outcome, call.Summary, call.RunID)
 	queueRun(&b, run)
+	if kept == nil {
+		kept = []Fact{}
+	}
+	result := AddResult{Facts: kept, Call: call}
+	if req.IdempotencyKey != "" {
+		raw, _ := json.Marshal(result)
+		b.Queue(`INSERT INTO stackbone_platform.memory_idempotency (agent_id, user_id, key, result) VALUES ($1, $2, $3, $4)`,
+			req.AgentID, req.UserID, req.IdempotencyKey, raw)
+	}
 
 	// Close reads every result and returns the first error; the implicit
 	// transaction commits only if there was none.
@@ -303,12 +323,34 @@ func (s *Service) commit(ctx context.Context, req AddRequest, revision int64, sn
 		if errors.As(err, &pe) && pe.Code == conflictSQLState {
 			return AddResult{}, fmt.Errorf("%w: the memory changed while the model was asked", ErrConflict)
 		}
+		if errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "memory_idempotency" {
+			return AddResult{}, errReplayed
+		}
 		return AddResult{}, dbError(ErrPersistFailed, "write", err)
 	}
-	if kept == nil {
-		kept = []Fact{}
+	return result, nil
+}
+
+// errReplayed: an add with the same idempotency key committed first.
+var errReplayed = errors.New("memory: idempotency key already used")
+
+// replay returns the stored result of an add made with req's idempotency
+// key, if there was one.
+func (s *Service) replay(ctx context.Context, req AddRequest) (AddResult, bool, error) {
+	var raw []byte
+	err := s.cfg.Pool.QueryRow(ctx, `SELECT result FROM stackbone_platform.memory_idempotency
+		WHERE agent_id = $1 AND user_id = $2 AND key = $3`, req.AgentID, req.UserID, req.IdempotencyKey).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return AddResult{}, false, nil
 	}
-	return AddResult{Facts: kept, Call: call}, nil
+	if err != nil {
+		return AddResult{}, false, dbError(ErrUnavailable, "read idempotency key", err)
+	}
+	var res AddResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return AddResult{}, false, dbError(ErrUnavailable, "read idempotency key", err)
+	}
+	return res, true, nil
 }
 
 // conflictSQLState is raised by stackbone_platform.memory_bump_revision.
@@ -421,6 +463,7 @@ func (s *Service) DeleteAll(ctx context.Context, agentID, userID string) (int64,
 	         ON CONFLICT (agent_id, user_id) DO UPDATE SET revision = r.revision + 1`, agentID, userID)
 	b.Queue(`DELETE FROM stackbone_platform.memory_facts WHERE agent_id = $1 AND user_id = $2`, agentID, userID)
 	b.Queue(`DELETE FROM stackbone_platform.memory_calls WHERE agent_id = $1 AND user_id = $2`, agentID, userID)
+	b.Queue(`DELETE FROM stackbone_platform.memory_idempotency WHERE agent_id = $1 AND user_id = $2`, agentID, userID)
 	br := tx.SendBatch(ctx, &b)
 	var deleted int64
 	for i := 0; i < 3; i++ {
@@ -462,6 +505,10 @@ func validateScope(agentID, userID string) error {
 func validateAdd(req *AddRequest) error {
 	if err := validateScope(req.AgentID, req.UserID); err != nil {
 		return err
+	}
+	if n := utf8.RuneCountInString(req.IdempotencyKey); n > 200 || !utf8.ValidString(req.IdempotencyKey) ||
+		strings.ContainsRune(req.IdempotencyKey, 0) {
+		return invalid("the idempotency key must be valid text of at most 200 characters")
 	}
 	t := req.Transcript
 	if t.Messages == nil {

@@ -87,6 +87,10 @@ type AddRequest struct {
 	// selection is stored. Empty falls through to the box's configuration.
 	Model           string
 	ReasoningEffort string
+	// IdempotencyKey, when set (1 to 200 characters), makes a retry safe: an
+	// add for the same agent and person with a key already used returns
+	// the first add's result and changes nothing.
+	IdempotencyKey string
 }
 
 // AddResult is the full stored list after an update and the new call record.

@@ -466,7 +466,7 @@ func statusOf(err error) (int, string) {
 		return http.StatusNotFound, "agent_not_found"
 	case errors.Is(err, ErrAtCapacity):
 		return http.StatusServiceUnavailable, "rooms_at_capacity"
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, ErrClosed), errors.Is(err, voice.ErrDraining):
 		return http.StatusServiceUnavailable, "unavailable"
 	case errors.Is(err, ErrWrongBackend):
 		return http.StatusConflict, "rooms_wrong_backend"

@@ -59,7 +59,7 @@ func dialStatus(err error) (int, string) {
 		return http.StatusServiceUnavailable, "voice_no_trunk"
 	case errors.Is(err, ErrAtCapacity):
 		return http.StatusServiceUnavailable, "voice_at_capacity"
-	case errors.Is(err, ErrNotStarted):
+	case errors.Is(err, ErrNotStarted), errors.Is(err, voice.ErrDraining):
 		return http.StatusServiceUnavailable, "voice_unavailable"
 	default:
 		return http.StatusBadGateway, "voice_dial_failed"

@@ -20,6 +20,8 @@ func statusFor(err error) (int, string) {
 	switch {
 	case errors.Is(err, voice.ErrUnknownAgent):
 		return sip.StatusNotFound, "Not Found"
+	case errors.Is(err, voice.ErrDraining):
+		return sip.StatusServiceUnavailable, "Service Unavailable"
 	default:
 		return sip.StatusInternalServerError, "Server Internal Error"
 	}
@@ -66,6 +68,13 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 		return
 	}
 
+	if s.calls.Draining() {
+		// The box is stopping: a proxy in front of several boxes tries
+		// another one.
+		log.Info("sip: draining, INVITE refused")
+		refuse(sip.StatusServiceUnavailable, "Service Unavailable", sip.NewHeader("Retry-After", "5"))
+		return
+	}
 	c := s.newCall(callID, voice.Inbound)
 	c.timer = timer
 	c.remote = req.Source()

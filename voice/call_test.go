@@ -291,3 +291,113 @@ func TestCallEndedBeforeItRan(t *testing.T) {
 		t.Fatalf("%d speech requests, %d frames, %d completions for a call that never ran", n, l.writes.Load(), e.ends.count(call.ID()))
 	}
 }
+
+// A box that dies mid-call leaves the call's lease to run out: another box
+// closes it as box_lost from the turns persisted as the call went, and of
+// two boxes racing to do it, one saves; the dead box coming back to
+// complete it changes nothing and saves nothing twice.
+func TestLostCallIsRecoveredOnceByAnotherBox(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *Config) { c.LeaseTTL = time.Second })
+	ctx := context.Background()
+	number := "+34600777888"
+	e.model.ScriptTranscripts("I moved to Valencia last month.")
+	e.model.Script(providertest.Reply{Content: "Thanks, noted."},
+		providertest.Reply{Content: `{"operations":[{"op":"add","content":"Lives in Valencia."}],"summary":"Said they moved."}`})
+	r := e.start(CallInfo{Agent: "receptionist", PhoneNumber: number})
+	r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
+	r.say(800)
+	r.stepUntil("the answer", 1000, func() bool { return len(r.call.Entries()) == 3 })
+	// The turns are in the record as they were heard, before any end.
+	waitFor(t, "the heard turns to be persisted", func() bool {
+		rec, _ := e.mgr.Get(ctx, r.call.ID())
+		return len(rec.Transcript) == 3 && rec.Status == "active"
+	})
+	// This box "dies": it stops renewing leases (it never ran Run). Two
+	// other boxes look for lost calls at once.
+	other := func() *Manager {
+		cfg := e.mgr.cfg
+		cfg.BoxID, cfg.Clock = "", nil
+		return NewManager(cfg)
+	}
+	b1, b2 := other(), other()
+	waitFor(t, "the lease to run out", func() bool {
+		var lost bool
+		_ = e.mgr.cfg.Pool.QueryRow(ctx, `SELECT lease_until < now() FROM stackbone_platform.voice_calls WHERE id = $1`, r.call.ID()).Scan(&lost)
+		return lost
+	})
+	var wg sync.WaitGroup
+	for _, b := range []*Manager{b1, b2} {
+		wg.Add(1)
+		go func() { defer wg.Done(); b.recoverLost(ctx) }()
+	}
+	wg.Wait()
+	rec, err := e.mgr.Get(ctx, r.call.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != "ended" || *rec.Outcome != OutcomeBoxLost || rec.EndReason == nil || !rec.Memory.Saved || len(rec.Transcript) != 3 {
+		t.Fatalf("recovered record: %+v memory %+v", rec, rec.Memory)
+	}
+	if e.extractions() != 1 {
+		t.Fatalf("%d saves, want 1", e.extractions())
+	}
+	facts, _ := e.mem.Recall(ctx, memory.RecallRequest{AgentID: "receptionist", UserID: number})
+	if len(facts.Facts) != 1 || len(facts.Calls) != 1 || *facts.Calls[0].Outcome != string(OutcomeBoxLost) {
+		t.Fatalf("saved memory: %+v", facts)
+	}
+	// The first box was only cut off, not dead: its own completion must
+	// neither overwrite the record nor save again.
+	r.call.End(OutcomeCallerHangup, "")
+	r.end()
+	rec2, _ := e.mgr.Get(ctx, r.call.ID())
+	facts2, _ := e.mem.Recall(ctx, memory.RecallRequest{AgentID: "receptionist", UserID: number})
+	if *rec2.Outcome != OutcomeBoxLost || len(facts2.Calls) != 1 || e.extractions() != 1 {
+		t.Fatalf("after the cut-off box completed: outcome %s, %d calls saved, %d extractions", *rec2.Outcome, len(facts2.Calls), e.extractions())
+	}
+}
+
+// Drain lets calls end on their own until its deadline, refuses new ones,
+// then ends the rest as shutdown, each completed and saved before it
+// returns.
+func TestDrainEndsCallsAsShutdownAndSavesThem(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.model.ScriptTranscripts("I prefer email.")
+	e.model.Script(providertest.Reply{Content: "Noted."},
+		providertest.Reply{Content: `{"operations":[{"op":"add","content":"Prefers email."}],"summary":"Stated a preference."}`})
+	r := e.start(CallInfo{Agent: "receptionist", PhoneNumber: "+34600121212"})
+	r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
+	r.say(800)
+	r.stepUntil("the answer", 1000, func() bool { return len(r.call.Entries()) == 3 })
+	drainCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	drained := make(chan struct{})
+	go func() { e.mgr.Drain(drainCtx); close(drained) }()
+	waitFor(t, "the drain to start", e.mgr.Draining)
+	if _, err := e.mgr.Open(ctx, CallInfo{Agent: "receptionist", Direction: Inbound}); err != ErrDraining {
+		t.Fatalf("a new call while draining: %v", err)
+	}
+	select {
+	case <-drained:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the drain did not return")
+	}
+	// Drain returned only after the completion: the record is final.
+	rec, _ := e.mgr.Get(ctx, r.call.ID())
+	if rec.Status != "ended" || *rec.Outcome != OutcomeShutdown || !rec.Memory.Saved || e.extractions() != 1 {
+		t.Fatalf("after the drain: %+v %+v", rec, rec.Memory)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -3,8 +3,6 @@ package voice
 import (
 	"context"
 	"encoding/json"
-
-	"github.com/stackbone/box/memory"
 )
 
 // complete is the call's one completion, whatever ended it: commit what
@@ -26,37 +24,11 @@ func (c *Call) complete(end End) {
 	c.mu.Unlock()
 	ended := c.clk.Now()
 	duration := ended.Sub(c.started).Seconds()
+	close(c.stopPersist)
+	<-c.persisted
 	entries := c.transcript.Entries()
-	switch {
-	case c.report.Off != "" || !c.view.Value.Save:
-		c.report.NotSavedReason = c.report.Off
-		if c.report.NotSavedReason == "" {
-			c.report.NotSavedReason = "save is off"
-		}
-	case len(entries) == 0:
-		c.report.NotSavedReason = "nothing was said and heard"
-	default:
-		msgs := make([]memory.Message, len(entries))
-		for i, e := range entries {
-			msgs[i] = memory.Message{Role: e.Role, Content: e.Text}
-		}
-		sctx, cancel := context.WithTimeout(ctx, c.m.cfg.SaveTimeout)
-		started, dur, out, callID := c.started, duration, string(end.Outcome), c.info.ID
-		_, err := c.m.cfg.Memory.Add(sctx, memory.AddRequest{
-			AgentID: c.info.Agent, UserID: c.sel.Value, Transcript: memory.Transcript{Messages: msgs},
-			Instructions: c.view.Value.Instructions,
-			Call:         memory.CallMeta{StartedAt: &started, DurationSeconds: &dur, Outcome: &out, RunID: &callID},
-		})
-		cancel()
-		if err != nil {
-			c.report.SaveError = memory.Code(err)
-			if c.report.SaveError == "" {
-				c.report.SaveError = "memory_unavailable"
-			}
-		} else {
-			c.report.Saved = true
-		}
-	}
+	c.m.saveHeard(ctx, &c.report, c.info.Agent, snapshot{Instructions: c.view.Value.Instructions, UserID: c.sel.Value},
+		entries, c.started, duration, end.Outcome, c.info.ID)
 	tr, _ := json.Marshal(entries)
 	if entries == nil {
 		tr = []byte("[]")
@@ -67,7 +39,8 @@ func (c *Call) complete(end End) {
 		met = []byte("[]")
 	}
 	_, err := c.m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET status = 'ended', ended_at = $2, outcome = $3,
-		duration_seconds = $4, transcript = $5, memory = $6, metrics = $7, end_reason = NULLIF($8, '') WHERE id = $1`,
+		duration_seconds = $4, transcript = $5, memory = $6, metrics = $7, end_reason = NULLIF($8, '')
+		WHERE id = $1 AND status <> 'ended'`, // not if another box closed it as lost meanwhile
 		c.info.ID, ended, string(end.Outcome), duration, tr, mem, met, end.Reason)
 	if err != nil {
 		c.m.log.Warn("voice: record call end", "call", c.info.ID, "error", err)

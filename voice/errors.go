@@ -10,6 +10,8 @@ var (
 	ErrNoTransfer = errors.New("voice: transfer not available")
 	// ErrUnknownAgent: the call names no declared agent.
 	ErrUnknownAgent = errors.New("voice: unknown agent")
+	// ErrDraining: the box is stopping and takes no new calls.
+	ErrDraining = errors.New("voice: the box is stopping")
 	// ErrNotFound: no call with that id.
 	ErrNotFound = errors.New("voice: call not found")
 )

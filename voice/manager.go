@@ -53,6 +53,13 @@ type Config struct {
 	Clock Clock
 	// SaveTimeout bounds the memory save after a call (default 2 minutes).
 	SaveTimeout time.Duration
+	// BoxID names this box in the calls it carries (default a random id
+	// per process).
+	BoxID string
+	// LeaseTTL is how long a call's lease lasts without renewal (default
+	// 15 s): a call whose box stopped renewing it for this long is closed
+	// by any box as box_lost (see Run).
+	LeaseTTL time.Duration
 	// OnOpen, when set, is called with each call once it opened, before
 	// its transport answers (observers: tests, operators' tools). It must
 	// not block.
@@ -64,8 +71,9 @@ type Manager struct {
 	cfg Config
 	log *slog.Logger
 
-	mu    sync.Mutex
-	calls map[string]*Call
+	mu       sync.Mutex
+	calls    map[string]*Call
+	draining bool
 }
 
 // NewManager returns a Manager.
@@ -85,7 +93,54 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.New()
 	}
+	if cfg.BoxID == "" {
+		cfg.BoxID = "box_" + uuid.NewString()
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = 15 * time.Second
+	}
 	return &Manager{cfg: cfg, log: cfg.Logger.With("component", "voice"), calls: map[string]*Call{}}
+}
+
+// Draining reports whether the box is stopping: transports refuse new
+// calls (SIP 503 with Retry-After, rooms 503) so they go to another box.
+func (m *Manager) Draining() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.draining
+}
+
+// Drain stops taking new calls and lets the calls in progress end on their
+// own until ctx ends; then it ends the rest with OutcomeShutdown. It returns
+// once every call completed (what was heard committed, the call recorded,
+// memory saved), so the caller may close the database only after it.
+func (m *Manager) Drain(ctx context.Context) {
+	m.mu.Lock()
+	m.draining = true
+	m.mu.Unlock()
+	m.log.Info("voice: draining", "calls", m.Active())
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for m.Active() > 0 {
+		select {
+		case <-ctx.Done():
+			m.mu.Lock()
+			left := make([]*Call, 0, len(m.calls))
+			for _, c := range m.calls {
+				left = append(left, c)
+			}
+			m.mu.Unlock()
+			m.log.Info("voice: ending calls still in progress", "calls", len(left))
+			for _, c := range left {
+				c.End(OutcomeShutdown, "the box was stopped")
+			}
+			for _, c := range left {
+				<-c.Done()
+			}
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // Active is the number of calls in progress.
@@ -136,16 +191,24 @@ func (m *Manager) Open(ctx context.Context, info CallInfo) (*Call, error) {
 	clk := m.cfg.Clock
 	c := &Call{m: m, clk: clk, info: info, agent: ag, started: clk.Now(),
 		inbox: newInbox(clk, info.SampleRate, info.MediaTimeout), transcript: newTranscript(),
-		digits: make(chan rune, 32), ends: make(chan End, 4), attach: make(chan attachment), done: make(chan struct{})}
+		digits: make(chan rune, 32), ends: make(chan End, 4), attach: make(chan attachment), done: make(chan struct{}),
+		committedTurn: make(chan struct{}, 1), stopPersist: make(chan struct{}), persisted: make(chan struct{})}
+	c.transcript.onCommit = c.turnCommitted
 	// Counted from now: a call being opened is in progress (its recall may
 	// take a moment), for the operator and for a drain.
 	m.mu.Lock()
+	if m.draining {
+		m.mu.Unlock()
+		return nil, ErrDraining
+	}
 	m.calls[info.ID] = c
 	m.mu.Unlock()
 	if err := c.open(ctx); err != nil {
 		m.remove(c)
+		close(c.done)
 		return nil, err
 	}
+	go c.persist()
 	go c.live()
 	if m.cfg.OnOpen != nil {
 		m.cfg.OnOpen(c)
@@ -187,6 +250,10 @@ type Call struct {
 	speaking *turn // the assistant turn on the playout, nil for none
 	metrics  []map[string]any
 	turns    sync.WaitGroup // turns still recording their metrics
+
+	committedTurn chan struct{} // wakes the persister
+	stopPersist   chan struct{}
+	persisted     chan struct{} // closed once the persister stopped
 
 	ends   chan End        // reported ends; the owner takes the first
 	attach chan attachment // Run hands the transport to the owner
@@ -245,9 +312,12 @@ func (c *Call) open(ctx context.Context) error {
 		c.recall = recallContext(rec)
 	}
 	mem, _ := json.Marshal(c.report)
-	_, err = c.m.cfg.Pool.Exec(ctx, `INSERT INTO stackbone_platform.voice_calls (id, direction, agent_id, phone_number, trunk, status, started_at, memory)
-		VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), 'ringing', $6, $7)`,
-		c.info.ID, c.info.Direction, c.info.Agent, c.info.PhoneNumber, c.info.Trunk, c.started, mem)
+	snap, _ := json.Marshal(snapshot{Instructions: v.Value.Instructions, UserID: c.sel.Value})
+	_, err = c.m.cfg.Pool.Exec(ctx, `INSERT INTO stackbone_platform.voice_calls (id, direction, agent_id, phone_number, trunk, status,
+		started_at, memory, snapshot, box_id, lease_until)
+		VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), 'ringing', $6, $7, $8, $9, now() + make_interval(secs => $10))`,
+		c.info.ID, c.info.Direction, c.info.Agent, c.info.PhoneNumber, c.info.Trunk, c.started, mem, snap,
+		c.m.cfg.BoxID, c.m.cfg.LeaseTTL.Seconds())
 	if err != nil {
 		return fmt.Errorf("voice: record call: %w", err)
 	}

@@ -25,6 +25,10 @@ type Entry struct {
 // turn commits exactly once; a second commit of the same turn is ignored.
 // It is safe for concurrent use.
 type transcript struct {
+	// onCommit, when set, is called after each commit that added an entry
+	// (outside the lock; it must not block).
+	onCommit func()
+
 	mu        sync.Mutex
 	entries   []Entry
 	committed map[int]bool
@@ -38,13 +42,19 @@ func newTranscript() *transcript { return &transcript{committed: map[int]bool{}}
 // heard).
 func (t *transcript) Commit(turn int, role, text string, at time.Time) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.committed[turn] {
+		t.mu.Unlock()
 		return false
 	}
 	t.committed[turn] = true
+	added := false
 	if text = strings.TrimSpace(text); text != "" {
 		t.entries = append(t.entries, Entry{Turn: turn, Role: role, Text: text, At: at})
+		added = true
+	}
+	t.mu.Unlock()
+	if added && t.onCommit != nil {
+		t.onCommit()
 	}
 	return true
 }

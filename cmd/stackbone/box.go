@@ -47,6 +47,9 @@ type boxOptions struct {
 	// dataDir holds local state: uploaded originals when the object store
 	// is the filesystem.
 	dataDir string
+	// drain is how long calls may end on their own at a stop, unless the
+	// configuration says (shutdown.drain).
+	drain time.Duration
 }
 
 // runBox wires every part of the box once and serves until ctx ends.
@@ -124,6 +127,11 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 		MaxDuration: cfg.SIP.MaxCallDuration,
 		Runs:        runStore, Speech: voice.ProviderSpeech(registry, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) }), Logger: log})
 	calls.Register(handler)
+	// Call leases are renewed until the drain ended (see below), and calls
+	// whose box died are closed as box_lost by this box as by any other.
+	leaseCtx, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLeases()
+	go calls.Run(leaseCtx)
 	memoryStores.Register(handler)
 	retrieval.Register(handler)
 	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: cfg.Rooms, Logger: log})
@@ -140,7 +148,9 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	if err != nil {
 		return err
 	}
-	if err := phones.Start(ctx); err != nil {
+	// The SIP side outlives the signal: it answers 503 while the calls
+	// drain, and closes after them.
+	if err := phones.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
 	defer phones.Close()
@@ -178,6 +188,20 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 		return fmt.Errorf("http: %w", err)
 	case <-ctx.Done():
 	}
+	// A stop drains: no new calls (SIP 503, rooms 503, /readyz unready),
+	// the calls in progress end on their own until the drain deadline, the
+	// rest end as shutdown, and each is completed and saved before anything
+	// it needs (SIP, HTTP, the database) closes.
+	drain := opt.drain
+	if cfg.Shutdown.Drain > 0 {
+		drain = cfg.Shutdown.Drain
+	}
+	log.Info("stopping: draining calls", "calls", calls.Active(), "drain", drain)
+	handler.Drain()
+	drainCtx, stopDrain := context.WithTimeout(context.WithoutCancel(ctx), drain)
+	calls.Drain(drainCtx)
+	stopDrain()
+	stopLeases()
 	log.Info("stopping")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -221,7 +245,7 @@ func devCmd() *cobra.Command {
 				}()
 				cfg.Database.URL = cluster.URL(pgcluster.DefaultDatabase)
 			}
-			return runBox(ctx, cfg, boxOptions{devKey: true, migrate: true, dataDir: dataDir}, log)
+			return runBox(ctx, cfg, boxOptions{devKey: true, migrate: true, dataDir: dataDir, drain: 30 * time.Second}, log)
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "config file (default: configs/dev.yaml if present, else the embedded copy)")
@@ -261,7 +285,7 @@ func serveCmd() *cobra.Command {
 			if cfg.Database.URL == "" {
 				return errors.New("serve needs a database: set database.url in the config or STACKBONE_DATABASE_URL")
 			}
-			return runBox(cmd.Context(), cfg, boxOptions{migrate: migrate, dataDir: dataDir}, newLogger())
+			return runBox(cmd.Context(), cfg, boxOptions{migrate: migrate, dataDir: dataDir, drain: 5 * time.Minute}, newLogger())
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "config file (required)")

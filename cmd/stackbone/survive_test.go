@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/sip/siptest"
+	"github.com/stackbone/box/store/storetest"
+)
+
+// A stop is a path like any other: what a caller heard survives SIGTERM
+// (the call drains, ends as shutdown, is saved, then the box exits) and
+// kill -9 (the next box closes the call as box_lost from the turns
+// persisted as it went, and saves them once).
+func TestCallsSurviveStopAndCrash(t *testing.T) {
+	t.Parallel()
+	bin := buildBox(t)
+	for _, tc := range []struct {
+		name   string
+		signal os.Signal
+	}{{"SIGTERM", syscall.SIGTERM}, {"kill -9", syscall.SIGKILL}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dbURL := storetest.URL(t)
+			pool, err := pgxpool.New(ctx, dbURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			model := providertest.New(t)
+			model.RespondTranscripts(func([]byte) string { return "I prefer to be called in the morning." })
+			var mu sync.Mutex
+			extractions := 0
+			model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+				if strings.Contains(req.Messages[0].Content, `"operations"`) {
+					mu.Lock()
+					extractions++
+					mu.Unlock()
+					return providertest.Reply{Content: `{"operations":[{"op":"add","content":"Prefers morning calls."}],"summary":"Asked for morning calls."}`}
+				}
+				return providertest.Reply{Content: "Noted, mornings it is."}
+			})
+			cfgPath := writeConfig(t, dbURL)
+			box := startBox(t, bin, cfgPath, model.URL())
+
+			caller := siptest.NewCaller(t)
+			call, err := caller.Call(ctx, "100", box.sipAddr, "+34600333444")
+			if err != nil {
+				t.Fatalf("call: %v\n%s", err, box.logs())
+			}
+			// The greeting plays through before the caller speaks.
+			siptest.Eventually(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
+			call.Talk(1)
+			var callID string
+			siptest.Eventually(t, "the caller's turn and the answer to be heard and persisted", 60*time.Second, func() bool {
+				var n int
+				err := pool.QueryRow(ctx, `SELECT id, jsonb_array_length(transcript) FROM stackbone_platform.voice_calls
+					WHERE status = 'active'`).Scan(&callID, &n)
+				return err == nil && n >= 3
+			})
+			box.cmd.Process.Signal(tc.signal)
+			code := box.wait(t, 60*time.Second)
+
+			wantOutcome := "shutdown"
+			if tc.signal == syscall.SIGKILL {
+				wantOutcome = "box_lost"
+				var status string
+				pool.QueryRow(ctx, `SELECT status FROM stackbone_platform.voice_calls WHERE id = $1`, callID).Scan(&status)
+				if status == "ended" {
+					t.Fatal("the call ended although its box was killed")
+				}
+				// The next box, on the same database, finds the lost call.
+				startBox(t, bin, cfgPath, model.URL())
+			} else {
+				if code != 0 {
+					t.Fatalf("the box exited with %d after SIGTERM\n%s", code, box.logs())
+				}
+				select {
+				case <-call.Ended():
+				case <-time.After(10 * time.Second):
+					t.Fatal("the caller got no BYE from the stopping box")
+				}
+			}
+			var outcome string
+			var saved bool
+			var turns int
+			siptest.Eventually(t, "the call's completion", 60*time.Second, func() bool {
+				err := pool.QueryRow(ctx, `SELECT coalesce(outcome, ''), coalesce((memory->>'saved')::bool, false),
+					jsonb_array_length(transcript) FROM stackbone_platform.voice_calls WHERE id = $1 AND status = 'ended'`,
+					callID).Scan(&outcome, &saved, &turns)
+				return err == nil && saved
+			})
+			if outcome != wantOutcome || turns < 3 {
+				t.Fatalf("outcome %q with %d heard turns, want %s with at least 3", outcome, turns, wantOutcome)
+			}
+			var calls int
+			var fact string
+			pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.memory_calls WHERE user_id = '+34600333444' AND outcome = $1`,
+				wantOutcome).Scan(&calls)
+			pool.QueryRow(ctx, `SELECT content FROM stackbone_platform.memory_facts WHERE user_id = '+34600333444'`).Scan(&fact)
+			mu.Lock()
+			n := extractions
+			mu.Unlock()
+			if calls != 1 || fact != "Prefers morning calls." || n != 1 {
+				t.Fatalf("saved %d call records (fact %q) from %d extractions, want exactly one", calls, fact, n)
+			}
+		})
+	}
+}
+
+func buildBox(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stackbone")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func writeConfig(t *testing.T, dbURL string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "box.yaml")
+	cfg := fmt.Sprintf(`
+database: {url: %q}
+agents:
+  receptionist:
+    model: openai/chat
+    instructions: You answer the phone.
+    greeting: Hello, front desk.
+    memory: {identityKey: phoneNumber, read: true, save: true}
+sip:
+  trunks:
+    inbound:
+      - name: local
+        sources: [127.0.0.1]
+        routes: [{number: "*", agent: receptionist}]
+shutdown: {drain: 1s}
+`, dbURL)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type runningBox struct {
+	cmd     *exec.Cmd
+	out     *syncBuffer
+	exited  chan int
+	sipAddr string
+}
+
+func (b *runningBox) logs() string { return b.out.String() }
+
+// wait returns the exit code of the box process.
+func (b *runningBox) wait(t *testing.T, limit time.Duration) int {
+	t.Helper()
+	select {
+	case code := <-b.exited:
+		return code
+	case <-time.After(limit):
+		t.Fatalf("the box did not exit\n%s", b.logs())
+		return -1
+	}
+}
+
+// startBox runs `serve` and waits until it is ready; the test's end kills it.
+func startBox(t *testing.T, bin, cfgPath, providerURL string) *runningBox {
+	t.Helper()
+	httpAddr := freeAddr(t)
+	sipAddr := freeUDPAddr(t)
+	out := &syncBuffer{}
+	cmd := exec.Command(bin, "serve", "--config", cfgPath, "--migrate", "--data-dir", t.TempDir())
+	cmd.Env = append(filteredEnv(), "STACKBONE_HTTP_ADDR="+httpAddr, "STACKBONE_SIP_ADDR="+sipAddr,
+		"OPENAI_BASE_URL="+providerURL, "OPENAI_API_KEY=test")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b := &runningBox{cmd: cmd, out: out, exited: make(chan int, 1), sipAddr: sipAddr}
+	go func() {
+		_ = cmd.Wait()
+		b.exited <- cmd.ProcessState.ExitCode()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("box output:\n%s", out.String())
+		}
+	})
+	siptest.Eventually(t, "the box to be ready", 60*time.Second, func() bool {
+		resp, err := http.Get("http://" + httpAddr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return b
+}
+
+func freeUDPAddr(t *testing.T) string {
+	t.Helper()
+	for range 20 {
+		u, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := u.LocalAddr().String()
+		l, err := net.Listen("tcp", addr)
+		u.Close()
+		if err == nil {
+			l.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port")
+	return ""
+}
+
+// syncBuffer collects a process's output while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

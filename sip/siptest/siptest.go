@@ -1,0 +1,203 @@
+// Package siptest is a SIP caller for tests outside package sip: a real
+// user agent (diago over sipgo) on loopback that calls the box, speaks
+// speech-like G.711 audio with pauses, and measures what it hears. It
+// stands in for a phone, never for the box.
+//
+//	c := siptest.NewCaller(t)
+//	call, err := c.Call(ctx, "100", boxSIPAddr)
+//	call.Talk(2) // two bursts of speech, then line noise
+//	siptest.Eventually(t, "the greeting", 10*time.Second, func() bool { return call.Voiced() > 20 })
+//	<-call.Ended()
+package siptest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emiago/diago"
+	"github.com/emiago/diago/media"
+	"github.com/emiago/sipgo"
+	"github.com/emiago/sipgo/sip"
+	"github.com/zaf/g711"
+)
+
+// Caller is a SIP phone on 127.0.0.1.
+type Caller struct {
+	t  testing.TB
+	dg *diago.Diago
+}
+
+// NewCaller starts a user agent on a free loopback port; it stops when the
+// test ends.
+func NewCaller(t testing.TB) *Caller {
+	t.Helper()
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent("siptest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.LocalAddr().(*net.UDPAddr).Port
+	l.Close()
+	dg := diago.NewDiago(ua, diago.WithTransport(diago.Transport{Transport: "udp", BindHost: "127.0.0.1", BindPort: port}))
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := dg.ServeBackground(ctx, func(d *diago.DialogServerSession) {
+		_ = d.Respond(sip.StatusBusyHere, "Busy Here", nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	Eventually(t, "the caller's listener", 5*time.Second, func() bool {
+		c, err := ua.TransportLayer().GetConnection("udp", addr)
+		return err == nil && c != nil
+	})
+	t.Cleanup(func() {
+		cancel()
+		ua.Close()
+	})
+	return &Caller{t: t, dg: dg}
+}
+
+// Call is one answered call.
+type Call struct {
+	d   *diago.DialogClientSession
+	med *diago.DialogMedia
+
+	mu     sync.Mutex
+	voiced int // 20 ms packets heard with speech in them
+	stop   chan struct{}
+	once   sync.Once
+}
+
+// Call dials user at addr (host:port) from the number from, and returns
+// once the box answered. It hears from then on.
+func (c *Caller) Call(ctx context.Context, user, addr, from string) (*Call, error) {
+	var u sip.Uri
+	if err := sip.ParseUri("sip:"+user+"@"+addr, &u); err != nil {
+		return nil, err
+	}
+	opts := diago.InviteOptions{}
+	if from != "" {
+		opts.Headers = []sip.Header{sip.NewHeader("P-Asserted-Identity", "<sip:"+from+"@127.0.0.1>")}
+	}
+	d, med, err := c.dg.Invite(ctx, u, opts)
+	if err != nil {
+		return nil, err
+	}
+	call := &Call{d: d, med: med, stop: make(chan struct{})}
+	go call.hear()
+	return call, nil
+}
+
+// Status is the SIP status of a failed Call's final response, 0 if none.
+func Status(err error) int {
+	var re sipgo.ErrDialogResponse
+	if errors.As(err, &re) {
+		return re.Res.StatusCode
+	}
+	var rp *sipgo.ErrDialogResponse
+	if errors.As(err, &rp) {
+		return rp.Res.StatusCode
+	}
+	return 0
+}
+
+func (c *Call) hear() {
+	r, err := c.med.AudioReader()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, media.RTPBufSize)
+	for {
+		n, err := r.Read(buf)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		var sum float64
+		for _, b := range buf[:n] {
+			v := float64(g711.DecodeUlawFrame(b))
+			sum += v * v
+		}
+		if n > 0 && math.Sqrt(sum/float64(n)) > 1000 {
+			c.mu.Lock()
+			c.voiced++
+			c.mu.Unlock()
+		}
+	}
+}
+
+// Voiced is how many 20 ms packets with speech the caller heard so far.
+func (c *Call) Voiced() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.voiced
+}
+
+// Talk sends audio until the call ends: bursts times 0.8 s of speech-like
+// tone (syllables with short gaps) after 0.4 s of line noise, each burst
+// followed by 1.2 s of line noise, then line noise only.
+func (c *Call) Talk(bursts int) {
+	w, err := c.med.AudioWriter()
+	if err != nil {
+		return
+	}
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		payload := make([]byte, 160)
+		for i := 0; ; i++ {
+			select {
+			case <-c.stop:
+				return
+			case <-c.d.Context().Done():
+				return
+			case <-tick.C:
+			}
+			voiced := i%100 >= 20 && i%100 < 60 && i%10 < 8 && i/100 < bursts
+			for j := range payload {
+				v := int16((j*7919)%61 - 30)
+				if voiced {
+					v = int16(10000 * math.Sin(2*math.Pi*300*float64(i*160+j)/8000))
+				}
+				payload[j] = g711.EncodeUlawFrame(v)
+			}
+			if _, err := w.Write(payload); err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// Ended is closed when the dialog ended (the box's BYE, or Hangup).
+func (c *Call) Ended() <-chan struct{} { return c.d.Context().Done() }
+
+// Hangup sends BYE.
+func (c *Call) Hangup(ctx context.Context) error {
+	c.once.Do(func() { close(c.stop) })
+	return c.d.Hangup(ctx)
+}
+
+// Eventually polls cond every 10 ms until it holds, failing the test after
+// limit.
+func Eventually(t testing.TB, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,201 @@
+package voice
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stackbone/box/memory"
+)
+
+// snapshot is what a call's completion needs that the call record does not
+// show: kept with the call when it opens, so another box can complete it.
+type snapshot struct {
+	Instructions *string `json:"instructions,omitempty"`
+	UserID       string  `json:"userId,omitempty"`
+}
+
+// boxLostReason is the end reason of a call closed because its box died.
+const boxLostReason = "the box carrying the call stopped without ending it"
+
+// persist keeps the heard transcript in the call's record as it grows, so
+// a crash loses at most the turn being committed. One goroutine per call
+// writes the latest transcript; it stops (flushing) before the call's
+// final record is written.
+func (c *Call) persist() {
+	defer close(c.persisted)
+	written := 0
+	for {
+		select {
+		case <-c.committedTurn:
+		case <-c.stopPersist:
+			return
+		}
+		entries := c.transcript.Entries()
+		if len(entries) == written {
+			continue
+		}
+		tr, _ := json.Marshal(entries)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := c.m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET transcript = $2 WHERE id = $1 AND status <> 'ended'`,
+			c.info.ID, tr)
+		cancel()
+		if err != nil {
+			c.m.log.Warn("voice: persist heard transcript", "call", c.info.ID, "error", err)
+			continue
+		}
+		written = len(entries)
+	}
+}
+
+// turnCommitted wakes the persister; a wake already pending covers this
+// turn too.
+func (c *Call) turnCommitted() {
+	select {
+	case c.committedTurn <- struct{}{}:
+	default:
+	}
+}
+
+// Run keeps the leases of the calls this box carries and closes calls
+// whose box died: every third of the lease it renews its own calls' leases
+// and looks for calls in progress whose lease ran out, which it closes as
+// box_lost and completes from their persisted heard transcript (once: of
+// boxes racing for one call, one wins). It returns when ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	every := m.cfg.LeaseTTL / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		m.recoverLost(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.renewLeases(ctx)
+	}
+}
+
+func (m *Manager) renewLeases(ctx context.Context) {
+	m.mu.Lock()
+	ids := make([]string, 0, len(m.calls))
+	for id := range m.calls {
+		ids = append(ids, id)
+	}
+	m.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	if _, err := m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET lease_until = now() + make_interval(secs => $2)
+		WHERE id = ANY($1) AND status <> 'ended'`, ids, m.cfg.LeaseTTL.Seconds()); err != nil && ctx.Err() == nil {
+		m.log.Warn("voice: renew call leases", "calls", len(ids), "error", err)
+	}
+}
+
+// recoverLost closes the calls whose lease ran out, a few at a time.
+func (m *Manager) recoverLost(ctx context.Context) {
+	rows, err := m.cfg.Pool.Query(ctx, `SELECT id FROM stackbone_platform.voice_calls
+		WHERE status <> 'ended' AND lease_until < now() ORDER BY lease_until LIMIT 100`)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.log.Warn("voice: look for lost calls", "error", err)
+		}
+		return
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	for _, id := range ids {
+		if err := m.recoverCall(ctx, id); err != nil && ctx.Err() == nil {
+			m.log.Warn("voice: recover lost call", "call", id, "error", err)
+		}
+	}
+}
+
+// errNotLost: another box closed the call first, or its box renewed it.
+var errNotLost = errors.New("voice: the call is not lost")
+
+// recoverCall claims a lost call by ending its record as box_lost (one
+// statement: of boxes racing, one gets the row), then saves its persisted
+// heard transcript once and records what memory did.
+func (m *Manager) recoverCall(ctx context.Context, id string) error {
+	var (
+		agentID string
+		started time.Time
+		lastAt  time.Time
+		tr, mem []byte
+		snapRaw []byte
+	)
+	err := m.cfg.Pool.QueryRow(ctx, `UPDATE stackbone_platform.voice_calls c SET status = 'ended', outcome = 'box_lost',
+		end_reason = $2, ended_at = greatest(c.lease_until - make_interval(secs => $3), c.started_at),
+		duration_seconds = extract(epoch FROM greatest(c.lease_until - make_interval(secs => $3), c.started_at) - c.started_at)
+		WHERE id = $1 AND status <> 'ended' AND lease_until < now()
+		RETURNING agent_id, started_at, ended_at, transcript, memory, snapshot`, id, boxLostReason, m.cfg.LeaseTTL.Seconds()).
+		Scan(&agentID, &started, &lastAt, &tr, &mem, &snapRaw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errNotLost
+	}
+	if err != nil {
+		return err
+	}
+	var entries []Entry
+	var report MemoryReport
+	var snap snapshot
+	_ = json.Unmarshal(tr, &entries)
+	_ = json.Unmarshal(mem, &report)
+	_ = json.Unmarshal(snapRaw, &snap)
+	m.saveHeard(ctx, &report, agentID, snap, entries, started, lastAt.Sub(started).Seconds(), OutcomeBoxLost, id)
+	mem, _ = json.Marshal(report)
+	if _, err := m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET memory = $2 WHERE id = $1`, id, mem); err != nil {
+		return err
+	}
+	m.log.Info("call ended", "call", id, "agent", agentID, "outcome", OutcomeBoxLost, "turns", len(entries),
+		"saved", report.Saved, "save_error", report.SaveError, "recoveredBy", m.cfg.BoxID)
+	return nil
+}
+
+// saveHeard is the one memory save of a call, whoever completes it: with
+// memory on and something heard, one add with the heard transcript and the
+// call record; a failed save is recorded in report and not retried.
+func (m *Manager) saveHeard(ctx context.Context, report *MemoryReport, agentID string, snap snapshot, entries []Entry,
+	started time.Time, duration float64, outcome Outcome, callID string) {
+	switch {
+	case report.Off != "" || !report.Save:
+		report.NotSavedReason = report.Off
+		if report.NotSavedReason == "" {
+			report.NotSavedReason = "save is off"
+		}
+		return
+	case len(entries) == 0:
+		report.NotSavedReason = "nothing was said and heard"
+		return
+	}
+	msgs := make([]memory.Message, len(entries))
+	for i, e := range entries {
+		msgs[i] = memory.Message{Role: e.Role, Content: e.Text}
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.SaveTimeout)
+	defer cancel()
+	out := string(outcome)
+	_, err := m.cfg.Memory.Add(sctx, memory.AddRequest{
+		AgentID: agentID, UserID: snap.UserID, Transcript: memory.Transcript{Messages: msgs},
+		Instructions: snap.Instructions,
+		Call:         memory.CallMeta{StartedAt: &started, DurationSeconds: &duration, Outcome: &out, RunID: &callID},
+		// A box that completes a call another box saved just before it
+		// died gets that save back instead of saving twice.
+		IdempotencyKey: "call:" + callID,
+	})
+	if err != nil {
+		report.SaveError = memory.Code(err)
+		if report.SaveError == "" {
+			report.SaveError = "memory_unavailable"
+		}
+		return
+	}
+	report.Saved = true
+}
