@@ -492,3 +492,58 @@ func TestClientToolCallsAndBusySessions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A turn left running by a box that died frees its session within the
+// session lease (seconds, not the model timeout), while a live turn longer
+// than the lease keeps its session busy: its box's heartbeat renews it.
+func TestSessionLeaseOutlivesOnlyLiveTurns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	lease := 2 * time.Second
+	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: e.model.URL()}}, nil)
+	box := func() *agent.Runtime {
+		return agent.New(agent.Config{Pool: e.pool, Agents: e.cfg.Agents, Models: reg, Memory: e.mem, Settings: e.settings,
+			Logger: storetest.Logger(t), SessionLease: lease})
+	}
+	a, b := box(), box()
+	turn := func(rt *agent.Runtime, key, text string) error {
+		_, err := rt.Turn(e.ctx, agent.TurnRequest{Agent: "plain", SessionKey: key, Messages: user(text)}, func(agent.Event) error { return nil })
+		return err
+	}
+	// Box A runs a long turn on "live"; a dead box left "dead" running.
+	gate := make(chan struct{})
+	e.model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+		if req.Messages[len(req.Messages)-1].Content == "long" {
+			return providertest.Reply{Gate: gate, Content: "finally"}
+		}
+		return providertest.Reply{Content: "ok"}
+	})
+	done := make(chan error, 1)
+	go func() { done <- turn(a, "live", "long") }()
+	if err := turn(b, "dead", "first"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `UPDATE stackbone_platform.sessions SET status = 'running', running_since = now() - interval '3 seconds'
+		WHERE status = 'completed'`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := turn(b, "dead", "again"); err != nil {
+		t.Fatalf("a session its dead box left running: %v", err)
+	}
+	// Past three leases, the live turn still holds its session.
+	deadline := start.Add(3 * lease)
+	for time.Now().Before(deadline) {
+		if err := turn(b, "live", "cut in"); !errors.Is(err, agent.ErrSessionBusy) {
+			t.Fatalf("a live turn's session taken after %s: %v", time.Since(start), err)
+		}
+		time.Sleep(lease / 4)
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := turn(b, "live", "next"); err != nil {
+		t.Fatalf("the session after the long turn: %v", err)
+	}
+}

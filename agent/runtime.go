@@ -38,12 +38,17 @@ type Config struct {
 	MaxSteps int
 	// ModelTimeout bounds one turn. Defaults to 5 minutes.
 	ModelTimeout time.Duration
+	// SessionLease is how long a running turn holds its session without a
+	// heartbeat from its box (default 15 s): a turn whose box died frees
+	// the session this long after the box's last heartbeat.
+	SessionLease time.Duration
 }
 
 // Runtime runs turns. It is safe for concurrent use.
 type Runtime struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	leases sessionLeases
 }
 
 // New returns a Runtime.
@@ -60,7 +65,12 @@ func New(cfg Config) *Runtime {
 	if cfg.ModelTimeout == 0 {
 		cfg.ModelTimeout = 5 * time.Minute
 	}
-	return &Runtime{cfg: cfg, log: cfg.Logger.With("component", "agent")}
+	if cfg.SessionLease == 0 {
+		cfg.SessionLease = 15 * time.Second
+	}
+	r := &Runtime{cfg: cfg, log: cfg.Logger.With("component", "agent")}
+	r.leases.r = r
+	return r
 }
 
 // AgentInfo describes a declared agent for model lists.

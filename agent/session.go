@@ -58,7 +58,7 @@ type pending struct {
 // It returns the number of turns so far, or ErrDecisionPending or
 // ErrSessionBusy. wantHeld claims a held session (a decision) instead.
 func (r *Runtime) claim(ctx context.Context, id, kind, agentName string, wantHeld bool) (int, error) {
-	stale := r.cfg.Now().Add(-r.cfg.ModelTimeout - time.Minute)
+	stale := r.staleBefore()
 	var turns int
 	var err error
 	if wantHeld {
@@ -74,6 +74,7 @@ func (r *Runtime) claim(ctx context.Context, id, kind, agentName string, wantHel
 			RETURNING turns`, id, kind, agentName, stale).Scan(&turns)
 	}
 	if err == nil {
+		r.leases.hold(id)
 		return turns, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
@@ -97,6 +98,7 @@ func (r *Runtime) claim(ctx context.Context, id, kind, agentName string, wantHel
 // release ends a claim without a checkpoint: the turn failed or was
 // cancelled, and the session is open again (held stays held).
 func (r *Runtime) release(ctx context.Context, id, status string) {
+	defer r.leases.drop(id)
 	_, err := r.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.sessions SET status = $2, running_since = NULL,
 		last_activity_at = now() WHERE id = $1`, id, status)
 	if err != nil {
@@ -108,7 +110,7 @@ func (r *Runtime) release(ctx context.Context, id, status string) {
 // trip. It returns the turns so far, the messages and the last step, or the
 // errors of claim.
 func (r *Runtime) claimAndLoad(ctx context.Context, id, agentName string) (int, []Message, int, error) {
-	stale := r.cfg.Now().Add(-r.cfg.ModelTimeout - time.Minute)
+	stale := r.staleBefore()
 	var b pgx.Batch
 	// The claim is a lease, not conversation state: it need not wait for the
 	// disk. After a database crash a lost lease only means the session is
@@ -146,6 +148,7 @@ func (r *Runtime) claimAndLoad(ctx context.Context, id, agentName string) (int, 
 		}
 		return 0, nil, 0, storageErr("claim session", err)
 	}
+	r.leases.hold(id)
 	rows, err := br.Query()
 	if err != nil {
 		br.Close()
@@ -218,6 +221,9 @@ type turnRecord struct {
 // transaction, one round trip): the run, and for sessions the checkpoint,
 // the transcript row and the session row.
 func (r *Runtime) persist(ctx context.Context, t turnRecord) error {
+	if t.sessionID != "" {
+		defer r.leases.drop(t.sessionID) // the session's status is final from here
+	}
 	var b pgx.Batch
 	if t.kind != kindSession {
 		// Without a checkpoint, the rows are history and grouping, not the

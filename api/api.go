@@ -25,6 +25,7 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/telemetry"
 )
 
 // Config wires the API.
@@ -41,6 +42,9 @@ type Config struct {
 	// Logger receives one line per request: method, route, status, duration
 	// and key name. Never bodies.
 	Logger *slog.Logger
+	// Metrics records each request by route and status, and is served at
+	// /metrics (nil: neither).
+	Metrics *telemetry.Metrics
 }
 
 // Server serves the API.
@@ -69,6 +73,11 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	if s.cfg.Metrics != nil {
+		// For a scraper with a key that may read runs (operational data,
+		// never personal data).
+		s.mux.Handle("GET /metrics", s.Authed(auth.ScopeRunsRead, s.cfg.Metrics.Handler().ServeHTTP))
+	}
 
 	s.route("POST /api/memory/add", auth.ScopeMemoryWrite, s.memoryAdd)
 	s.route("POST /api/memory/recall", auth.ScopeMemoryRead, s.memoryRecall)
@@ -104,6 +113,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 	s.mux.ServeHTTP(sw, r)
+	s.cfg.Metrics.HTTP(r.Pattern, sw.status, time.Since(start))
 	s.log.LogAttrs(r.Context(), slog.LevelDebug, "request", slog.String("method", r.Method),
 		slog.String("route", r.Pattern), slog.Int("status", sw.status), slog.Duration("duration", time.Since(start)))
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/telemetry"
 )
 
 // Models resolves provider/model ids. *provider.Registry implements it.
@@ -39,6 +40,8 @@ type Config struct {
 	// Logger receives ids, sizes, codes and timings, never content.
 	// Defaults to slog.Default().
 	Logger *slog.Logger
+	// Metrics records each operation's latency and outcome (nil: none).
+	Metrics *telemetry.Metrics
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 	// FallbackModel is the extraction model after a System selection and the
@@ -84,11 +87,24 @@ func NewService(cfg Config) *Service {
 	return &Service{cfg: cfg, log: cfg.Logger.With("component", "memory")}
 }
 
+// observe records an operation's latency and outcome code.
+func (s *Service) observe(op string, start time.Time, err *error) {
+	code := ""
+	if *err != nil {
+		code = Code(*err)
+		if code == "" {
+			code = "error"
+		}
+	}
+	s.cfg.Metrics.Memory(op, code, time.Since(start))
+}
+
 // Add updates a person's memory from one conversation and stores one call
 // record. It returns ErrInvalidRequest, ErrModelFailed, ErrInvalidModelOutput,
 // ErrConflict (the memory changed while the model was asked), ErrPersistFailed,
 // ErrSchemaMissing or ErrUnavailable; on any error nothing is written.
-func (s *Service) Add(ctx context.Context, req AddRequest) (AddResult, error) {
+func (s *Service) Add(ctx context.Context, req AddRequest) (_ AddResult, err error) {
+	defer s.observe("add", time.Now(), &err)
 	if err := validateAdd(&req); err != nil {
 		return AddResult{}, err
 	}
@@ -388,7 +404,8 @@ func (s *Service) insertRun(ctx context.Context, r runs.Run) error {
 // Recall returns every fact of the person (oldest first) and their newest
 // call records first. An unknown person has two empty lists. It returns
 // ErrInvalidRequest, ErrSchemaMissing or ErrUnavailable.
-func (s *Service) Recall(ctx context.Context, req RecallRequest) (RecallResult, error) {
+func (s *Service) Recall(ctx context.Context, req RecallRequest) (_ RecallResult, err error) {
+	defer s.observe("recall", time.Now(), &err)
 	if err := validateScope(req.AgentID, req.UserID); err != nil {
 		return RecallResult{}, err
 	}
@@ -449,7 +466,8 @@ func (s *Service) Recall(ctx context.Context, req RecallRequest) (RecallResult, 
 // bumps the revision, so an add already in flight fails with ErrConflict
 // instead of restoring erased data. It returns the number of rows deleted, or
 // ErrInvalidRequest, ErrSchemaMissing or ErrUnavailable.
-func (s *Service) DeleteAll(ctx context.Context, agentID, userID string) (int64, error) {
+func (s *Service) DeleteAll(ctx context.Context, agentID, userID string) (_ int64, err error) {
+	defer s.observe("delete_all", time.Now(), &err)
 	if err := validateScope(agentID, userID); err != nil {
 		return 0, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/telemetry"
 )
 
 // SpeechFactory gives an agent's speech engines at a sample rate.
@@ -60,6 +61,8 @@ type Config struct {
 	// 15 s): a call whose box stopped renewing it for this long is closed
 	// by any box as box_lost (see Run).
 	LeaseTTL time.Duration
+	// Metrics records calls and turn stages (nil: none).
+	Metrics *telemetry.Metrics
 	// OnOpen, when set, is called with each call once it opened, before
 	// its transport answers (observers: tests, operators' tools). It must
 	// not block.
@@ -208,6 +211,7 @@ func (m *Manager) Open(ctx context.Context, info CallInfo) (*Call, error) {
 		close(c.done)
 		return nil, err
 	}
+	m.cfg.Metrics.CallOpened(info.Direction)
 	go c.persist()
 	go c.live()
 	if m.cfg.OnOpen != nil {

@@ -50,6 +50,7 @@ func (c *Call) live() {
 		end = c.carry(a)
 	}
 	c.complete(end)
+	c.m.cfg.Metrics.CallEnded(c.info.Direction, string(c.end.Outcome))
 	c.m.remove(c)
 	close(c.done)
 }
@@ -65,6 +66,7 @@ func (c *Call) carry(a attachment) End {
 		_ = c.t.Hangup(ctx)
 		return End{Outcome: OutcomeFailed, Reason: "the agent's speech engines are not available"}
 	}
+	c.m.cfg.Metrics.CallAnswered(c.info.Direction, c.clk.Since(c.started))
 	if _, err := c.m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET status = 'active', answered_at = $2 WHERE id = $1`,
 		c.info.ID, c.clk.Now()); err != nil {
 		c.m.log.Warn("voice: mark answered", "call", c.info.ID, "error", err)

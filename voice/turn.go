@@ -158,6 +158,12 @@ func (t *turn) record(res agent.Result) {
 	}
 	c.metrics = append(c.metrics, t.metrics)
 	c.mu.Unlock()
+	for key, stage := range map[string]string{"endOfUtteranceMs": "end_of_speech", "speechToTextMs": "speech_to_text",
+		"timeToFirstTokenMs": "first_token", "textToSpeechFirstByteMs": "first_audio", "wireToWireMs": "wire_to_wire"} {
+		if ms, ok := t.metrics[key].(int64); ok {
+			c.m.cfg.Metrics.TurnStage(stage, time.Duration(ms)*time.Millisecond)
+		}
+	}
 	if err := c.m.cfg.Runs.MergeMetadata(context.Background(), res.RunID, map[string]any{"voice": t.metrics}); err != nil {
 		c.m.log.Warn("voice: record metrics", "call", c.info.ID, "error", err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/stackbone/box/store/notify"
 	"github.com/stackbone/box/store/pgcluster"
 	"github.com/stackbone/box/stores"
+	"github.com/stackbone/box/telemetry"
 	"github.com/stackbone/box/voice"
 	"github.com/stackbone/box/voice/espeak"
 	aguiwire "github.com/stackbone/box/wire/agui"
@@ -87,13 +88,16 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 			return err
 		}
 	}
-	registry := provider.NewRegistry(cfg.Providers, nil)
+	// Operators' signals: Prometheus series at /metrics (see package telemetry).
+	metrics := telemetry.New()
+	metrics.WatchJobs(pool, jobs.Schema)
+	registry := provider.NewRegistry(cfg.Providers, &http.Client{Transport: metrics.Transport(nil)})
 	if _, err := registry.Resolve("openai/x"); errors.Is(err, provider.ErrNotConfigured) {
 		log.Warn("no model provider configured: set OPENAI_BASE_URL and/or OPENAI_API_KEY; requests that need a model will say so")
 	}
 	runStore := runs.NewStore(pool)
 	mem := memory.NewService(memory.Config{
-		Pool: pool, Models: registry, Logger: log,
+		Pool: pool, Models: registry, Logger: log, Metrics: metrics,
 		FallbackModel: cfg.Memory.Model, FallbackReasoningEffort: cfg.Memory.ReasoningEffort,
 	})
 	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
@@ -119,11 +123,11 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	go listener.Run(ctx)
 	runtime := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log,
 		Tools: agent.Sources(memoryStores.Tools(), retrieval.Tools(cfg.Agents))})
-	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: runtime, Config: cfg, Logger: log})
+	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: runtime, Config: cfg, Logger: log, Metrics: metrics})
 	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	aguiwire.Register(handler, aguiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
-	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: runtime, Memory: mem, Settings: settings,
+	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: runtime, Memory: mem, Settings: settings, Metrics: metrics,
 		MaxDuration: cfg.SIP.MaxCallDuration,
 		Runs:        runStore, Speech: voice.ProviderSpeech(registry, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) }), Logger: log})
 	calls.Register(handler)

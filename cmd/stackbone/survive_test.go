@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip/siptest"
 	"github.com/stackbone/box/store/storetest"
@@ -159,10 +162,11 @@ shutdown: {drain: 1s}
 }
 
 type runningBox struct {
-	cmd     *exec.Cmd
-	out     *syncBuffer
-	exited  chan int
-	sipAddr string
+	cmd      *exec.Cmd
+	out      *syncBuffer
+	exited   chan int
+	sipAddr  string
+	httpAddr string
 }
 
 func (b *runningBox) logs() string { return b.out.String() }
@@ -192,7 +196,7 @@ func startBox(t *testing.T, bin, cfgPath, providerURL string) *runningBox {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	b := &runningBox{cmd: cmd, out: out, exited: make(chan int, 1), sipAddr: sipAddr}
+	b := &runningBox{cmd: cmd, out: out, exited: make(chan int, 1), sipAddr: sipAddr, httpAddr: httpAddr}
 	go func() {
 		_ = cmd.Wait()
 		b.exited <- cmd.ProcessState.ExitCode()
@@ -249,4 +253,127 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// The series operators watch move with the work: scraped from a running
+// box during a SIP call and a chat turn, and free of personal data.
+func TestMetricsMoveWithCallsAndTurns(t *testing.T) {
+	t.Parallel()
+	bin := buildBox(t)
+	ctx := context.Background()
+	dbURL := storetest.URL(t)
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	const secret = "metrics-test-key"
+	if err := auth.NewStore(pool).Ensure(ctx, "scraper", secret, []string{auth.ScopeRunsRead, auth.ScopeAgentsRun}); err != nil {
+		t.Fatal(err)
+	}
+	model := providertest.New(t)
+	model.RespondTranscripts(func([]byte) string { return "My secret word is pineapple." })
+	model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+		if strings.Contains(req.Messages[0].Content, `"operations"`) {
+			return providertest.Reply{Content: `{"operations":[],"summary":"Said a word."}`}
+		}
+		return providertest.Reply{Content: "Understood."}
+	})
+	box := startBox(t, bin, writeConfig(t, dbURL), model.URL())
+	scrape := func() string {
+		req, _ := http.NewRequest("GET", "http://"+box.httpAddr+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("scrape: %d %s", resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	if resp, err := http.Get("http://" + box.httpAddr + "/metrics"); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("metrics without a key: %v %v", resp, err)
+	}
+
+	// A chat turn over the OpenAI wire.
+	req, _ := http.NewRequest("POST", "http://"+box.httpAddr+"/openai/v1/chat/completions",
+		strings.NewReader(`{"model":"receptionist","messages":[{"role":"user","content":"My secret word is pineapple."}]}`))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("chat turn: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	text := scrape()
+	if metricValue(text, `stackbone_http_request_seconds_count{route="POST /openai/v1/chat/completions",status="200"}`) < 1 ||
+		metricValue(text, `stackbone_provider_request_seconds_count{kind="chat",result="ok"}`) < 1 {
+		t.Fatalf("a chat turn moved no series:\n%s", grepLines(text, "stackbone_"))
+	}
+
+	// A SIP call with one spoken turn.
+	call, err := siptest.NewCaller(t).Call(ctx, "100", box.sipAddr, "+34600555666")
+	if err != nil {
+		t.Fatal(err)
+	}
+	siptest.Eventually(t, "the call to count as active", 20*time.Second, func() bool {
+		return metricValue(scrape(), `stackbone_calls_active{direction="inbound"}`) == 1
+	})
+	siptest.Eventually(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
+	call.Talk(1)
+	siptest.Eventually(t, "a spoken turn's stages", 60*time.Second, func() bool {
+		return metricValue(scrape(), `stackbone_turn_stage_seconds_count{stage="wire_to_wire"}`) >= 1
+	})
+	if err := call.Hangup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	siptest.Eventually(t, "the call to count as ended", 30*time.Second, func() bool {
+		text := scrape()
+		return metricValue(text, `stackbone_calls_total{direction="inbound",outcome="caller_hangup"}`) == 1 &&
+			metricValue(text, `stackbone_calls_active{direction="inbound"}`) == 0
+	})
+	text = scrape()
+	for _, series := range []string{`stackbone_call_setup_seconds_count{direction="inbound"}`,
+		`stackbone_provider_request_seconds_count{kind="transcription",result="ok"}`,
+		`stackbone_provider_request_seconds_count{kind="speech",result="ok"}`,
+		`stackbone_memory_seconds_count{op="recall",outcome="ok"}`,
+		`stackbone_memory_seconds_count{op="add",outcome="ok"}`} {
+		if metricValue(text, series) < 1 {
+			t.Fatalf("%s did not move:\n%s", series, grepLines(text, "stackbone_"))
+		}
+	}
+	if !strings.Contains(text, "stackbone_jobs{") {
+		t.Fatalf("no job series:\n%s", grepLines(text, "stackbone_"))
+	}
+	for _, private := range []string{"pineapple", "34600555666", secret} {
+		if strings.Contains(text, private) {
+			t.Fatalf("the metrics hold personal data (%q)", private)
+		}
+	}
+}
+
+// metricValue is the value of one series line of the text format, -1 when
+// absent.
+func metricValue(text, series string) float64 {
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+func grepLines(text, prefix string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
