@@ -29,21 +29,32 @@ import (
 
 // Caller is a SIP phone on 127.0.0.1.
 type Caller struct {
-	t  testing.TB
-	dg *diago.Diago
+	dg    *diago.Diago
+	close func()
 }
 
 // NewCaller starts a user agent on a free loopback port; it stops when the
 // test ends.
 func NewCaller(t testing.TB) *Caller {
 	t.Helper()
-	ua, err := sipgo.NewUA(sipgo.WithUserAgent("siptest"))
+	c, err := Start()
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Start starts a user agent on a free loopback port (load tools; tests use
+// NewCaller). Close stops it.
+func Start() (*Caller, error) {
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent("siptest"))
+	if err != nil {
+		return nil, err
+	}
 	l, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	port := l.LocalAddr().(*net.UDPAddr).Port
 	l.Close()
@@ -52,19 +63,25 @@ func NewCaller(t testing.TB) *Caller {
 	if err := dg.ServeBackground(ctx, func(d *diago.DialogServerSession) {
 		_ = d.Respond(sip.StatusBusyHere, "Busy Here", nil)
 	}); err != nil {
-		t.Fatal(err)
+		cancel()
+		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	Eventually(t, "the caller's listener", 5*time.Second, func() bool {
-		c, err := ua.TransportLayer().GetConnection("udp", addr)
-		return err == nil && c != nil
-	})
-	t.Cleanup(func() {
-		cancel()
-		ua.Close()
-	})
-	return &Caller{t: t, dg: dg}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if c, err := ua.TransportLayer().GetConnection("udp", addr); err == nil && c != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			ua.Close()
+			return nil, errors.New("siptest: the caller's listener did not start")
+		}
+	}
+	return &Caller{dg: dg, close: func() { cancel(); ua.Close() }}, nil
 }
+
+// Close stops the user agent.
+func (c *Caller) Close() { c.close() }
 
 // Call is one answered call.
 type Call struct {
