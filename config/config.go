@@ -58,6 +58,17 @@ type Config struct {
 	Rooms Rooms `yaml:"rooms"`
 	// Shutdown says how the box stops.
 	Shutdown Shutdown `yaml:"shutdown"`
+	// Telemetry says where traces go.
+	Telemetry Telemetry `yaml:"telemetry"`
+}
+
+// Telemetry holds the box's tracing. Metrics are always served at
+// /metrics.
+type Telemetry struct {
+	// OTLPEndpoint, when set, is an OTLP/HTTP collector's base URL
+	// (http://127.0.0.1:4318) the box sends its traces to; empty: no
+	// tracing.
+	OTLPEndpoint string `yaml:"otlpEndpoint"`
 }
 
 // Shutdown says how the box stops on SIGTERM or Ctrl-C.

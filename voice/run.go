@@ -6,6 +6,11 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/stackbone/box/telemetry"
 )
 
 // attachment is what Run hands the call's owner.
@@ -43,13 +48,19 @@ func (c *Call) Run(ctx context.Context, t Transport) error {
 // (Run's ctx). Whatever ends the call, it then hangs up the transport,
 // stops the call's parts, and completes the call exactly once.
 func (c *Call) live() {
+	_, span := telemetry.Tracer("voice").Start(context.Background(), "call", trace.WithAttributes(
+		attribute.String("call.id", c.info.ID), attribute.String("call.direction", c.info.Direction),
+		attribute.String("call.agent", c.info.Agent)))
+	defer span.End()
 	var end End
 	select {
 	case end = <-c.ends: // refused, cancelled or unanswered before it ran
 	case a := <-c.attach:
+		a.ctx = trace.ContextWithSpan(a.ctx, span)
 		end = c.carry(a)
 	}
 	c.complete(end)
+	span.SetAttributes(attribute.String("call.outcome", string(c.end.Outcome)))
 	c.m.cfg.Metrics.CallEnded(c.info.Direction, string(c.end.Outcome))
 	c.m.remove(c)
 	close(c.done)

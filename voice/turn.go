@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/telemetry"
 )
 
 // fallbackText is said when a turn fails; it is never committed when cut.
@@ -54,6 +55,8 @@ func (c *Call) nextTurn() int {
 // turn records its metrics.
 func (t *turn) run(ctx context.Context) {
 	c := t.c
+	ctx, span := telemetry.Tracer("voice").Start(ctx, "turn")
+	defer span.End()
 	var text string
 	if t.u.digit != 0 {
 		text = keypadText(t.u.digit)

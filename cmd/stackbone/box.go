@@ -91,7 +91,21 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	// Operators' signals: Prometheus series at /metrics (see package telemetry).
 	metrics := telemetry.New()
 	metrics.WatchJobs(pool, jobs.Schema)
-	registry := provider.NewRegistry(cfg.Providers, &http.Client{Transport: metrics.Transport(nil)})
+	if cfg.Telemetry.OTLPEndpoint != "" {
+		stopTracing, err := telemetry.StartTracing(ctx, cfg.Telemetry.OTLPEndpoint)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := stopTracing(fctx); err != nil {
+				log.Warn("telemetry: flushing traces", "error", err)
+			}
+		}()
+		log.Info("tracing", "otlpEndpoint", cfg.Telemetry.OTLPEndpoint)
+	}
+	registry := provider.NewRegistry(cfg.Providers, &http.Client{Transport: telemetry.TraceTransport(metrics.Transport(nil))})
 	if _, err := registry.Resolve("openai/x"); errors.Is(err, provider.ErrNotConfigured) {
 		log.Warn("no model provider configured: set OPENAI_BASE_URL and/or OPENAI_API_KEY; requests that need a model will say so")
 	}
@@ -183,7 +197,7 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: telemetry.Handler(handler), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("the box is serving", "http", "http://"+ln.Addr().String(), "agents", cfg.AgentNames())

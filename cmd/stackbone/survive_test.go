@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/provider/providertest"
@@ -376,4 +380,91 @@ func grepLines(text, prefix string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// Traces go to an OTLP/HTTP collector when one is configured: a span per
+// HTTP request, per provider request, per call and per spoken turn, the
+// provider's spans children of the turn's.
+func TestTracesReachAnOTLPCollector(t *testing.T) {
+	t.Parallel()
+	bin := buildBox(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var spans []*tracepb.Span
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req coltracepb.ExportTraceServiceRequest
+		if r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				spans = append(spans, ss.Spans...)
+			}
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Write(out)
+	}))
+	t.Cleanup(collector.Close)
+	dbURL := storetest.URL(t)
+	model := providertest.New(t)
+	model.RespondTranscripts(func([]byte) string { return "Hello there." })
+	model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+		if strings.Contains(req.Messages[0].Content, `"operations"`) {
+			return providertest.Reply{Content: `{"operations":[],"summary":"Said hello."}`}
+		}
+		return providertest.Reply{Content: "Hi, thanks for calling. How can I help you today?"}
+	})
+	cfgPath := writeConfig(t, dbURL)
+	f, _ := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprintf(f, "telemetry: {otlpEndpoint: %q}\n", collector.URL)
+	f.Close()
+	box := startBox(t, bin, cfgPath, model.URL())
+	call, err := siptest.NewCaller(t).Call(ctx, "100", box.sipAddr, "+34600999111")
+	if err != nil {
+		t.Fatal(err)
+	}
+	siptest.Eventually(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
+	call.Talk(1)
+	heard := call.Voiced()
+	siptest.Eventually(t, "the answer", 30*time.Second, func() bool { return call.Voiced() > heard+20 })
+	_ = call.Hangup(ctx)
+	box.cmd.Process.Signal(syscall.SIGTERM) // flushes the batch
+	box.wait(t, 60*time.Second)
+
+	mu.Lock()
+	defer mu.Unlock()
+	byName := map[string]*tracepb.Span{}
+	for _, s := range spans {
+		byName[s.Name] = s
+	}
+	for _, name := range []string{"call", "turn", "provider chat", "provider transcription", "provider speech", "HTTP GET"} {
+		if byName[name] == nil {
+			t.Fatalf("no %q span among %d", name, len(spans))
+		}
+	}
+	ids := map[string]string{} // span id -> name
+	for _, s := range spans {
+		ids[string(s.SpanId)] = s.Name
+	}
+	nested := map[string]bool{}
+	for _, s := range spans {
+		nested[s.Name+" in "+ids[string(s.ParentSpanId)]] = true
+	}
+	for _, want := range []string{"turn in call", "provider chat in turn", "provider transcription in turn"} {
+		if !nested[want] {
+			t.Fatalf("no span %s: %v", want, nested)
+		}
+	}
+	for _, s := range spans {
+		for _, a := range s.Attributes {
+			if strings.Contains(a.Value.String(), "Hello there") || strings.Contains(a.Value.String(), "34600999111") {
+				t.Fatalf("span %q holds personal data in %s", s.Name, a.Key)
+			}
+		}
+	}
 }
