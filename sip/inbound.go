@@ -90,7 +90,9 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 	setup := time.Now()
 	// Until the answer only this goroutine responds to the INVITE: an end
 	// meanwhile (shutdown) cancels the open and leaves the refusal to it.
-	openCtx, cancelOpen := context.WithCancel(d.Context())
+	// A CANCEL does not: the open completes and the call is closed as
+	// cancelled, so a missed call leaves its record.
+	openCtx, cancelOpen := context.WithCancel(context.WithoutCancel(d.Context()))
 	defer cancelOpen()
 	go func() {
 		select {
@@ -132,7 +134,12 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 			m.updateCodec()
 		}
 	}
-	med, err = d.Answer(diago.AnswerOptions{Codecs: s.codecs, OnMediaUpdate: onUpdate})
+	offer := req.Body()
+	if len(offer) == 0 {
+		med, offer, err = s.answerLate(c, d)
+	} else {
+		med, err = d.Answer(diago.AnswerOptions{Codecs: s.codecs, OnMediaUpdate: onUpdate})
+	}
 	if err != nil {
 		outcome := voice.OutcomeFailed
 		switch {
@@ -160,7 +167,7 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 		ctl.End(voice.OutcomeShutdown, "")
 		return
 	}
-	if onHold(req.Body()) {
+	if onHold(offer) {
 		m.setHeld(true)
 	}
 	log.Info("sip: answered", "agent", agentName, "trunk", trunk.Name, "setupMs", time.Since(setup).Milliseconds())

@@ -20,9 +20,6 @@ const (
 	statusIntervalTooSmall     = 422
 )
 
-// allowHeader lists the methods the box handles.
-const allowHeader = "INVITE, ACK, BYE, CANCEL, OPTIONS, REFER, NOTIFY, UPDATE, INFO"
-
 // middleware runs before diago's handlers: it refuses malformed INVITEs
 // with a 4xx before a dialog exists, adds the session timer and Allow
 // headers to 2xx answers, tracks hold and session refreshes on re-INVITEs,
@@ -35,9 +32,23 @@ func (s *Server) middleware(next sipgo.RequestHandler) sipgo.RequestHandler {
 				_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusInternalServerError, "Server Internal Error", nil))
 			}
 		}()
+		if req.Method == sip.ACK {
+			if c := s.lookup(req); c != nil {
+				c.takeLateAnswer(req)
+			}
+			next(req, tx)
+			return
+		}
 		if req.Method != sip.INVITE {
 			next(req, tx)
 			return
+		}
+		var streams *offerStreams
+		if body := req.Body(); len(body) > 0 {
+			var kept []byte
+			if kept, streams = splitOffer(body); streams != nil {
+				req.SetBody(kept)
+			}
 		}
 		to := req.To()
 		inDialog := to != nil && to.Params.Has("tag")
@@ -46,11 +57,11 @@ func (s *Server) middleware(next sipgo.RequestHandler) sipgo.RequestHandler {
 				_ = tx.Respond(res)
 				return
 			}
-			next(req, &answerTx{ServerTransaction: tx, s: s, req: req})
+			next(req, &answerTx{ServerTransaction: tx, s: s, req: req, streams: streams})
 			return
 		}
 		c := s.lookup(req)
-		atx := &answerTx{ServerTransaction: tx, s: s, req: req, refresh: true}
+		atx := &answerTx{ServerTransaction: tx, s: s, req: req, refresh: true, streams: streams}
 		next(req, atx)
 		if c != nil && atx.status.Load()/100 == 2 {
 			c.refreshedNow()
@@ -70,12 +81,18 @@ type answerTx struct {
 	s       *Server
 	req     *sip.Request
 	refresh bool
+	// streams is the offer's streams when it had several (answered with
+	// the refused ones at port 0).
+	streams *offerStreams
 	status  atomic.Int32
 }
 
 func (t *answerTx) Respond(res *sip.Response) error {
 	if res.IsSuccess() {
 		addAnswerHeaders(t.s, t.req, res, t.refresh)
+		if body := res.Body(); t.streams != nil && len(body) > 0 {
+			res.SetBody(t.streams.answer(body))
+		}
 	}
 	t.status.Store(int32(res.StatusCode))
 	return t.ServerTransaction.Respond(res)
@@ -152,9 +169,9 @@ func (s *Server) checkInvite(req *sip.Request) *sip.Response {
 	}
 	body := req.Body()
 	if len(body) == 0 {
-		// A late offer (SDP in the ACK): diago v0.42 stalls applying an
-		// answer that arrives with the ACK, so the box asks for an offer.
-		return notAcceptable(req, "an SDP offer in the INVITE is required")
+		// A late offer (RFC 3261 section 13.3.1): the box offers in its
+		// 200 and takes the answer from the ACK (serveInbound).
+		return nil
 	}
 	if ct := req.ContentType(); ct == nil || !strings.EqualFold(strings.TrimSpace(strings.Split(ct.Value(), ";")[0]), "application/sdp") {
 		res := bad(sip.StatusUnsupportedMediaType, "Unsupported Media Type")

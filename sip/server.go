@@ -74,6 +74,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	PrepareLibrary()
 	c := cfg.Config
 	if c.Addr == "" {
 		c.Addr = config.DefaultSIPAddr
@@ -166,13 +167,15 @@ func (s *Server) Start(ctx context.Context) error {
 	dg := diago.NewDiago(ua, opts...)
 	dg.HandleFunc(s.serveInbound)
 	srv.OnUpdate(s.onUpdate)
-	srv.OnRegister(func(req *sip.Request, tx sip.ServerTransaction) {
-		// The box is no registrar: trunks reach it by address.
-		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusMethodNotAllowed, "Method Not Allowed", nil))
-	})
+	// After diago, whose OPTIONS lists every registered handler: the box
+	// answers what it serves, as on its INVITE answers. REGISTER and the
+	// other methods the box does not serve reach noRoute (405 or 501).
+	srv.OnOptions(s.middleware(s.onOptions))
+	srv.OnNoRoute(s.middleware(s.noRoute))
 
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	s.ua, s.srv, s.dg, s.tcp = ua, srv, dg, tcp
+	s.ua, s.srv, s.dg = ua, srv, dg
+	s.tcp = &strictListener{Listener: tcp, log: s.log}
 	s.udp = &strictConn{PacketConn: udp, log: s.log}
 	s.addr = net.JoinHostPort(host, strconv.Itoa(port))
 	s.serving.Add(2)
@@ -184,7 +187,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}()
 	go func() {
 		defer s.serving.Done()
-		if err := srv.ServeTCP(tcp); err != nil && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
+		if err := srv.ServeTCP(s.tcp); err != nil && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
 			s.log.Error("sip: tcp listener stopped", "error", err)
 		}
 	}()
