@@ -3,6 +3,7 @@ package sip_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"net"
 	"strconv"
@@ -253,12 +254,8 @@ func talk(med *diago.DialogMedia, stop <-chan struct{}, bursts int) <-chan struc
 			}
 			payload := make([]byte, 160)
 			pt := media.CodecAudioFromSession(med.MediaSession()).PayloadType
-			voiced := i%100 >= 20 && i%100 < 60 && i%10 < 8 && (bursts == 0 || i/100 < bursts)
 			for j := range payload {
-				v := int16((j*7919)%61 - 30) // line noise
-				if voiced {
-					v = int16(10000 * math.Sin(2*math.Pi*300*float64(i*160+j)/8000))
-				}
+				v := callerSample(i, j, bursts)
 				if pt == 8 {
 					payload[j] = g711.EncodeAlawFrame(v)
 				} else {
@@ -271,6 +268,15 @@ func talk(med *diago.DialogMedia, stop <-chan struct{}, bursts int) <-chan struc
 		}
 	}()
 	return done
+}
+
+// callerSample is sample j of the caller's 20 ms packet i as talk sends it.
+func callerSample(i, j, bursts int) int16 {
+	voiced := i%100 >= 20 && i%100 < 60 && i%10 < 8 && (bursts == 0 || i/100 < bursts)
+	if voiced {
+		return int16(10000 * math.Sin(2*math.Pi*300*float64(i*160+j)/8000))
+	}
+	return int16((j*7919)%61 - 30) // line noise
 }
 
 // box is the whole call path of the box: real PostgreSQL, memory, agent
@@ -291,6 +297,12 @@ type box struct {
 // set, adjusts the call controller's configuration.
 func startBox(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.Config)) *box {
 	t.Helper()
+	return startBoxLogged(t, sipCfg, agents, tune, storetest.Logger(t))
+}
+
+// startBoxLogged is startBox with the box's logger.
+func startBoxLogged(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.Config), log *slog.Logger) *box {
+	t.Helper()
 	ctx := context.Background()
 	pool := storetest.Pool(t)
 	model := providertest.New(t)
@@ -299,7 +311,6 @@ func startBox(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.C
 		t.Fatal(err)
 	}
 	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: model.URL()}}, nil)
-	log := storetest.Logger(t)
 	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})
 	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
 	if err := settings.FixDeclaredKeys(ctx); err != nil {
@@ -351,7 +362,13 @@ agents:
 // tests script replies ahead of these.
 func newProtocolBox(t testing.TB, sipCfg config.SIP, extra string, tune func(*voice.Config)) *box {
 	t.Helper()
-	b := startBox(t, sipCfg, protocolAgents+extra, tune)
+	return newProtocolBoxLogged(t, sipCfg, extra, tune, storetest.Logger(t))
+}
+
+// newProtocolBoxLogged is newProtocolBox with the box's logger.
+func newProtocolBoxLogged(t testing.TB, sipCfg config.SIP, extra string, tune func(*voice.Config), log *slog.Logger) *box {
+	t.Helper()
+	b := startBoxLogged(t, sipCfg, protocolAgents+extra, tune, log)
 	b.model.RespondTranscripts(func([]byte) string { return "Hello there." })
 	b.model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
 		if len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, `"operations"`) {

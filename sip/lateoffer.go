@@ -9,61 +9,63 @@ import (
 )
 
 // errNoLateAnswer: an INVITE without an offer was answered with the box's
-// offer and the ACK brought no answer (RFC 3261 section 13.3.1 requires one).
-var errNoLateAnswer = errors.New("sip: the ACK to a late offer carried no SDP answer")
+// offer and the ACK brought no usable answer (RFC 3261 section 13.3.1
+// requires one).
+var errNoLateAnswer = errors.New("sip: the ACK to a late offer carried no usable SDP answer")
 
 // lateOffer is a call answered with the box's offer, waiting for the answer
 // in the ACK.
 type lateOffer struct {
-	ack chan *sip.Request // the ACK, with the answer; one
+	answer chan []byte // the ACK's body; one
 }
 
-// takeLateAnswer keeps the SDP answer of the ACK to a late-offer 200 from
-// diago. diago v0.42 applies an answer arriving with the ACK before it
-// starts the media session's monitor and then waits on that monitor to
-// stop, so the ACK handler and AnswerLate wait on each other until the
-// transaction times out. The box hands diago the ACK without its body and
-// applies the answer once AnswerLate returned (answerLate).
+// takeLateAnswer notes the SDP answer of the ACK to a late-offer 200
+// before diago applies it.
 func (c *call) takeLateAnswer(req *sip.Request) {
 	lo := c.late.Load()
 	if lo == nil || !c.late.CompareAndSwap(lo, nil) {
 		return
 	}
-	ack := req.Clone()
-	if len(req.Body()) > 0 {
-		req.SetBody(nil)
-	}
-	lo.ack <- ack
+	lo.answer <- append([]byte(nil), req.Body()...)
 }
 
 // answerLate answers an INVITE without an offer: the box's offer goes in
 // the 200, the answer comes with the ACK. It returns the media and the
 // answer.
+//
+// diago v0.42's AnswerLate applies the ACK's answer on a fork of the media
+// session (started and monitored), then starts the monitor of the session
+// it began with, which never got a remote address, and returns that error
+// with the media. So an error is the call's failure only when the media did
+// not get the answer's address.
 func (s *Server) answerLate(c *call, d *diago.DialogServerSession) (*diago.DialogMedia, []byte, error) {
-	lo := &lateOffer{ack: make(chan *sip.Request, 1)}
+	lo := &lateOffer{answer: make(chan []byte, 1)}
 	c.late.Store(lo)
 	defer c.late.Store(nil)
 	med, err := d.AnswerLate()
-	if err != nil {
+	var answer []byte
+	select {
+	case answer = <-lo.answer:
+	default:
+		// AnswerLate returns once diago read the ACK, after the middleware
+		// noted it; nothing here means no ACK came.
+	}
+	if med == nil {
 		return nil, nil, err
 	}
-	var ack *sip.Request
-	select {
-	case ack = <-lo.ack:
-	default:
-		// AnswerLate returns once the ACK was read, after the middleware
-		// handed it over; nothing here means it never came.
-	}
-	if ack == nil || len(ack.Body()) == 0 {
+	ms := med.MediaSession()
+	if len(answer) == 0 || ms == nil || ms.Raddr.IP == nil {
 		med.Close()
-		bye(d.Hangup)
+		if d.Context().Err() == nil {
+			bye(d.Hangup)
+		}
+		if err != nil && len(answer) > 0 {
+			return nil, nil, fmt.Errorf("%w: %v", errNoLateAnswer, err)
+		}
 		return nil, nil, errNoLateAnswer
 	}
-	// ReadAck applies the answer now that the media session runs (and
-	// hangs up when the answer is unusable).
-	if err := d.ReadAck(ack, nil); err != nil {
-		med.Close()
-		return nil, nil, fmt.Errorf("sip: applying the answer from the ACK: %w", err)
+	if err != nil {
+		c.log.Debug("sip: late offer answered (diago's stale monitor)", "error", err)
 	}
-	return med, ack.Body(), nil
+	return med, answer, nil
 }
