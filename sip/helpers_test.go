@@ -198,14 +198,7 @@ func listen(med *diago.DialogMedia) *listener {
 				return
 			}
 			pt := med.RTPPacketReader.PacketHeader.PayloadType
-			pcm := make([]int16, 0, n)
-			for _, b := range buf[:n] {
-				if pt == 8 {
-					pcm = append(pcm, g711.DecodeAlawFrame(b))
-				} else {
-					pcm = append(pcm, g711.DecodeUlawFrame(b))
-				}
-			}
+			pcm := decodeG711(pt, buf[:n])
 			l.mu.Lock()
 			l.frames++
 			l.lastPT = pt
@@ -268,6 +261,19 @@ func talk(med *diago.DialogMedia, stop <-chan struct{}, bursts int) <-chan struc
 		}
 	}()
 	return done
+}
+
+// decodeG711 decodes a PCMA (8) or else PCMU payload.
+func decodeG711(pt uint8, payload []byte) []int16 {
+	pcm := make([]int16, 0, len(payload))
+	for _, b := range payload {
+		if pt == 8 {
+			pcm = append(pcm, g711.DecodeAlawFrame(b))
+		} else {
+			pcm = append(pcm, g711.DecodeUlawFrame(b))
+		}
+	}
+	return pcm
 }
 
 // callerSample is sample j of the caller's 20 ms packet i as talk sends it.

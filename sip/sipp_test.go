@@ -3,7 +3,6 @@ package sip_test
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -81,8 +80,8 @@ func sipp(t *testing.T, addr, scenario, transport string, vars map[string]string
 // callRecord is a call's row as the database holds it.
 type callRecord struct {
 	ID, Status, Outcome, Phone string
-	Answered, Ended          bool
-	Started                  time.Time
+	Answered, Ended            bool
+	Started                    time.Time
 }
 
 // onlyCall waits until the box recorded exactly one call and it ended, and
@@ -150,15 +149,7 @@ func newRTPPeer(t *testing.T) *rtpPeer {
 			if n <= 12 {
 				continue
 			}
-			pt := buf[1] & 0x7f
-			pcm := make([]int16, 0, n-12)
-			for _, v := range buf[12:n] {
-				if pt == 8 {
-					pcm = append(pcm, g711.DecodeAlawFrame(v))
-				} else {
-					pcm = append(pcm, g711.DecodeUlawFrame(v))
-				}
-			}
+			pcm := decodeG711(buf[1]&0x7f, buf[12:n])
 			p.mu.Lock()
 			p.packets++
 			if rms(pcm) > 1000 {
@@ -382,5 +373,3 @@ func (w *logWatch) seen() []string {
 	defer h.mu.Unlock()
 	return append([]string(nil), h.hits...)
 }
-
-var _ = errors.New
