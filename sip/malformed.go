@@ -44,11 +44,10 @@ func (c *strictConn) ReadFrom(b []byte) (int, net.Addr, error) {
 		if len(bytes.Trim(data, "\r\n")) == 0 {
 			return n, addr, nil // keep-alive
 		}
-		_, perr := c.parser.ParseSIP(data)
-		if perr == nil {
+		res, pass := screen(c.parser, data)
+		if pass {
 			return n, addr, nil
 		}
-		res := badRequest(data, perr)
 		if res != nil {
 			if _, err := c.PacketConn.WriteTo(res, addr); err != nil {
 				c.log.Debug("sip: answering a malformed request", "error", err)
@@ -65,13 +64,85 @@ func logMalformed(log *slog.Logger, network string, from net.Addr, size int, ans
 	log.Debug("sip: malformed message", "transport", network, "from", from.String(), "bytes", size, "answered400", answered)
 }
 
-// requestLineRe is "METHOD SP Request-URI SP SIP/2.0".
-var requestLineRe = regexp.MustCompile(`^([A-Za-z!%*_+.~'` + "`" + `-]+) \S+ SIP/2\.0\r?$`)
+// requestLineRe is a request's start line, leniently: a method token,
+// anything, a SIP version (screen then checks the exact form).
+var requestLineRe = regexp.MustCompile(`^([A-Za-z0-9!%*_+.~'` + "`" + `-]+)[ \t]+(.*?)[ \t]+SIP/(\S+)[ \t]*\r?$`)
 
-// badRequest is the 400 answering a malformed message, nil when it gets no
-// answer: it is no request, or it is an ACK (RFC 3261 section 17.2.3: an
-// ACK is never answered).
-func badRequest(data []byte, why error) []byte {
+// strictRequestLineRe is RFC 3261's Request-Line: single spaces, no LWS in
+// the Request-URI, version 2.0.
+var strictRequestLineRe = regexp.MustCompile(`^[A-Za-z0-9!%*_+.~'` + "`" + `-]+ [^\s]+ SIP/2\.0$`)
+
+// tokenRe is a display name that is not quoted: tokens and spaces.
+var tokenRe = regexp.MustCompile(`^[A-Za-z0-9\-.!%*_+` + "`" + `'~ \t]*$`)
+
+// screen decides what to do with a message before sipgo parses it: pass it
+// on, or keep it back and answer with res (nil: no answer, for anything
+// that is not a request, and for an ACK, which is never answered). It
+// answers 505 to another SIP version, 416 to a Request-URI scheme other
+// than sip and sips, and 400 to a message sipgo's parser accepts although
+// RFC 3261's grammar does not (extra spaces in the start line, headers in
+// the Request-URI, an unquoted display name with separators, conflicting
+// Content-Lengths; RFC 4475's lwsstart, trws, lwsruri, escruri, baddn,
+// mcl01) or cannot parse.
+func screen(p *sip.Parser, data []byte) (res []byte, pass bool) {
+	head, _, _ := bytes.Cut(data, []byte("\r\n\r\n"))
+	first, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	m := requestLineRe.FindSubmatch(first)
+	if m == nil {
+		if _, err := p.ParseSIP(data); err == nil {
+			return nil, true // a response: sipgo matches it to its transaction
+		}
+		return nil, false
+	}
+	if strings.EqualFold(string(m[1]), "ACK") {
+		if _, err := p.ParseSIP(data); err == nil && strictRequestLineRe.Match(first) {
+			return nil, true
+		}
+		return nil, false
+	}
+	bad := func(code int, reason string) ([]byte, bool) { return refusal(data, code, reason), false }
+	if string(m[3]) != "2.0" {
+		return bad(sip.StatusVersionNotSupported, "Version Not Supported")
+	}
+	uri := string(m[2])
+	if scheme, _, ok := strings.Cut(uri, ":"); ok && !strings.EqualFold(scheme, "sip") && !strings.EqualFold(scheme, "sips") &&
+		!strings.ContainsAny(scheme, "<> ") {
+		return bad(statusUnsupportedURIScheme, "Unsupported URI Scheme")
+	}
+	// Headers (?...) are not allowed in a Request-URI (RFC 3261 section
+	// 19.1.1); a '?' in the user part is just a character.
+	hostPart := uri[strings.LastIndex(uri, "@")+1:]
+	if !strictRequestLineRe.Match(first) || strings.Contains(hostPart, "?") {
+		return bad(sip.StatusBadRequest, "Bad Request-Line")
+	}
+	for _, l := range strings.Split(string(rest), "\r\n") {
+		name, value, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "from", "f", "to", "t":
+			if display, _, found := strings.Cut(value, "<"); found {
+				display = strings.TrimSpace(display)
+				if !strings.HasPrefix(display, `"`) && !tokenRe.MatchString(display) {
+					return bad(sip.StatusBadRequest, "Bad Display Name")
+				}
+			}
+		}
+	}
+	if _, err := contentLength(head); err != nil && !errors.Is(err, errNoContentLength) {
+		return bad(sip.StatusBadRequest, "Bad Content-Length")
+	}
+	if _, err := p.ParseSIP(data); err != nil {
+		return bad(sip.StatusBadRequest, "Bad Request")
+	}
+	return nil, true
+}
+
+// refusal is the response with code to a request kept from sipgo, with the
+// Via, From, To, Call-ID and CSeq it could read (RFC 3261 section 8.2.6);
+// nil for an ACK or what is no request.
+func refusal(data []byte, code int, reason string) []byte {
 	head, _, _ := bytes.Cut(data, []byte("\r\n\r\n"))
 	lines := strings.Split(strings.ReplaceAll(string(head), "\r\n", "\n"), "\n")
 	if len(lines) == 0 {
@@ -81,11 +152,7 @@ func badRequest(data []byte, why error) []byte {
 	if m == nil || strings.EqualFold(m[1], "ACK") {
 		return nil
 	}
-	reason := "Bad Request"
-	if errors.Is(why, errNoContentLength) {
-		reason = "Missing Content-Length"
-	}
-	res := sip.NewResponse(sip.StatusBadRequest, reason)
+	res := sip.NewResponse(code, reason)
 	for _, l := range lines[1:] {
 		name, value, ok := strings.Cut(l, ":")
 		if !ok {
@@ -108,7 +175,9 @@ func badRequest(data []byte, why error) []byte {
 		}
 		res.AppendHeader(sip.NewHeader(canonical, strings.TrimSpace(value)))
 	}
-	res.AppendHeader(sip.NewHeader("Warning", `399 stackbone "malformed request"`))
+	if code == sip.StatusBadRequest {
+		res.AppendHeader(sip.NewHeader("Warning", `399 stackbone "malformed request"`))
+	}
 	res.SetBody(nil)
 	return []byte(res.String())
 }
@@ -230,10 +299,10 @@ func (c *strictStream) frame() error {
 			return nil
 		}
 		msg := c.in[:total]
-		if _, perr := c.parser.ParseSIP(msg); perr != nil {
-			c.refuse(msg, perr)
-		} else {
+		if res, pass := screen(c.parser, msg); pass {
 			c.out = append(c.out, msg...)
+		} else {
+			c.answer(msg, res)
 		}
 		c.in = c.in[total:]
 	}
@@ -242,7 +311,15 @@ func (c *strictStream) frame() error {
 }
 
 func (c *strictStream) refuse(msg []byte, why error) {
-	res := badRequest(msg, why)
+	reason := "Bad Request"
+	if errors.Is(why, errNoContentLength) {
+		reason = "Missing Content-Length"
+	}
+	c.answer(msg, refusal(msg, sip.StatusBadRequest, reason))
+}
+
+// answer sends res (if any) for a message kept from sipgo.
+func (c *strictStream) answer(msg, res []byte) {
 	if res != nil {
 		if _, err := c.Write(res); err != nil {
 			c.log.Debug("sip: answering a malformed request", "error", err)

@@ -39,6 +39,17 @@ func (s *Server) middleware(next sipgo.RequestHandler) sipgo.RequestHandler {
 			next(req, tx)
 			return
 		}
+		if res := checkRequest(req); res != nil {
+			_ = tx.Respond(res)
+			return
+		}
+		if req.Method != sip.CANCEL {
+			// RFC 3261 section 8.2.2.3: every request but ACK and CANCEL.
+			if res := unsupported(req); res != nil {
+				_ = tx.Respond(res)
+				return
+			}
+		}
 		if req.Method != sip.INVITE {
 			next(req, tx)
 			return
@@ -133,6 +144,62 @@ func addAnswerHeaders(s *Server, req *sip.Request, res *sip.Response, refresh bo
 	}
 }
 
+// singleHeaders may appear once in a request (RFC 4475's multi01).
+var singleHeaders = []string{"Call-ID", "CSeq", "From", "To", "Max-Forwards", "Content-Length", "Content-Type"}
+
+// checkRequest refuses with 400 what sipgo's parser lets through although
+// the request is malformed: a header that may appear once appearing twice,
+// a CSeq naming another method (mismatch01, mismatch02). It also trims the
+// spaces sipgo leaves around the names and values of the From and To
+// parameters ("tag = 98asjd8", which RFC 3261's grammar allows: wsinv), so
+// the tags match.
+func checkRequest(req *sip.Request) *sip.Response {
+	bad := func(reason string) *sip.Response {
+		return sip.NewResponseFromRequest(req, sip.StatusBadRequest, reason, nil)
+	}
+	for _, name := range singleHeaders {
+		if len(req.GetHeaders(name)) > 1 {
+			return bad("Duplicate " + name)
+		}
+	}
+	if cs := req.CSeq(); cs != nil && !strings.EqualFold(cs.MethodName.String(), req.Method.String()) {
+		return bad("CSeq Method Mismatch")
+	}
+	if f := req.From(); f != nil {
+		trimParams(&f.Params)
+	}
+	if t := req.To(); t != nil {
+		trimParams(&t.Params)
+	}
+	return nil
+}
+
+func trimParams(p *sip.HeaderParams) {
+	out := (*p)[:0]
+	for _, kv := range *p {
+		kv.K, kv.V = strings.TrimSpace(kv.K), strings.TrimSpace(kv.V)
+		if kv.K != "" {
+			out = append(out, kv)
+		}
+	}
+	*p = out
+}
+
+// unsupported refuses a request that requires an extension the box lacks
+// (420 with Unsupported); the box supports only timer (RFC 4028).
+func unsupported(req *sip.Request) *sip.Response {
+	for _, h := range req.GetHeaders("Require") {
+		for _, o := range strings.Split(h.Value(), ",") {
+			if o = strings.TrimSpace(o); o != "" && !strings.EqualFold(o, "timer") {
+				res := sip.NewResponseFromRequest(req, sip.StatusBadExtension, "Bad Extension", nil)
+				res.AppendHeader(sip.NewHeader("Unsupported", o))
+				return res
+			}
+		}
+	}
+	return nil
+}
+
 // checkInvite validates a new INVITE; a non-nil response refuses it.
 func (s *Server) checkInvite(req *sip.Request) *sip.Response {
 	bad := func(code int, reason string) *sip.Response {
@@ -149,15 +216,6 @@ func (s *Server) checkInvite(req *sip.Request) *sip.Response {
 	}
 	if sch := strings.ToLower(req.Recipient.Scheme); sch != "sip" && sch != "sips" && sch != "" {
 		return bad(statusUnsupportedURIScheme, "Unsupported URI Scheme")
-	}
-	for _, h := range req.GetHeaders("Require") {
-		for _, o := range strings.Split(h.Value(), ",") {
-			if o = strings.TrimSpace(o); o != "" && !strings.EqualFold(o, "timer") {
-				res := bad(sip.StatusBadExtension, "Bad Extension")
-				res.AppendHeader(sip.NewHeader("Unsupported", o))
-				return res
-			}
-		}
 	}
 	if _, err := s.negotiateTimer(req); err != nil {
 		if err == errIntervalTooSmall {
