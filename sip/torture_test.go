@@ -678,3 +678,38 @@ func statusCode(msg string) int {
 	n, _ := strconv.Atoi(f[1])
 	return n
 }
+
+// A message up to the UDP limit is read whole (sipgo's default buffer cut
+// at 32 KB), and an ACK is never answered, however malformed.
+func TestLargeMessagesAndACK(t *testing.T) {
+	t.Parallel()
+	b := newProtocolBox(t, inboundConfig(), "", nil)
+	large := `OPTIONS sip:100@127.0.0.1 SIP/2.0
+Via: {{VIA}};branch=z9hG4bKlarge1
+From: <sip:a@127.0.0.1>;tag=1
+To: <sip:100@127.0.0.1>
+Call-ID: large.1
+CSeq: 1 OPTIONS
+Max-Forwards: 70
+X-Padding: ` + strings.Repeat("p", 60000) + `
+Content-Length: 0
+
+`
+	badACK := `ACK sip:100@127.0.0.1 SIP/2.0
+Via: {{VIA}};branch=z9hG4bKack1
+From: <sip:a@127.0.0.1>;tag=1
+To: <sip:100@127.0.0.1>;tag=2
+Call-ID: ack.1
+CSeq: one ACK
+Content-Length: 0
+
+`
+	for _, transport := range []string{"udp", "tcp"} {
+		if got := sendTorture(t, b.sip.Addr(), transport, large); got != 200 {
+			t.Errorf("a 60 KB OPTIONS over %s: answered %d, want 200", transport, got)
+		}
+		if got := sendTorture(t, b.sip.Addr(), transport, badACK); got != 0 {
+			t.Errorf("a malformed ACK over %s was answered %d", transport, got)
+		}
+	}
+}
