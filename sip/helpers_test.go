@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,14 @@ import (
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/voice"
 )
+
+// TestMain sets sipgo's process-wide limits before any test starts a
+// sipgo transport (the tests' own phones included), so none reads them
+// while they change.
+func TestMain(m *testing.M) {
+	sip.PrepareLibrary()
+	os.Exit(m.Run())
+}
 
 // waitFor polls cond until it holds or the limit passes.
 func waitFor(t testing.TB, what string, limit time.Duration, cond func() bool) {

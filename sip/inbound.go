@@ -30,6 +30,7 @@ func statusFor(err error) (int, string) {
 // serveInbound carries one inbound call, from the INVITE to its end; diago
 // calls it for each new INVITE (after middleware accepted it).
 func (s *Server) serveInbound(d *diago.DialogServerSession) {
+	received := time.Now()
 	req := d.InviteRequest
 	callID := req.CallID().Value()
 	log := s.log.With("sipCallId", callID, "direction", voice.Inbound)
@@ -170,6 +171,7 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 	if onHold(offer) {
 		m.setHeld(true)
 	}
+	s.recordSetup(time.Since(received))
 	log.Info("sip: answered", "agent", agentName, "trunk", trunk.Name, "setupMs", time.Since(setup).Milliseconds())
 	s.carry(c, m, d.Context())
 }

@@ -50,6 +50,7 @@ type Server struct {
 
 	carried, rtpIn, dropped atomic.Int64
 	pacing                  [PacingBuckets]atomic.Int64
+	setup                   [SetupBuckets]atomic.Int64
 
 	mu      sync.Mutex
 	active  map[string]*call // by SIP Call-ID
@@ -240,19 +241,36 @@ type Stats struct {
 	// the call's previous packet strayed from 20 ms: bucket i holds
 	// [i, i+1) * PacingBucket, the last one everything beyond.
 	Pacing [PacingBuckets]int64
+	// Setup counts the inbound calls answered by the time from the INVITE
+	// to the 200 OK (open, recall, answer): bucket i holds [i, i+1) *
+	// SetupBucket, the last one everything beyond.
+	Setup [SetupBuckets]int64
 }
 
-// The pacing histogram: 100 µs buckets up to 50 ms.
+// The histograms: pacing in 100 µs buckets up to 50 ms, setup in 1 ms
+// buckets up to 2 s.
 const (
 	PacingBucket  = 100 * time.Microsecond
 	PacingBuckets = 501
+	SetupBucket   = time.Millisecond
+	SetupBuckets  = 2001
 )
 
 // PacingJitter is the p-th percentile (0-100) of the pacing histogram, to
 // the bucket's upper edge; 0 without samples.
 func (st Stats) PacingJitter(p float64) time.Duration {
+	return percentile(st.Pacing[:], PacingBucket, p)
+}
+
+// SetupTime is the p-th percentile (0-100) of the setup histogram, to the
+// bucket's upper edge; 0 without samples.
+func (st Stats) SetupTime(p float64) time.Duration {
+	return percentile(st.Setup[:], SetupBucket, p)
+}
+
+func percentile(buckets []int64, width time.Duration, p float64) time.Duration {
 	var total int64
-	for _, n := range st.Pacing {
+	for _, n := range buckets {
 		total += n
 	}
 	if total == 0 {
@@ -260,12 +278,12 @@ func (st Stats) PacingJitter(p float64) time.Duration {
 	}
 	rank := int64(math.Ceil(p / 100 * float64(total)))
 	var seen int64
-	for i, n := range st.Pacing {
+	for i, n := range buckets {
 		if seen += n; seen >= rank {
-			return time.Duration(i+1) * PacingBucket
+			return time.Duration(i+1) * width
 		}
 	}
-	return PacingBuckets * PacingBucket
+	return time.Duration(len(buckets)) * width
 }
 
 // Sub is the difference of two snapshots, for a window of time.
@@ -275,15 +293,22 @@ func (st Stats) Sub(earlier Stats) Stats {
 	for i := range st.Pacing {
 		d.Pacing[i] = st.Pacing[i] - earlier.Pacing[i]
 	}
+	for i := range st.Setup {
+		d.Setup[i] = st.Setup[i] - earlier.Setup[i]
+	}
 	return d
 }
 
 // Stats returns the totals so far (packets and drops of calls that ended,
-// pacing of every packet sent).
+// pacing of every packet sent, setup of every inbound call answered): the
+// figures a metrics endpoint exports.
 func (s *Server) Stats() Stats {
 	st := Stats{Calls: s.carried.Load(), RTPPackets: s.rtpIn.Load(), FramesDropped: s.dropped.Load()}
 	for i := range s.pacing {
 		st.Pacing[i] = s.pacing[i].Load()
+	}
+	for i := range s.setup {
+		st.Setup[i] = s.setup[i].Load()
 	}
 	return st
 }
@@ -293,6 +318,10 @@ func (s *Server) recordPacing(d time.Duration) {
 		d = -d
 	}
 	s.pacing[min(int(d/PacingBucket), PacingBuckets-1)].Add(1)
+}
+
+func (s *Server) recordSetup(d time.Duration) {
+	s.setup[min(int(max(d, 0)/SetupBucket), SetupBuckets-1)].Add(1)
 }
 
 // Close ends every call (outcome shutdown, BYE), waits up to 10 s for

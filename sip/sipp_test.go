@@ -220,6 +220,12 @@ func TestSIPpCarrierInvite(t *testing.T) {
 	if r.Outcome != voice.OutcomeCallerHangup || !r.Answered || r.Phone != "+34911222333" {
 		t.Fatalf("record %+v", r)
 	}
+	// The call shows in the server's figures: its setup and its packets'
+	// pacing.
+	st := b.sip.Stats()
+	if st.SetupTime(100) == 0 || st.PacingJitter(100) == 0 {
+		t.Fatalf("setup %v, pacing %v in the server's stats", st.SetupTime(100), st.PacingJitter(100))
+	}
 }
 
 // An offer of audio and video is answered: the audio taken, the video
