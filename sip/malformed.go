@@ -72,8 +72,11 @@ var requestLineRe = regexp.MustCompile(`^([A-Za-z0-9!%*_+.~'` + "`" + `-]+)[ \t]
 // the Request-URI, version 2.0.
 var strictRequestLineRe = regexp.MustCompile(`^[A-Za-z0-9!%*_+.~'` + "`" + `-]+ [^\s]+ SIP/2\.0$`)
 
-// tokenRe is a display name that is not quoted: tokens and spaces.
-var tokenRe = regexp.MustCompile(`^[A-Za-z0-9\-.!%*_+` + "`" + `'~ \t]*$`)
+// separators may not appear in a display name that is not quoted (RFC
+// 3261 section 25.1: it is tokens and spaces). Other characters outside the
+// token set (phones write unquoted UTF-8 names) are let through: they are
+// not ambiguous.
+const separators = `,;()<>@:\"/[]?={}`
 
 // screen decides what to do with a message before sipgo parses it: pass it
 // on, or keep it back and answer with res (nil: no answer, for anything
@@ -124,7 +127,7 @@ func screen(p *sip.Parser, data []byte) (res []byte, pass bool) {
 		case "from", "f", "to", "t":
 			if display, _, found := strings.Cut(value, "<"); found {
 				display = strings.TrimSpace(display)
-				if !strings.HasPrefix(display, `"`) && !tokenRe.MatchString(display) {
+				if !strings.HasPrefix(display, `"`) && strings.ContainsAny(display, separators) {
 					return bad(sip.StatusBadRequest, "Bad Display Name")
 				}
 			}

@@ -680,7 +680,8 @@ func statusCode(msg string) int {
 }
 
 // A message up to the UDP limit is read whole (sipgo's default buffer cut
-// at 32 KB), and an ACK is never answered, however malformed.
+// at 32 KB), an unquoted UTF-8 display name is taken, and an ACK is never
+// answered, however malformed.
 func TestLargeMessagesAndACK(t *testing.T) {
 	t.Parallel()
 	b := newProtocolBox(t, inboundConfig(), "", nil)
@@ -704,7 +705,21 @@ CSeq: one ACK
 Content-Length: 0
 
 `
+	// Not RFC 3261's grammar, but what phones send: an unquoted UTF-8 name.
+	utf8Name := `OPTIONS sip:100@127.0.0.1 SIP/2.0
+Via: {{VIA}};branch=z9hG4bKutf1
+From: José Núñez <sip:jose@127.0.0.1>;tag=1
+To: <sip:100@127.0.0.1>
+Call-ID: utf8.1
+CSeq: 1 OPTIONS
+Max-Forwards: 70
+Content-Length: 0
+
+`
 	for _, transport := range []string{"udp", "tcp"} {
+		if got := sendTorture(t, b.sip.Addr(), transport, utf8Name); got != 200 {
+			t.Errorf("an unquoted UTF-8 display name over %s: answered %d, want 200", transport, got)
+		}
 		if got := sendTorture(t, b.sip.Addr(), transport, large); got != 200 {
 			t.Errorf("a 60 KB OPTIONS over %s: answered %d, want 200", transport, got)
 		}
