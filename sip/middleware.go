@@ -167,6 +167,12 @@ func checkRequest(req *sip.Request) *sip.Response {
 	}
 	if f := req.From(); f != nil {
 		trimParams(&f.Params)
+		// diago drops an INVITE without a From tag unanswered, and the
+		// caller retransmits into silence (RFC 3261 section 8.1.1.3
+		// requires the tag).
+		if req.Method == sip.INVITE && !f.Params.Has("tag") {
+			return bad("Missing From Tag")
+		}
 	}
 	if t := req.To(); t != nil {
 		trimParams(&t.Params)

@@ -139,15 +139,16 @@ func (s *Server) Start(ctx context.Context) error {
 		media.RTPPortStart, media.RTPPortEnd = s.cfg.RTPPortMin, s.cfg.RTPPortMax
 	}
 
+	lib := slog.New(libraryLog{s.log.Handler()})
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("stackbone"),
-		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(s.log)),
-		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(s.log)))
+		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(lib)),
+		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(lib)))
 	if err != nil {
 		udp.Close()
 		tcp.Close()
 		return fmt.Errorf("sip: %w", err)
 	}
-	srv, err := sipgo.NewServer(ua, sipgo.WithServerLogger(s.log))
+	srv, err := sipgo.NewServer(ua, sipgo.WithServerLogger(lib))
 	if err != nil {
 		udp.Close()
 		tcp.Close()
@@ -162,7 +163,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}))
 	}
 	opts := append(transports,
-		diago.WithServer(srv), diago.WithLogger(s.log),
+		diago.WithServer(srv), diago.WithLogger(lib),
 		diago.WithMediaConfig(diago.MediaConfig{Codecs: s.codecs}),
 		diago.WithServerRequestMiddleware(s.middleware))
 	dg := diago.NewDiago(ua, opts...)

@@ -3,6 +3,7 @@ package sip_test
 import (
 	"bufio"
 	"context"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/store/storetest"
 )
 
 // The torture messages of RFC 4475 (SIP Torture Test Messages) that reach
@@ -726,5 +728,60 @@ Content-Length: 0
 		if got := sendTorture(t, b.sip.Addr(), transport, badACK); got != 0 {
 			t.Errorf("a malformed ACK over %s was answered %d", transport, got)
 		}
+	}
+}
+
+// What a peer writes stays out of the box's logs, also where sipgo and
+// diago log a request they refuse: an INVITE without a From tag (400; diago
+// would drop it unanswered), a BYE for no dialog (481), a request that does
+// not parse (400).
+func TestPeerTextStaysOutOfLogs(t *testing.T) {
+	t.Parallel()
+	logs := &logWatch{marker: "STACKBONE-PEER-TEXT", inner: storetest.Logger(t).Handler()}
+	b := newProtocolBoxLogged(t, inboundConfig(), "", nil, slog.New(logs))
+	for _, c := range []struct {
+		raw  string
+		want int
+	}{
+		{want: 400, raw: `INVITE sip:100@127.0.0.1 SIP/2.0
+Via: {{VIA}};branch=z9hG4bKnotag1
+From: "STACKBONE-PEER-TEXT" <sip:STACKBONE-PEER-TEXT@127.0.0.1>
+To: <sip:100@127.0.0.1>
+Call-ID: notag.STACKBONE-PEER-TEXT
+CSeq: 1 INVITE
+Contact: <sip:x@127.0.0.1>
+Max-Forwards: 70
+Content-Length: 0
+
+`},
+		{want: 481, raw: `BYE sip:100@127.0.0.1 SIP/2.0
+Via: {{VIA}};branch=z9hG4bKbye1
+From: "STACKBONE-PEER-TEXT" <sip:a@127.0.0.1>;tag=1
+To: <sip:100@127.0.0.1>;tag=STACKBONE-PEER-TEXT
+Call-ID: bye.STACKBONE-PEER-TEXT
+CSeq: 2 BYE
+Max-Forwards: 70
+Content-Length: 0
+
+`},
+		{want: 400, raw: `OPTIONS sip:100@127.0.0.1 SIP/2.0
+Via: {{VIA}};branch=z9hG4bKparse1
+From: <sip:a@127.0.0.1>;tag=1
+To: <sip:100@127.0.0.1>
+Call-ID: parse.1
+CSeq: 1 OPTIONS
+STACKBONE-PEER-TEXT without a colon
+Content-Length: 0
+
+`},
+	} {
+		for _, transport := range []string{"udp", "tcp"} {
+			if got := sendTorture(t, b.sip.Addr(), transport, c.raw); got != c.want {
+				t.Errorf("%s over %s: answered %d, want %d", firstLine(c.raw), transport, got, c.want)
+			}
+		}
+	}
+	if seen := logs.seen(); len(seen) > 0 {
+		t.Fatalf("the peer's text reached the logs: %q", seen)
 	}
 }
