@@ -217,7 +217,7 @@ func TestSIPpCarrierInvite(t *testing.T) {
 		t.Errorf("the caller heard %d voiced packets of the greeting", n)
 	}
 	r := b.onlyCall(t)
-	if r.Outcome != voice.OutcomeCallerHangup || !r.Answered || r.Phone != "+34911222333" {
+	if r.Outcome != string(voice.OutcomeCallerHangup) || !r.Answered || r.Phone != "+34911222333" {
 		t.Fatalf("record %+v", r)
 	}
 	// The call shows in the server's figures: its setup and its packets'
@@ -241,7 +241,7 @@ func TestSIPpAudioVideoOffer(t *testing.T) {
 		t.Errorf("the caller heard %d voiced packets", n)
 	}
 	r := b.onlyCall(t)
-	if r.Outcome != voice.OutcomeCallerHangup || !r.Answered || r.Phone != "+34600111222" {
+	if r.Outcome != string(voice.OutcomeCallerHangup) || !r.Answered || r.Phone != "+34600111222" {
 		t.Fatalf("record %+v", r)
 	}
 }
@@ -271,7 +271,7 @@ func TestSIPpCancelWhileRinging(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := b.onlyCall(t)
-	if r.Outcome != voice.OutcomeCancelled || r.Answered || !r.Ended || r.Phone != "+34600333444" ||
+	if r.Outcome != string(voice.OutcomeCancelled) || r.Answered || !r.Ended || r.Phone != "+34600333444" ||
 		r.Started.Before(before.Add(-time.Second)) || r.Started.After(time.Now()) {
 		t.Fatalf("record %+v", r)
 	}
@@ -293,7 +293,7 @@ func TestSIPpLateOffer(t *testing.T) {
 		t.Errorf("the caller heard %d voiced packets", n)
 	}
 	r := b.onlyCall(t)
-	if r.Outcome != voice.OutcomeCallerHangup || !r.Answered || r.Phone != "+34600555666" {
+	if r.Outcome != string(voice.OutcomeCallerHangup) || !r.Answered || r.Phone != "+34600555666" {
 		t.Fatalf("record %+v", r)
 	}
 	if n := b.voicedUploads(); n == 0 {
