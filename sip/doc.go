@@ -21,8 +21,9 @@
 // without an offer gets the box's offer in the 200 and the answer is taken
 // from the ACK). CANCEL before the answer closes the call as cancelled,
 // recorded like any other. Malformed requests get 400 over UDP and TCP, a
-// method the box does not serve 405 or 501 with Allow. Re-INVITEs put the call on hold (no media
-// timeout, nothing sent) or change the codec without dropping it. Session
+// method the box does not serve 405 or 501 with Allow. Re-INVITEs put the
+// call on hold (no media timeout, nothing sent) or change the codec
+// without dropping it. Session
 // timers (RFC 4028) are negotiated and enforced, the box refreshing with
 // re-INVITE when it is the refresher. Keypad digits (RFC 4733) reach
 // Call.DTMF; Transfer sends REFER and returns once the other side reports
