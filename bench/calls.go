@@ -9,10 +9,14 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -73,6 +77,17 @@ type CallStep struct {
 	Packets, Lost int64
 	// Dropped are caller frames the box itself did not take in time.
 	Dropped int64
+	// Hog: the step ran with a CPU hog beside the box (a busy loop in its
+	// own process, one core at most).
+	Hog bool
+	// BoxSetup is INVITE to 200 OK at the box (sip.Stats.Setup).
+	BoxSetup Figures
+	// CPUPerCall is the process's CPU time (box and generator) per call
+	// and second of the window, as a fraction of one core.
+	CPUPerCall float64
+	// MemPerCall is the growth of the process's resident memory from the
+	// step's start to the window's end, per call (bytes).
+	MemPerCall int64
 	// Turns completed with metrics, and the box's own share of each turn's
 	// wire-to-wire time (minus endpointing, speech-to-text, time to first
 	// token and text-to-speech first byte, all provider or policy time).
@@ -86,13 +101,13 @@ type CallsReport struct {
 	Steps []CallStep
 }
 
-// Largest is the largest step whose box-side pacing jitter p99 stayed under
-// 5 ms with no packet lost or dropped and every call established; 0 if
-// none did.
+// Largest is the largest step without the CPU hog whose box-side pacing
+// jitter p99 stayed under 5 ms with no packet lost or dropped and every
+// call established; 0 if none did.
 func (r CallsReport) Largest() int {
 	best := 0
 	for _, s := range r.Steps {
-		if s.Failed == 0 && s.Established == s.Calls && s.Pacing.P99 < 5*time.Millisecond && s.Lost == 0 && s.Dropped == 0 && s.Calls > best {
+		if !s.Hog && s.Failed == 0 && s.Established == s.Calls && s.Pacing.P99 < 5*time.Millisecond && s.Lost == 0 && s.Dropped == 0 && s.Calls > best {
 			best = s.Calls
 		}
 	}
@@ -106,11 +121,15 @@ func (r CallsReport) Print(w io.Writer) {
 		fmt.Fprintln(w, "  "+s)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "calls\tup\tfailed\tsetup p50 ms\tsetup p95 ms\tpacing p50 ms\tpacing p99 ms\tpacing max ms\trx jitter p99 ms\tpackets\tlost\tdropped\tturns\toverhead p50 ms\toverhead p95 ms\t")
+	fmt.Fprintln(tw, "calls\thog\tup\tfailed\tsetup p50 ms\tsetup p95 ms\tbox setup p95 ms\tpacing p50 ms\tpacing p99 ms\tpacing max ms\trx jitter p99 ms\tpackets\tlost\tdropped\tturns\toverhead p50 ms\toverhead p95 ms\tcpu %/call\tKB/call\t")
 	for _, s := range r.Steps {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t\n", s.Calls, s.Established, s.Failed,
-			ms(s.Setup.P50), ms(s.Setup.P95), ms(s.Pacing.P50), ms(s.Pacing.P99), ms(s.Pacing.Max), ms(s.Jitter.P99),
-			s.Packets, s.Lost, s.Dropped, s.Turns, ms(s.Overhead.P50), ms(s.Overhead.P95))
+		hog := "-"
+		if s.Hog {
+			hog = "yes"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.2f\t%d\t\n", s.Calls, hog, s.Established, s.Failed,
+			ms(s.Setup.P50), ms(s.Setup.P95), ms(s.BoxSetup.P95), ms(s.Pacing.P50), ms(s.Pacing.P99), ms(s.Pacing.Max), ms(s.Jitter.P99),
+			s.Packets, s.Lost, s.Dropped, s.Turns, ms(s.Overhead.P50), ms(s.Overhead.P95), 100*s.CPUPerCall, s.MemPerCall/1024)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "largest step with pacing jitter p99 < 5 ms, no loss: %d calls\n", r.Largest())
@@ -213,38 +232,97 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		fmt.Sprintf("each step: calls started at %d/s, then held %s; G.711 PCMU, 20 ms packets both ways", cfg.Rate, cfg.Hold),
 		"setup: INVITE to 200 OK (open, recall, answer); jitter: |interval - 20 ms| of the box's packets at the generator",
 	}}
+	rep.Setup = append(rep.Setup, "each step runs twice: alone, then with a CPU hog beside the box (a shell busy loop, one core at most)",
+		"cpu %/call: process CPU (box and generator) per call in the window, % of one core; KB/call: resident memory growth per call")
 	number := 0
 	for _, n := range cfg.Steps {
-		cfg.Logger.Info("bench calls: step", "calls", n)
-		before, since := srv.Stats(), time.Now()
-		var w0, w1 sip.Stats
-		step, err := gen.step(ctx, srv.Addr(), n, &number, cfg.Rate, cfg.Hold, func(end bool) {
-			if end {
-				w1 = srv.Stats()
-			} else {
-				w0 = srv.Stats()
+		for _, hog := range []bool{false, true} {
+			cfg.Logger.Info("bench calls: step", "calls", n, "hog", hog)
+			stopHog := func() {}
+			if hog {
+				if stopHog, err = startHog(ctx); err != nil {
+					return rep, err
+				}
 			}
-		})
-		if err != nil {
-			return rep, err
+			before, since, rssBefore := srv.Stats(), time.Now(), residentBytes()
+			var w0, w1 sip.Stats
+			var cpu0, cpu1 time.Duration
+			var rss1 int64
+			step, err := gen.step(ctx, srv.Addr(), n, &number, cfg.Rate, cfg.Hold, func(end bool) {
+				if end {
+					w1, cpu1, rss1 = srv.Stats(), processCPU(), residentBytes()
+				} else {
+					w0, cpu0 = srv.Stats(), processCPU()
+				}
+			})
+			stopHog()
+			if err != nil {
+				return rep, err
+			}
+			step.Hog = hog
+			win := w1.Sub(w0)
+			step.Pacing = Figures{Name: "pacing", P50: win.PacingJitter(50), P95: win.PacingJitter(95), P99: win.PacingJitter(99), Max: win.PacingJitter(100)}
+			for _, n := range win.Pacing {
+				step.Pacing.N += int(n)
+			}
+			set := w1.Sub(before)
+			step.BoxSetup = Figures{Name: "box setup", P50: set.SetupTime(50), P95: set.SetupTime(95), P99: set.SetupTime(99), Max: set.SetupTime(100)}
+			if step.Established > 0 {
+				step.CPUPerCall = cpu1.Seconds() - cpu0.Seconds()
+				step.CPUPerCall /= cfg.Hold.Seconds() * float64(step.Established)
+				step.MemPerCall = (rss1 - rssBefore) / int64(step.Established)
+			}
+			// Wait for the calls' completions (memory saves) before the next step.
+			deadline := time.Now().Add(2 * time.Minute)
+			for (mgr.Active() > 0 || srv.Active() > 0) && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+			}
+			after := srv.Stats()
+			step.Dropped = after.FramesDropped - before.FramesDropped
+			step.Turns, step.Overhead = overhead(ctx, pool, since)
+			rep.Steps = append(rep.Steps, step)
+			cfg.Logger.Info("bench calls: step done", "calls", n, "hog", hog, "up", step.Established, "pacingP99Ms", ms(step.Pacing.P99))
 		}
-		win := w1.Sub(w0)
-		step.Pacing = Figures{Name: "pacing", P50: win.PacingJitter(50), P95: win.PacingJitter(95), P99: win.PacingJitter(99), Max: win.PacingJitter(100)}
-		for _, n := range win.Pacing {
-			step.Pacing.N += int(n)
-		}
-		// Wait for the calls' completions (memory saves) before the next step.
-		deadline := time.Now().Add(2 * time.Minute)
-		for (mgr.Active() > 0 || srv.Active() > 0) && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		after := srv.Stats()
-		step.Dropped = after.FramesDropped - before.FramesDropped
-		step.Turns, step.Overhead = overhead(ctx, pool, since)
-		rep.Steps = append(rep.Steps, step)
-		cfg.Logger.Info("bench calls: step done", "calls", n, "up", step.Established, "jitterP99Ms", ms(step.Jitter.P99))
 	}
 	return rep, nil
+}
+
+// startHog runs a busy loop in its own process (one core at most) until the
+// returned stop is called or ctx ends.
+func startHog(ctx context.Context) (stop func(), err error) {
+	hctx, cancel := context.WithCancel(ctx)
+	cmd := exec.CommandContext(hctx, "sh", "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("bench: cpu hog: %w", err)
+	}
+	return func() {
+		cancel()
+		_ = cmd.Wait()
+	}, nil
+}
+
+// processCPU is the CPU time (user and system) the process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// residentBytes is the process's resident memory (Linux; 0 elsewhere).
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emiago/sipgo/sip"
@@ -33,6 +34,9 @@ type call struct {
 	leg   leg
 	media *rtpMedia
 	timer sessionTimer
+
+	// late is set while an answered late offer waits for its ACK.
+	late atomic.Pointer[lateOffer]
 
 	refreshed chan struct{}
 	ended     chan struct{}

@@ -16,10 +16,14 @@
 // Retry-After beyond it, so a proxy in front of several boxes tries
 // another), rung (100, 180), opened on the controller before the answer
 // (the memory recall happens then, so the greeting plays at once) and
-// answered with PCMU, PCMA and telephone-event (an INVITE must carry the
-// SDP offer; a late offer is refused with 488). CANCEL before the answer
-// closes the call as cancelled. Re-INVITEs put the call on hold (no media
-// timeout, nothing sent) or change the codec without dropping it. Session
+// answered with PCMU, PCMA and telephone-event (the first usable audio
+// stream of the offer; other streams are refused with port 0; an INVITE
+// without an offer gets the box's offer in the 200 and the answer is taken
+// from the ACK). CANCEL before the answer closes the call as cancelled,
+// recorded like any other. Malformed requests get 400 over UDP and TCP, a
+// method the box does not serve 405 or 501 with Allow. Re-INVITEs put the
+// call on hold (no media timeout, nothing sent) or change the codec
+// without dropping it. Session
 // timers (RFC 4028) are negotiated and enforced, the box refreshing with
 // re-INVITE when it is the refresher. Keypad digits (RFC 4733) reach
 // Call.DTMF; Transfer sends REFER and returns once the other side reports

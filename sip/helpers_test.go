@@ -3,8 +3,10 @@ package sip_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +31,14 @@ import (
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/voice"
 )
+
+// TestMain sets sipgo's process-wide limits before any test starts a
+// sipgo transport (the tests' own phones included), so none reads them
+// while they change.
+func TestMain(m *testing.M) {
+	sip.PrepareLibrary()
+	os.Exit(m.Run())
+}
 
 // waitFor polls cond until it holds or the limit passes.
 func waitFor(t testing.TB, what string, limit time.Duration, cond func() bool) {
@@ -197,14 +207,7 @@ func listen(med *diago.DialogMedia) *listener {
 				return
 			}
 			pt := med.RTPPacketReader.PacketHeader.PayloadType
-			pcm := make([]int16, 0, n)
-			for _, b := range buf[:n] {
-				if pt == 8 {
-					pcm = append(pcm, g711.DecodeAlawFrame(b))
-				} else {
-					pcm = append(pcm, g711.DecodeUlawFrame(b))
-				}
-			}
+			pcm := decodeG711(pt, buf[:n])
 			l.mu.Lock()
 			l.frames++
 			l.lastPT = pt
@@ -253,12 +256,8 @@ func talk(med *diago.DialogMedia, stop <-chan struct{}, bursts int) <-chan struc
 			}
 			payload := make([]byte, 160)
 			pt := media.CodecAudioFromSession(med.MediaSession()).PayloadType
-			voiced := i%100 >= 20 && i%100 < 60 && i%10 < 8 && (bursts == 0 || i/100 < bursts)
 			for j := range payload {
-				v := int16((j*7919)%61 - 30) // line noise
-				if voiced {
-					v = int16(10000 * math.Sin(2*math.Pi*300*float64(i*160+j)/8000))
-				}
+				v := callerSample(i, j, bursts)
 				if pt == 8 {
 					payload[j] = g711.EncodeAlawFrame(v)
 				} else {
@@ -271,6 +270,28 @@ func talk(med *diago.DialogMedia, stop <-chan struct{}, bursts int) <-chan struc
 		}
 	}()
 	return done
+}
+
+// decodeG711 decodes a PCMA (8) or else PCMU payload.
+func decodeG711(pt uint8, payload []byte) []int16 {
+	pcm := make([]int16, 0, len(payload))
+	for _, b := range payload {
+		if pt == 8 {
+			pcm = append(pcm, g711.DecodeAlawFrame(b))
+		} else {
+			pcm = append(pcm, g711.DecodeUlawFrame(b))
+		}
+	}
+	return pcm
+}
+
+// callerSample is sample j of the caller's 20 ms packet i as talk sends it.
+func callerSample(i, j, bursts int) int16 {
+	voiced := i%100 >= 20 && i%100 < 60 && i%10 < 8 && (bursts == 0 || i/100 < bursts)
+	if voiced {
+		return int16(10000 * math.Sin(2*math.Pi*300*float64(i*160+j)/8000))
+	}
+	return int16((j*7919)%61 - 30) // line noise
 }
 
 // box is the whole call path of the box: real PostgreSQL, memory, agent
@@ -291,6 +312,12 @@ type box struct {
 // set, adjusts the call controller's configuration.
 func startBox(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.Config)) *box {
 	t.Helper()
+	return startBoxLogged(t, sipCfg, agents, tune, storetest.Logger(t))
+}
+
+// startBoxLogged is startBox with the box's logger.
+func startBoxLogged(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.Config), log *slog.Logger) *box {
+	t.Helper()
 	ctx := context.Background()
 	pool := storetest.Pool(t)
 	model := providertest.New(t)
@@ -299,7 +326,6 @@ func startBox(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.C
 		t.Fatal(err)
 	}
 	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: model.URL()}}, nil)
-	log := storetest.Logger(t)
 	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})
 	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
 	if err := settings.FixDeclaredKeys(ctx); err != nil {
@@ -351,7 +377,13 @@ agents:
 // tests script replies ahead of these.
 func newProtocolBox(t testing.TB, sipCfg config.SIP, extra string, tune func(*voice.Config)) *box {
 	t.Helper()
-	b := startBox(t, sipCfg, protocolAgents+extra, tune)
+	return newProtocolBoxLogged(t, sipCfg, extra, tune, storetest.Logger(t))
+}
+
+// newProtocolBoxLogged is newProtocolBox with the box's logger.
+func newProtocolBoxLogged(t testing.TB, sipCfg config.SIP, extra string, tune func(*voice.Config), log *slog.Logger) *box {
+	t.Helper()
+	b := startBoxLogged(t, sipCfg, protocolAgents+extra, tune, log)
 	b.model.RespondTranscripts(func([]byte) string { return "Hello there." })
 	b.model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
 		if len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, `"operations"`) {

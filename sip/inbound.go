@@ -30,6 +30,7 @@ func statusFor(err error) (int, string) {
 // serveInbound carries one inbound call, from the INVITE to its end; diago
 // calls it for each new INVITE (after middleware accepted it).
 func (s *Server) serveInbound(d *diago.DialogServerSession) {
+	received := time.Now()
 	req := d.InviteRequest
 	callID := req.CallID().Value()
 	log := s.log.With("sipCallId", callID, "direction", voice.Inbound)
@@ -90,7 +91,9 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 	setup := time.Now()
 	// Until the answer only this goroutine responds to the INVITE: an end
 	// meanwhile (shutdown) cancels the open and leaves the refusal to it.
-	openCtx, cancelOpen := context.WithCancel(d.Context())
+	// A CANCEL does not: the open completes and the call is closed as
+	// cancelled, so a missed call leaves its record.
+	openCtx, cancelOpen := context.WithCancel(context.WithoutCancel(d.Context()))
 	defer cancelOpen()
 	go func() {
 		select {
@@ -132,7 +135,12 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 			m.updateCodec()
 		}
 	}
-	med, err = d.Answer(diago.AnswerOptions{Codecs: s.codecs, OnMediaUpdate: onUpdate})
+	offer := req.Body()
+	if len(offer) == 0 {
+		med, offer, err = s.answerLate(c, d)
+	} else {
+		med, err = d.Answer(diago.AnswerOptions{Codecs: s.codecs, OnMediaUpdate: onUpdate})
+	}
 	if err != nil {
 		outcome := voice.OutcomeFailed
 		switch {
@@ -160,9 +168,10 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 		ctl.End(voice.OutcomeShutdown, "")
 		return
 	}
-	if onHold(req.Body()) {
+	if onHold(offer) {
 		m.setHeld(true)
 	}
+	s.recordSetup(time.Since(received))
 	log.Info("sip: answered", "agent", agentName, "trunk", trunk.Name, "setupMs", time.Since(setup).Milliseconds())
 	s.carry(c, m, d.Context())
 }

@@ -20,9 +20,6 @@ const (
 	statusIntervalTooSmall     = 422
 )
 
-// allowHeader lists the methods the box handles.
-const allowHeader = "INVITE, ACK, BYE, CANCEL, OPTIONS, REFER, NOTIFY, UPDATE, INFO"
-
 // middleware runs before diago's handlers: it refuses malformed INVITEs
 // with a 4xx before a dialog exists, adds the session timer and Allow
 // headers to 2xx answers, tracks hold and session refreshes on re-INVITEs,
@@ -35,9 +32,34 @@ func (s *Server) middleware(next sipgo.RequestHandler) sipgo.RequestHandler {
 				_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusInternalServerError, "Server Internal Error", nil))
 			}
 		}()
+		if req.Method == sip.ACK {
+			if c := s.lookup(req); c != nil {
+				c.takeLateAnswer(req)
+			}
+			next(req, tx)
+			return
+		}
+		if res := checkRequest(req); res != nil {
+			_ = tx.Respond(res)
+			return
+		}
+		if req.Method != sip.CANCEL {
+			// RFC 3261 section 8.2.2.3: every request but ACK and CANCEL.
+			if res := unsupported(req); res != nil {
+				_ = tx.Respond(res)
+				return
+			}
+		}
 		if req.Method != sip.INVITE {
 			next(req, tx)
 			return
+		}
+		var streams *offerStreams
+		if body := req.Body(); len(body) > 0 {
+			var kept []byte
+			if kept, streams = splitOffer(body); streams != nil {
+				req.SetBody(kept)
+			}
 		}
 		to := req.To()
 		inDialog := to != nil && to.Params.Has("tag")
@@ -46,11 +68,11 @@ func (s *Server) middleware(next sipgo.RequestHandler) sipgo.RequestHandler {
 				_ = tx.Respond(res)
 				return
 			}
-			next(req, &answerTx{ServerTransaction: tx, s: s, req: req})
+			next(req, &answerTx{ServerTransaction: tx, s: s, req: req, streams: streams})
 			return
 		}
 		c := s.lookup(req)
-		atx := &answerTx{ServerTransaction: tx, s: s, req: req, refresh: true}
+		atx := &answerTx{ServerTransaction: tx, s: s, req: req, refresh: true, streams: streams}
 		next(req, atx)
 		if c != nil && atx.status.Load()/100 == 2 {
 			c.refreshedNow()
@@ -70,12 +92,18 @@ type answerTx struct {
 	s       *Server
 	req     *sip.Request
 	refresh bool
+	// streams is the offer's streams when it had several (answered with
+	// the refused ones at port 0).
+	streams *offerStreams
 	status  atomic.Int32
 }
 
 func (t *answerTx) Respond(res *sip.Response) error {
 	if res.IsSuccess() {
 		addAnswerHeaders(t.s, t.req, res, t.refresh)
+		if body := res.Body(); t.streams != nil && len(body) > 0 {
+			res.SetBody(t.streams.answer(body))
+		}
 	}
 	t.status.Store(int32(res.StatusCode))
 	return t.ServerTransaction.Respond(res)
@@ -116,6 +144,68 @@ func addAnswerHeaders(s *Server, req *sip.Request, res *sip.Response, refresh bo
 	}
 }
 
+// singleHeaders may appear once in a request (RFC 4475's multi01).
+var singleHeaders = []string{"Call-ID", "CSeq", "From", "To", "Max-Forwards", "Content-Length", "Content-Type"}
+
+// checkRequest refuses with 400 what sipgo's parser lets through although
+// the request is malformed: a header that may appear once appearing twice,
+// a CSeq naming another method (mismatch01, mismatch02). It also trims the
+// spaces sipgo leaves around the names and values of the From and To
+// parameters ("tag = 98asjd8", which RFC 3261's grammar allows: wsinv), so
+// the tags match.
+func checkRequest(req *sip.Request) *sip.Response {
+	bad := func(reason string) *sip.Response {
+		return sip.NewResponseFromRequest(req, sip.StatusBadRequest, reason, nil)
+	}
+	for _, name := range singleHeaders {
+		if len(req.GetHeaders(name)) > 1 {
+			return bad("Duplicate " + name)
+		}
+	}
+	if cs := req.CSeq(); cs != nil && !strings.EqualFold(cs.MethodName.String(), req.Method.String()) {
+		return bad("CSeq Method Mismatch")
+	}
+	if f := req.From(); f != nil {
+		trimParams(&f.Params)
+		// diago drops an INVITE without a From tag unanswered, and the
+		// caller retransmits into silence (RFC 3261 section 8.1.1.3
+		// requires the tag).
+		if req.Method == sip.INVITE && !f.Params.Has("tag") {
+			return bad("Missing From Tag")
+		}
+	}
+	if t := req.To(); t != nil {
+		trimParams(&t.Params)
+	}
+	return nil
+}
+
+func trimParams(p *sip.HeaderParams) {
+	out := (*p)[:0]
+	for _, kv := range *p {
+		kv.K, kv.V = strings.TrimSpace(kv.K), strings.TrimSpace(kv.V)
+		if kv.K != "" {
+			out = append(out, kv)
+		}
+	}
+	*p = out
+}
+
+// unsupported refuses a request that requires an extension the box lacks
+// (420 with Unsupported); the box supports only timer (RFC 4028).
+func unsupported(req *sip.Request) *sip.Response {
+	for _, h := range req.GetHeaders("Require") {
+		for _, o := range strings.Split(h.Value(), ",") {
+			if o = strings.TrimSpace(o); o != "" && !strings.EqualFold(o, "timer") {
+				res := sip.NewResponseFromRequest(req, sip.StatusBadExtension, "Bad Extension", nil)
+				res.AppendHeader(sip.NewHeader("Unsupported", o))
+				return res
+			}
+		}
+	}
+	return nil
+}
+
 // checkInvite validates a new INVITE; a non-nil response refuses it.
 func (s *Server) checkInvite(req *sip.Request) *sip.Response {
 	bad := func(code int, reason string) *sip.Response {
@@ -133,15 +223,6 @@ func (s *Server) checkInvite(req *sip.Request) *sip.Response {
 	if sch := strings.ToLower(req.Recipient.Scheme); sch != "sip" && sch != "sips" && sch != "" {
 		return bad(statusUnsupportedURIScheme, "Unsupported URI Scheme")
 	}
-	for _, h := range req.GetHeaders("Require") {
-		for _, o := range strings.Split(h.Value(), ",") {
-			if o = strings.TrimSpace(o); o != "" && !strings.EqualFold(o, "timer") {
-				res := bad(sip.StatusBadExtension, "Bad Extension")
-				res.AppendHeader(sip.NewHeader("Unsupported", o))
-				return res
-			}
-		}
-	}
 	if _, err := s.negotiateTimer(req); err != nil {
 		if err == errIntervalTooSmall {
 			res := bad(statusIntervalTooSmall, "Session Interval Too Small")
@@ -152,9 +233,9 @@ func (s *Server) checkInvite(req *sip.Request) *sip.Response {
 	}
 	body := req.Body()
 	if len(body) == 0 {
-		// A late offer (SDP in the ACK): diago v0.42 stalls applying an
-		// answer that arrives with the ACK, so the box asks for an offer.
-		return notAcceptable(req, "an SDP offer in the INVITE is required")
+		// A late offer (RFC 3261 section 13.3.1): the box offers in its
+		// 200 and takes the answer from the ACK (serveInbound).
+		return nil
 	}
 	if ct := req.ContentType(); ct == nil || !strings.EqualFold(strings.TrimSpace(strings.Split(ct.Value(), ";")[0]), "application/sdp") {
 		res := bad(sip.StatusUnsupportedMediaType, "Unsupported Media Type")

@@ -50,6 +50,7 @@ type Server struct {
 
 	carried, rtpIn, dropped atomic.Int64
 	pacing                  [PacingBuckets]atomic.Int64
+	setup                   [SetupBuckets]atomic.Int64
 
 	mu      sync.Mutex
 	active  map[string]*call // by SIP Call-ID
@@ -74,6 +75,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	PrepareLibrary()
 	c := cfg.Config
 	if c.Addr == "" {
 		c.Addr = config.DefaultSIPAddr
@@ -137,15 +139,16 @@ func (s *Server) Start(ctx context.Context) error {
 		media.RTPPortStart, media.RTPPortEnd = s.cfg.RTPPortMin, s.cfg.RTPPortMax
 	}
 
+	lib := slog.New(libraryLog{s.log.Handler()})
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("stackbone"),
-		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(s.log)),
-		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(s.log)))
+		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(lib)),
+		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(lib)))
 	if err != nil {
 		udp.Close()
 		tcp.Close()
 		return fmt.Errorf("sip: %w", err)
 	}
-	srv, err := sipgo.NewServer(ua, sipgo.WithServerLogger(s.log))
+	srv, err := sipgo.NewServer(ua, sipgo.WithServerLogger(lib))
 	if err != nil {
 		udp.Close()
 		tcp.Close()
@@ -160,19 +163,21 @@ func (s *Server) Start(ctx context.Context) error {
 		}))
 	}
 	opts := append(transports,
-		diago.WithServer(srv), diago.WithLogger(s.log),
+		diago.WithServer(srv), diago.WithLogger(lib),
 		diago.WithMediaConfig(diago.MediaConfig{Codecs: s.codecs}),
 		diago.WithServerRequestMiddleware(s.middleware))
 	dg := diago.NewDiago(ua, opts...)
 	dg.HandleFunc(s.serveInbound)
 	srv.OnUpdate(s.onUpdate)
-	srv.OnRegister(func(req *sip.Request, tx sip.ServerTransaction) {
-		// The box is no registrar: trunks reach it by address.
-		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusMethodNotAllowed, "Method Not Allowed", nil))
-	})
+	// After diago, whose OPTIONS lists every registered handler: the box
+	// answers what it serves, as on its INVITE answers. REGISTER and the
+	// other methods the box does not serve reach noRoute (405 or 501).
+	srv.OnOptions(s.middleware(s.onOptions))
+	srv.OnNoRoute(s.middleware(s.noRoute))
 
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	s.ua, s.srv, s.dg, s.tcp = ua, srv, dg, tcp
+	s.ua, s.srv, s.dg = ua, srv, dg
+	s.tcp = &strictListener{Listener: tcp, log: s.log}
 	s.udp = &strictConn{PacketConn: udp, log: s.log}
 	s.addr = net.JoinHostPort(host, strconv.Itoa(port))
 	s.serving.Add(2)
@@ -184,7 +189,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}()
 	go func() {
 		defer s.serving.Done()
-		if err := srv.ServeTCP(tcp); err != nil && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
+		if err := srv.ServeTCP(s.tcp); err != nil && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
 			s.log.Error("sip: tcp listener stopped", "error", err)
 		}
 	}()
@@ -237,19 +242,36 @@ type Stats struct {
 	// the call's previous packet strayed from 20 ms: bucket i holds
 	// [i, i+1) * PacingBucket, the last one everything beyond.
 	Pacing [PacingBuckets]int64
+	// Setup counts the inbound calls answered by the time from the INVITE
+	// to the 200 OK (open, recall, answer): bucket i holds [i, i+1) *
+	// SetupBucket, the last one everything beyond.
+	Setup [SetupBuckets]int64
 }
 
-// The pacing histogram: 100 µs buckets up to 50 ms.
+// The histograms: pacing in 100 µs buckets up to 50 ms, setup in 1 ms
+// buckets up to 2 s.
 const (
 	PacingBucket  = 100 * time.Microsecond
 	PacingBuckets = 501
+	SetupBucket   = time.Millisecond
+	SetupBuckets  = 2001
 )
 
 // PacingJitter is the p-th percentile (0-100) of the pacing histogram, to
 // the bucket's upper edge; 0 without samples.
 func (st Stats) PacingJitter(p float64) time.Duration {
+	return percentile(st.Pacing[:], PacingBucket, p)
+}
+
+// SetupTime is the p-th percentile (0-100) of the setup histogram, to the
+// bucket's upper edge; 0 without samples.
+func (st Stats) SetupTime(p float64) time.Duration {
+	return percentile(st.Setup[:], SetupBucket, p)
+}
+
+func percentile(buckets []int64, width time.Duration, p float64) time.Duration {
 	var total int64
-	for _, n := range st.Pacing {
+	for _, n := range buckets {
 		total += n
 	}
 	if total == 0 {
@@ -257,12 +279,12 @@ func (st Stats) PacingJitter(p float64) time.Duration {
 	}
 	rank := int64(math.Ceil(p / 100 * float64(total)))
 	var seen int64
-	for i, n := range st.Pacing {
+	for i, n := range buckets {
 		if seen += n; seen >= rank {
-			return time.Duration(i+1) * PacingBucket
+			return time.Duration(i+1) * width
 		}
 	}
-	return PacingBuckets * PacingBucket
+	return time.Duration(len(buckets)) * width
 }
 
 // Sub is the difference of two snapshots, for a window of time.
@@ -272,15 +294,22 @@ func (st Stats) Sub(earlier Stats) Stats {
 	for i := range st.Pacing {
 		d.Pacing[i] = st.Pacing[i] - earlier.Pacing[i]
 	}
+	for i := range st.Setup {
+		d.Setup[i] = st.Setup[i] - earlier.Setup[i]
+	}
 	return d
 }
 
 // Stats returns the totals so far (packets and drops of calls that ended,
-// pacing of every packet sent).
+// pacing of every packet sent, setup of every inbound call answered): the
+// figures a metrics endpoint exports.
 func (s *Server) Stats() Stats {
 	st := Stats{Calls: s.carried.Load(), RTPPackets: s.rtpIn.Load(), FramesDropped: s.dropped.Load()}
 	for i := range s.pacing {
 		st.Pacing[i] = s.pacing[i].Load()
+	}
+	for i := range s.setup {
+		st.Setup[i] = s.setup[i].Load()
 	}
 	return st
 }
@@ -290,6 +319,10 @@ func (s *Server) recordPacing(d time.Duration) {
 		d = -d
 	}
 	s.pacing[min(int(d/PacingBucket), PacingBuckets-1)].Add(1)
+}
+
+func (s *Server) recordSetup(d time.Duration) {
+	s.setup[min(int(max(d, 0)/SetupBucket), SetupBuckets-1)].Add(1)
 }
 
 // Close ends every call (outcome shutdown, BYE), waits up to 10 s for
