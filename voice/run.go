@@ -139,35 +139,74 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 	}
 }
 
-// play paces the playout at real time: one frame per tick of the clock.
+// maxCatchUp is how many overdue frames play back to back after a stall
+// (100 ms); beyond that the schedule skips ahead.
+const maxCatchUp = 5
+
+// play paces the playout at real time on a fixed 20 ms schedule: after a
+// stall (the process descheduled, a busy machine) the frames that came due
+// go out back to back, up to maxCatchUp, so a stall delays this call's
+// audio instead of dropping frames, as a ticker's missed ticks would on
+// every call at once.
 func (c *Call) play(ctx context.Context) {
-	ticker := c.clk.Ticker(FrameDuration)
-	defer ticker.Stop()
+	next := c.clk.Now().Add(FrameDuration)
+	timer := c.clk.Timer(FrameDuration)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-timer.C:
 		}
-		speech, finished, err := c.playout.Tick(c.t)
-		if err != nil {
-			if ctx.Err() == nil {
-				c.m.log.Warn("voice: media write", "call", c.info.ID, "error", err)
-				c.End(OutcomeFailed, "the agent's audio could not be sent")
+		now := c.clk.Now()
+		var due int
+		due, next = schedule(next, now)
+		for range due {
+			if !c.playFrame(ctx) {
+				return
 			}
-			return
 		}
-		if speech {
-			c.mu.Lock()
-			if t := c.speaking; t != nil && t.firstAudio.IsZero() {
-				t.firstAudio = c.clk.Now()
-			}
-			c.mu.Unlock()
-		}
-		if finished {
-			c.endAssistant(false)
-		}
+		timer.Reset(next.Sub(now))
 	}
+}
+
+// schedule says how many frames are due at now when the next one was due
+// at next (at most maxCatchUp), and when the following one is due: on the
+// same 20 ms grid, or a frame from now when the stall was longer than the
+// catch-up.
+func schedule(next, now time.Time) (int, time.Time) {
+	due := 0
+	for !next.After(now) && due < maxCatchUp {
+		due++
+		next = next.Add(FrameDuration)
+	}
+	if !next.After(now) {
+		next = now.Add(FrameDuration)
+	}
+	return due, next
+}
+
+// playFrame writes one frame of the playout; false once the call must end.
+func (c *Call) playFrame(ctx context.Context) bool {
+	speech, finished, err := c.playout.Tick(c.t)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.m.log.Warn("voice: media write", "call", c.info.ID, "error", err)
+			c.End(OutcomeFailed, "the agent's audio could not be sent")
+		}
+		return false
+	}
+	if speech {
+		c.mu.Lock()
+		if t := c.speaking; t != nil && t.firstAudio.IsZero() {
+			t.firstAudio = c.clk.Now()
+		}
+		c.mu.Unlock()
+	}
+	if finished {
+		c.endAssistant(false)
+	}
+	return true
 }
 
 // converse greets, then answers each caller turn in order.
