@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/stackbone/box/memory"
-	"github.com/stackbone/box/rooms/internal/cdp"
+	"github.com/stackbone/box/internal/cdp"
 	"github.com/stackbone/box/voice"
 )
 

@@ -1,5 +1,5 @@
 // Package cdp drives a headless Chromium over the DevTools protocol, just
-// enough for end-to-end tests of the call page: start the browser with a
+// enough for end-to-end tests of the call page and Studio: start the browser with a
 // fake microphone, open a page, evaluate JavaScript, read its console.
 //
 //	b, err := cdp.Start(ctx, cdp.Options{UserDataDir: t.TempDir(), FakeAudio: "speech.wav"})
