@@ -1,0 +1,91 @@
+// Sessions: every conversation the box keeps, newest activity first, and a
+// session's transcript with its held tool decision.
+import { h, api, qs, can, pager, badge, fmtAge, fmtInt, fmtTime, field, select, explain, notice, readOnlyNote, clear } from "./lib.js";
+
+// agentOptions lists the agents for a filter (needs config:read; without
+// it the filter is a free text box).
+export async function agentOptions(all = "All agents") {
+  if (!can("config:read")) return null;
+  const list = await api("GET", "/api/agents");
+  return [["", all], ...list.map((a) => [a.name, a.name])];
+}
+
+export async function agentFilter(name, value) {
+  const opts = await agentOptions();
+  return opts ? select(name, opts, value) : h("input", { name, value, placeholder: "agent name", maxlength: 100 });
+}
+
+export async function sessionsScreen(main, params) {
+  const agent = params.get("agent") || "", status = params.get("status") || "";
+  const agentSel = await agentFilter("agent", agent);
+  const statusSel = select("status", [["", "Any status"], ["running", "running"], ["held", "held"], ["completed", "completed"], ["failed", "failed"]], status);
+  const apply = () => { location.hash = "#/sessions" + qs({ agent: agentSel.value, status: statusSel.value }); };
+  agentSel.addEventListener("change", apply);
+  statusSel.addEventListener("change", apply);
+  const cols = [
+    { title: "Agent", cell: (s) => s.agent },
+    { title: "Status", cell: (s) => badge(s.status) },
+    { title: "Turns", class: "num", cell: (s) => fmtInt(s.turns) },
+    { title: "Last activity", cell: (s) => h("time", { datetime: s.lastActivityAt, title: fmtTime(s.lastActivityAt) }, fmtAge(s.lastActivityAt)) },
+    { title: "Tokens", class: "num", cell: (s) => fmtInt(s.inputTokens + s.outputTokens) },
+    { title: "First message", class: "preview", cell: (s) => s.preview },
+  ];
+  const list = pager(cols, (before, limit) => api("GET", "/api/sessions" + qs({ agent, status, before, limit })),
+    { href: (s) => "#/sessions/" + encodeURIComponent(s.id), empty: "No session matches. Talk to an agent with a session key (or in the Playground) and it appears here.", class: "sessions" });
+  main.append(h("h1", {}, "Sessions"),
+    h("div", { class: "filters" }, field("Agent", agentSel), field("Status", statusSel)), list.el);
+  await list.first();
+}
+
+export async function sessionScreen(main, id) {
+  const s = await api("GET", "/api/sessions/" + encodeURIComponent(id));
+  main.append(
+    h("p", { class: "crumbs" }, h("a", { href: "#/sessions" }, "Sessions"), " / ", s.id),
+    h("h1", {}, "Session of ", s.agent, " ", badge(s.status)),
+    h("dl", { class: "facts" },
+      h("dt", {}, "Turns"), h("dd", {}, fmtInt(s.turns)),
+      h("dt", {}, "Tokens"), h("dd", {}, fmtInt(s.inputTokens + s.outputTokens), " (", fmtInt(s.inputTokens), " in, ", fmtInt(s.outputTokens), " out)"),
+      h("dt", {}, "Started"), h("dd", {}, fmtTime(s.createdAt)),
+      h("dt", {}, "Last activity"), h("dd", {}, fmtTime(s.lastActivityAt)),
+      h("dt", {}, "Kind"), h("dd", {}, s.kind)));
+  if (s.pending) main.append(heldTool(s));
+  const turns = h("ol", { class: "turns", id: "turns" }, s.transcript.map((t) => h("li", { class: "turn", dataset: { turn: t.turn } },
+    h("div", { class: "msg user" }, h("b", {}, "User"), h("p", {}, t.user)),
+    h("div", { class: "msg assistant" }, h("b", {}, "Agent"), h("p", {}, t.reply)),
+    h("div", { class: "meta" }, badge(t.status), " ", fmtInt(t.inputTokens + t.outputTokens), " tokens · ",
+      (t.durationMs / 1000).toFixed(2), " s · ", fmtTime(t.at), " · ",
+      can("runs:read") ? h("a", { href: "#/runs/" + t.runId, class: "run" }, "Run detail") : h("span", { title: "needs runs:read" }, "run " + t.runId)))));
+  main.append(h("h2", {}, "Transcript"), s.transcript.length ? turns : h("p", { class: "empty" }, "No finished turn yet."));
+}
+
+// heldTool shows the parked tool call with Approve and Reject.
+function heldTool(s) {
+  const box = h("section", { class: "held", id: "held" }, h("h2", {}, "Held for a decision"),
+    h("p", {}, "The agent wants to call ", h("code", {}, s.pending.name), " with:"),
+    h("pre", { class: "args" }, pretty(s.pending.arguments)));
+  if (!can("sessions:write")) {
+    box.append(readOnlyNote("sessions:write", "approve or reject a held tool"));
+    return box;
+  }
+  const reason = h("input", { name: "reason", maxlength: 500, placeholder: "reason (optional, shown to the model on reject)" });
+  const decide = async (decision, btn) => {
+    for (const b of box.querySelectorAll("button")) b.disabled = true;
+    try {
+      const res = await api("POST", "/api/sessions/" + encodeURIComponent(s.id) + "/decision", { decision, reason: reason.value });
+      notice(decision === "approve" ? "Approved: the turn ran on." : "Rejected: the model was told.", "ok");
+      clear(box).append(h("p", { class: "ok" }, "Decided (" + decision + "). The turn finished: " + (res.finish || "")));
+      window.dispatchEvent(new HashChangeEvent("hashchange"));
+    } catch (e) {
+      notice(explain(e));
+      for (const b of box.querySelectorAll("button")) b.disabled = false;
+    }
+  };
+  const approve = h("button", { type: "button", id: "approve", onclick: (ev) => decide("approve", ev.target) }, "Approve");
+  const reject = h("button", { type: "button", id: "reject", class: "danger", onclick: (ev) => decide("reject", ev.target) }, "Reject");
+  box.append(field("Reason", reason), h("div", { class: "actions" }, approve, reject));
+  return box;
+}
+
+export function pretty(json) {
+  try { return JSON.stringify(JSON.parse(json), null, 2); } catch { return String(json); }
+}
