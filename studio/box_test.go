@@ -27,9 +27,9 @@ import (
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/studio"
 	"github.com/stackbone/box/voice"
+	"github.com/stackbone/box/wire"
 	aguiwire "github.com/stackbone/box/wire/agui"
 	openaiwire "github.com/stackbone/box/wire/openai"
-	"github.com/stackbone/box/wire"
 )
 
 // The tests run a real box (Postgres, the agent runtime, the API with its
@@ -254,4 +254,12 @@ func eventually(t *testing.T, what string, limit time.Duration, cond func() bool
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// clickText clicks the first element matching selector whose text is text.
+func (p *page) clickText(selector, text string) {
+	p.t.Helper()
+	cond := `[...document.querySelectorAll(` + strconv.Quote(selector) + `)].find(e => e.textContent.trim() === ` + strconv.Quote(text) + `)`
+	p.waitFor(cond, selector+" "+text)
+	p.js(cond + `.click()`)
 }

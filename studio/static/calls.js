@@ -52,7 +52,7 @@ async function dialForm() {
   const to = h("input", { name: "to", required: true, placeholder: "+34600111222", maxlength: 64 });
   const trunk = h("input", { name: "trunk", placeholder: "(first outbound trunk)", maxlength: 100 });
   const out = h("p", { class: "result", id: "dial-result" });
-  const form = h("form", { class: "inline", id: "dial" }, field("Agent", agent), field("To", to), field("Trunk", trunk),
+  const form = h("form", { class: "inline", id: "dial", novalidate: true }, field("Agent", agent), field("To", to), field("Trunk", trunk),
     h("button", { type: "submit" }, "Call"), out);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();

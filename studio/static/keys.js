@@ -7,7 +7,7 @@ export async function keysScreen(main) {
   const boxes = self.allScopes.map((s) => h("label", { class: "scope" },
     h("input", { type: "checkbox", name: "scope", value: s, disabled: !self.scopes.includes(s) }), " ", s));
   const out = h("div", { id: "key-result", role: "status" });
-  const form = h("form", { id: "new-key", class: "card" }, h("h2", {}, "New key"), field("Name", name),
+  const form = h("form", { id: "new-key", class: "card", novalidate: true }, h("h2", {}, "New key"), field("Name", name),
     h("fieldset", { class: "scopes" }, h("legend", {}, "Scopes (a key can grant only the scopes it holds)"), boxes),
     h("button", { type: "submit" }, "Create key"), out);
   form.addEventListener("submit", async (ev) => {

@@ -8,7 +8,7 @@ export async function peopleScreen(main, params) {
   if (agent.tagName === "SELECT") agent.firstChild.textContent = "(pick an agent)";
   const user = h("input", { name: "user", required: true, maxlength: 500, placeholder: "+34600111222 or a customer id", value: params.get("user") || "" });
   const out = h("div", { id: "person" });
-  const form = h("form", { class: "filters", id: "lookup" }, field("Agent", agent), field("Identity (userId)", user), h("button", { type: "submit" }, "Look up"));
+  const form = h("form", { class: "filters", id: "lookup", novalidate: true }, field("Agent", agent), field("Identity (userId)", user), h("button", { type: "submit" }, "Look up"));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     if (!agent.value || !user.value) { clear(out).append(h("p", { class: "error" }, "Pick an agent and enter the person's identity.")); return; }
@@ -18,7 +18,7 @@ export async function peopleScreen(main, params) {
   if (params.get("agent") && params.get("user")) await show(out, agent.value, user.value);
 }
 
-async function show(out, agentId, userId) {
+async function show(out, agentId, userId, message) {
   clear(out);
   let p;
   try {
@@ -28,18 +28,17 @@ async function show(out, agentId, userId) {
     h("small", { title: "created " + fmtTime(f.createdAt) }, "updated " + fmtAge(f.updatedAt)))));
   const calls = h("ul", { class: "calls-list", id: "recent-calls" }, p.calls.map((c) => h("li", {}, h("b", {}, fmtTime(c.startedAt)), " · ",
     fmtSeconds(c.durationSeconds), c.outcome ? " · " + c.outcome : "", h("p", {}, c.summary))));
-  const result = h("p", { id: "erase-result", role: "status" });
+  const result = h("p", { id: "erase-result", role: "status", class: message ? "ok" : "" }, message || "");
   out.append(h("h2", {}, "Facts (" + p.facts.length + ")"), p.facts.length ? facts : h("p", { class: "empty" }, "No fact about this person."),
     h("h2", {}, "Recent calls (" + p.calls.length + ")"), p.calls.length ? calls : h("p", { class: "empty" }, "No call recorded."));
-  if (!can("memory:write")) { out.append(readOnlyNote("memory:write", "erase a person's memory")); return; }
+  if (!can("memory:write")) { out.append(readOnlyNote("memory:write", "erase a person's memory"), result); return; }
   const erase = h("button", { type: "button", class: "danger", id: "erase", onclick: () =>
     ask(erase, [h("p", {}, "Erase everything ", h("b", {}, agentId), " remembers about ", h("code", {}, userId), "?"),
       h("p", {}, p.facts.length + " facts and every call record (" + p.calls.length + " shown here) will be deleted for good. The agent's identity key stays.")],
     "Erase", async () => {
       try {
         const r = await api("POST", "/api/memory/delete-all", { agentId, userId });
-        await show(out, agentId, userId);
-        out.append(h("p", { class: "ok", id: "erase-result", role: "status" }, "Erased: " + r.deleted + " rows deleted (facts and call records)."));
+        await show(out, agentId, userId, "Erased: " + r.deleted + " rows deleted (facts and call records).");
       } catch (e) { result.textContent = explain(e); }
     }) }, "Erase this person");
   out.append(erase, result);
