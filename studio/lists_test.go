@@ -155,4 +155,3 @@ func TestSessionsListPages(t *testing.T) {
 	b.noSort(`SELECT id FROM stackbone_platform.sessions ORDER BY last_activity_at DESC, id DESC LIMIT 50`)
 	b.noSort(`SELECT id FROM stackbone_platform.sessions WHERE agent_id = 'support' ORDER BY last_activity_at DESC, id DESC LIMIT 50`)
 }
-
