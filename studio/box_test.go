@@ -20,9 +20,12 @@ import (
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/cdp"
+	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/objectstore"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/rag"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/studio"
@@ -96,6 +99,34 @@ func newBox(t *testing.T) *box {
 	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
 		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: log})
 	calls.Register(h)
+	originals, err := objectstore.NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	retrieval, err := rag.New(rag.Config{Pool: pool, Models: reg, Store: originals, Runs: runStore, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retrieval.Register(h)
+	queue := jobs.NewRegistry()
+	retrieval.AddWorkers(queue)
+	jobClient, err := jobs.NewClient(pool, queue, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobCtx, stopJobs := context.WithCancel(context.Background())
+	if err := retrieval.Start(jobCtx, jobClient); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobClient.Start(jobCtx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop, done := context.WithTimeout(context.Background(), 10*time.Second)
+		defer done()
+		_ = jobClient.StopAndCancel(stop)
+		stopJobs()
+	})
 	studio.Register(h)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

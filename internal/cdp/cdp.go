@@ -337,3 +337,33 @@ func (b *Browser) Close() {
 		_ = b.cmd.Wait()
 	}
 }
+
+// SetFiles puts files (paths on this machine) in the file input that
+// selector names, as a person choosing them would; the page sees a change
+// event.
+func (b *Browser) SetFiles(ctx context.Context, selector string, paths ...string) error {
+	res, err := b.Call(ctx, "DOM.getDocument", map[string]any{"depth": 0})
+	if err != nil {
+		return err
+	}
+	var doc struct {
+		Root struct {
+			NodeID int64 `json:"nodeId"`
+		} `json:"root"`
+	}
+	if err := json.Unmarshal(res, &doc); err != nil {
+		return fmt.Errorf("cdp: document: %w", err)
+	}
+	res, err = b.Call(ctx, "DOM.querySelector", map[string]any{"nodeId": doc.Root.NodeID, "selector": selector})
+	if err != nil {
+		return err
+	}
+	var node struct {
+		NodeID int64 `json:"nodeId"`
+	}
+	if err := json.Unmarshal(res, &node); err != nil || node.NodeID == 0 {
+		return fmt.Errorf("cdp: no element %s", selector)
+	}
+	_, err = b.Call(ctx, "DOM.setFileInputFiles", map[string]any{"nodeId": node.NodeID, "files": paths})
+	return err
+}

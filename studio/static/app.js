@@ -8,12 +8,14 @@ import { keysScreen } from "./keys.js";
 import { peopleScreen } from "./people.js";
 import { runsScreen, runScreen } from "./runs.js";
 import { systemScreen } from "./system.js";
+import { ragScreen, collectionScreen } from "./rag.js";
 
 // The screens in the sidebar. scope is what a key needs to open it.
 const screens = [
   { id: "sessions", title: "Sessions", scope: "sessions:read", render: sessionsScreen, detail: sessionScreen },
   { id: "calls", title: "Calls", scope: "voice", render: callsScreen, detail: callScreen },
   { id: "agents", title: "Agents", scope: "config:read", render: agentsScreen },
+  { id: "rag", title: "RAG", scope: "rag:read", render: ragScreen, detail: collectionScreen },
   { id: "people", title: "People", scope: "memory:read", render: peopleScreen },
   { id: "runs", title: "Runs", scope: "runs:read", render: runsScreen, detail: runScreen },
   { id: "system", title: "System", scope: "config:read", render: systemScreen },
