@@ -9,10 +9,12 @@ import { peopleScreen } from "./people.js";
 import { runsScreen, runScreen } from "./runs.js";
 import { systemScreen } from "./system.js";
 import { ragScreen, collectionScreen } from "./rag.js";
+import { playgroundScreen } from "./playground.js";
 
 // The screens in the sidebar. scope is what a key needs to open it.
 const screens = [
   { id: "sessions", title: "Sessions", scope: "sessions:read", render: sessionsScreen, detail: sessionScreen },
+  { id: "playground", title: "Playground", scope: "agents:run", render: playgroundScreen },
   { id: "calls", title: "Calls", scope: "voice", render: callsScreen, detail: callScreen },
   { id: "agents", title: "Agents", scope: "config:read", render: agentsScreen },
   { id: "rag", title: "RAG", scope: "rag:read", render: ragScreen, detail: collectionScreen },

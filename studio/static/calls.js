@@ -82,7 +82,8 @@ export async function callScreen(main, id) {
         h("dt", {}, "Started"), h("dd", {}, fmtTime(c.startedAt)),
         h("dt", {}, "Answered"), h("dd", {}, fmtTime(c.answeredAt)),
         h("dt", {}, "Ended"), h("dd", {}, fmtTime(c.endedAt)),
-        h("dt", {}, "Duration"), h("dd", {}, fmtSeconds(c.durationSeconds))));
+        h("dt", {}, "Duration"), h("dd", {}, fmtSeconds(c.durationSeconds)),
+        c.endReason ? [h("dt", {}, "End reason"), h("dd", {}, c.endReason)] : null));
     clear(tr).append(...(c.transcript || []).map((e) => h("li", { class: "msg " + e.role, dataset: { turn: e.turn } },
       h("b", {}, e.role === "user" ? "Caller" : "Agent"), h("p", {}, e.text))));
     if (!tr.children.length) tr.append(h("li", { class: "empty" }, c.status === "ended" ? "Nothing was heard." : "Waiting for the first words…"));
