@@ -46,6 +46,7 @@ function signIn(message) {
     try {
       const me = await api("GET", "/api/keys/self", undefined, { key: k });
       session.set(k);
+      session.saveSelf(me);
       Object.assign(self, me);
       shell();
     } catch (e) {
@@ -103,11 +104,21 @@ window.addEventListener("hashchange", route);
 
 async function start() {
   if (!session.key()) return signIn();
-  try {
-    Object.assign(self, await api("GET", "/api/keys/self"));
+  const cached = session.cachedSelf();
+  if (cached) {
+    // A reload paints from the scopes learnt at sign-in while the box is
+    // asked again; a change of scopes redraws, a refused key signs out.
+    Object.assign(self, cached);
     shell();
+  }
+  try {
+    const me = await api("GET", "/api/keys/self");
+    const changed = !cached || JSON.stringify(me.scopes) !== JSON.stringify(cached.scopes);
+    session.saveSelf(me);
+    Object.assign(self, me);
+    if (changed) shell();
   } catch (e) {
-    if (e.status !== 401) signIn(explain(e));
+    if (e.status !== 401 && !cached) signIn(explain(e));
   }
 }
 

@@ -15,6 +15,18 @@ function fromISO(v) {
 
 export async function callsScreen(main, params) {
   const f = Object.fromEntries(["direction", "agent", "status", "outcome", "number", "from", "to"].map((k) => [k, params.get(k) || ""]));
+  const cols = [
+    { title: "Started", cell: (c) => fmtTime(c.startedAt) },
+    { title: "Direction", cell: (c) => c.direction },
+    { title: "Agent", cell: (c) => c.agent },
+    { title: "Number", cell: (c) => c.phoneNumber || "—" },
+    { title: "Status", cell: (c) => badge(c.status) },
+    { title: "Outcome", cell: (c) => c.outcome ? badge(c.outcome, "outcome") : "—" },
+    { title: "Duration", class: "num", cell: (c) => fmtSeconds(c.durationSeconds) },
+  ];
+  const list = pager(cols, (before, limit) => api("GET", "/api/voice/calls" + qs({ ...f, before, limit })),
+    { href: (c) => "#/calls/" + encodeURIComponent(c.id), empty: "No call matches.", class: "calls" });
+  const first = list.first(); // at once, beside the filters' agents
   const form = h("form", { class: "filters", id: "call-filters" },
     field("Direction", select("direction", [["", "Any"], ["inbound", "inbound"], ["outbound", "outbound"], ["browser", "browser"]], f.direction)),
     field("Agent", await agentFilter("agent", f.agent)),
@@ -31,19 +43,8 @@ export async function callsScreen(main, params) {
     location.hash = "#/calls" + qs(d);
   });
   form.addEventListener("change", (ev) => { if (ev.target.tagName === "SELECT") form.requestSubmit(); });
-  const cols = [
-    { title: "Started", cell: (c) => fmtTime(c.startedAt) },
-    { title: "Direction", cell: (c) => c.direction },
-    { title: "Agent", cell: (c) => c.agent },
-    { title: "Number", cell: (c) => c.phoneNumber || "—" },
-    { title: "Status", cell: (c) => badge(c.status) },
-    { title: "Outcome", cell: (c) => c.outcome ? badge(c.outcome, "outcome") : "—" },
-    { title: "Duration", class: "num", cell: (c) => fmtSeconds(c.durationSeconds) },
-  ];
-  const list = pager(cols, (before, limit) => api("GET", "/api/voice/calls" + qs({ ...f, before, limit })),
-    { href: (c) => "#/calls/" + encodeURIComponent(c.id), empty: "No call matches.", class: "calls" });
   main.append(h("h1", {}, "Calls"), form, list.el, h("h2", {}, "Place a call"), await dialForm());
-  await list.first();
+  await first;
 }
 
 async function dialForm() {

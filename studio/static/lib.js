@@ -4,6 +4,7 @@
 // parsed as markup.
 
 const KEY = "stackbone.studio.key";
+const SELF = "stackbone.studio.self";
 
 // h(tag, props, ...children): props are attributes, except on* (event
 // listeners), class, dataset and value/checked/disabled (properties).
@@ -42,7 +43,11 @@ export function clear(el) {
 export const session = {
   key() { return sessionStorage.getItem(KEY) || ""; },
   set(k) { sessionStorage.setItem(KEY, k); },
-  clear() { sessionStorage.removeItem(KEY); self.scopes = []; self.name = ""; },
+  clear() { sessionStorage.removeItem(KEY); sessionStorage.removeItem(SELF); self.scopes = []; self.name = ""; },
+  // The key's name and scopes (not secret), kept so a reload paints at once;
+  // the box checks the key on every request anyway.
+  saveSelf(me) { sessionStorage.setItem(SELF, JSON.stringify(me)); },
+  cachedSelf() { try { return JSON.parse(sessionStorage.getItem(SELF)); } catch { return null; } },
 };
 
 // self is the signed-in key's name and scopes (GET /api/keys/self).
@@ -185,7 +190,16 @@ export function pager(cols, load, opts = {}) {
     }
   }
   more.addEventListener("click", () => next().catch((e) => notice(explain(e))));
-  return { el: h("div", { class: "pager" }, tbl, empty, more), first: next };
+  return { el: h("div", { class: "pager" }, tbl, empty, more), first: () => next().then(markPainted) };
+}
+
+// markPainted records when a list's first page is in the document
+// (studio:list-rendered) and, two animation frames later, on screen
+// (studio:list-painted): the figures `stackbone bench studio` reads through
+// the Performance Timeline.
+export function markPainted() {
+  performance.mark("studio:list-rendered");
+  requestAnimationFrame(() => requestAnimationFrame(() => performance.mark("studio:list-painted")));
 }
 
 // field wraps a labelled control.

@@ -1,7 +1,7 @@
 // RAG: collections with their stats, upload with progress, the documents
 // with their ingest status (updating by itself), a JSONB filter, and the
 // Search panel that runs the query an agent's tool would run.
-import { h, api, qs, can, session, badge, fmtTime, fmtInt, field, explain, notice, readOnlyNote, ask, clear, table, row, poll, ApiError } from "./lib.js";
+import { h, api, qs, can, session, badge, fmtInt, field, explain, notice, readOnlyNote, ask, clear, table, row, poll, ApiError, markPainted } from "./lib.js";
 
 const maxUpload = 25 << 20;
 const allowed = /\.(txt|md|pdf)$/i;
@@ -134,6 +134,7 @@ async function documents(body, c, filter) {
   more.addEventListener("click", () => load().catch((e) => notice(explain(e))));
   body.append(h("h3", {}, "Documents"), form, tbl, more);
   await load();
+  markPainted();
   // Ingest status updates by itself while a document is queued or running:
   // the rows shown are read again (one keyset query, as many rows as shown).
   poll(tbl, 1000, async () => {

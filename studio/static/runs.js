@@ -6,25 +6,27 @@ import { agentFilter } from "./sessions.js";
 export async function runsScreen(main, params) {
   const f = { kind: params.get("kind") || "", agent: params.get("agent") || "", status: params.get("status") || "" };
   const kind = h("input", { name: "kind", value: f.kind, placeholder: "turn, memory_extraction…", maxlength: 64 });
+  const list = pager(runCols, (before, limit) => api("GET", "/api/runs" + qs({ ...f, before, limit })), { class: "runs", empty: "No run matches.", href: (r) => "#/runs/" + r.id });
+  const first = list.first(); // at once, beside the filter's agents
   const form = h("form", { class: "filters", id: "run-filters" }, field("Kind", kind), field("Agent", await agentFilter("agent", f.agent)),
     field("Status", select("status", [["", "Any"], ["running", "running"], ["succeeded", "succeeded"], ["failed", "failed"], ["cancelled", "cancelled"]], f.status)),
     h("button", { type: "submit" }, "Filter"));
   form.addEventListener("submit", (ev) => { ev.preventDefault(); location.hash = "#/runs" + qs(Object.fromEntries(new FormData(form))); });
-  const cols = [
-    { title: "Started", cell: (r) => fmtTime(r.startedAt) },
-    { title: "Kind", cell: (r) => r.kind },
-    { title: "Agent", cell: (r) => r.agentId || "—" },
-    { title: "Status", cell: (r) => badge(r.status) },
-    { title: "Model", cell: (r) => r.model || "—" },
-    { title: "Tokens", class: "num", cell: (r) => fmtInt(r.inputTokens + r.outputTokens) },
-    { title: "Cost", class: "num", cell: (r) => (r.costUsd == null ? "—" : "$" + r.costUsd.toFixed(5)) },
-    { title: "Duration", class: "num", cell: (r) => (r.durationMs == null ? "—" : r.durationMs + " ms") },
-    { title: "Tools", cell: (r) => tools(r.metadata) },
-  ];
-  const list = pager(cols, (before, limit) => api("GET", "/api/runs" + qs({ ...f, before, limit })), { class: "runs", empty: "No run matches." });
   main.append(h("h1", {}, "Runs"), form, list.el);
-  await list.first();
+  await first;
 }
+
+const runCols = [
+  { title: "Started", cell: (r) => fmtTime(r.startedAt) },
+  { title: "Kind", cell: (r) => r.kind },
+  { title: "Agent", cell: (r) => r.agentId || "—" },
+  { title: "Status", cell: (r) => badge(r.status) },
+  { title: "Model", cell: (r) => r.model || "—" },
+  { title: "Tokens", class: "num", cell: (r) => fmtInt(r.inputTokens + r.outputTokens) },
+  { title: "Cost", class: "num", cell: (r) => (r.costUsd == null ? "—" : "$" + r.costUsd.toFixed(5)) },
+  { title: "Duration", class: "num", cell: (r) => (r.durationMs == null ? "—" : r.durationMs + " ms") },
+  { title: "Tools", cell: (r) => tools(r.metadata) },
+];
 
 function tools(meta) {
   const t = meta && (meta.tools || meta.toolCalls);

@@ -4,9 +4,17 @@ import { h, api, qs, can, pager, badge, fmtAge, fmtInt, fmtTime, field, select, 
 
 // agentOptions lists the agents for a filter (needs config:read; without
 // it the filter is a free text box).
+// The agents of the config change only with a restart of the box: one
+// request per page load serves every filter.
+let agentsOnce = null;
+export function agents() {
+  if (!agentsOnce) agentsOnce = api("GET", "/api/agents").catch((e) => { agentsOnce = null; throw e; });
+  return agentsOnce;
+}
+
 export async function agentOptions(all = "All agents") {
   if (!can("config:read")) return null;
-  const list = await api("GET", "/api/agents");
+  const list = await agents();
   return [["", all], ...list.map((a) => [a.name, a.name])];
 }
 
@@ -17,11 +25,8 @@ export async function agentFilter(name, value) {
 
 export async function sessionsScreen(main, params) {
   const agent = params.get("agent") || "", status = params.get("status") || "";
-  const agentSel = await agentFilter("agent", agent);
+  const pending = agentFilter("agent", agent);
   const statusSel = select("status", [["", "Any status"], ["running", "running"], ["held", "held"], ["completed", "completed"], ["failed", "failed"]], status);
-  const apply = () => { location.hash = "#/sessions" + qs({ agent: agentSel.value, status: statusSel.value }); };
-  agentSel.addEventListener("change", apply);
-  statusSel.addEventListener("change", apply);
   const cols = [
     { title: "Agent", cell: (s) => s.agent },
     { title: "Status", cell: (s) => badge(s.status) },
@@ -32,9 +37,15 @@ export async function sessionsScreen(main, params) {
   ];
   const list = pager(cols, (before, limit) => api("GET", "/api/sessions" + qs({ agent, status, before, limit })),
     { href: (s) => "#/sessions/" + encodeURIComponent(s.id), empty: "No session matches. Talk to an agent with a session key (or in the Playground) and it appears here.", class: "sessions" });
+  // The list and the filter's agents load at once, not one after the other.
+  const first = list.first();
+  const agentSel = await pending;
+  const apply = () => { location.hash = "#/sessions" + qs({ agent: agentSel.value, status: statusSel.value }); };
+  agentSel.addEventListener("change", apply);
+  statusSel.addEventListener("change", apply);
   main.append(h("h1", {}, "Sessions"),
     h("div", { class: "filters" }, field("Agent", agentSel), field("Status", statusSel)), list.el);
-  await list.first();
+  await first;
 }
 
 export async function sessionScreen(main, id) {
