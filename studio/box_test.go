@@ -28,6 +28,7 @@ import (
 	"github.com/stackbone/box/rag"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/stores"
 	"github.com/stackbone/box/studio"
 	"github.com/stackbone/box/voice"
 	"github.com/stackbone/box/wire"
@@ -54,6 +55,11 @@ agents:
   receptionist:
     model: openai/chat
     instructions: You answer the phone.
+  release:
+    model: openai/chat
+    instructions: You ship releases.
+    memoryStores:
+      - {memoryStoreId: release-policy, access: read_only}
 `
 
 // adminKey holds every scope.
@@ -91,7 +97,12 @@ func newBox(t *testing.T) *box {
 		t.Fatal(err)
 	}
 	runStore := runs.NewStore(pool)
-	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log})
+	memoryStores := stores.New(stores.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Logger: log})
+	if err := memoryStores.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log,
+		Tools: agent.Sources(memoryStores.Tools())})
 	h := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: rt, Config: cfg, Logger: log})
 	wcfg := wire.Config{Runtime: rt, Guard: h.Guard, Logger: log}
 	openaiwire.Register(h, wcfg)
@@ -99,6 +110,7 @@ func newBox(t *testing.T) *box {
 	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
 		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: log})
 	calls.Register(h)
+	memoryStores.Register(h)
 	originals, err := objectstore.NewFS(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import { runsScreen, runScreen } from "./runs.js";
 import { systemScreen } from "./system.js";
 import { ragScreen, collectionScreen } from "./rag.js";
 import { playgroundScreen } from "./playground.js";
+import { storesScreen, storeScreen } from "./stores.js";
 
 // The screens in the sidebar. scope is what a key needs to open it.
 const screens = [
@@ -18,6 +19,7 @@ const screens = [
   { id: "calls", title: "Calls", scope: "voice", render: callsScreen, detail: callScreen },
   { id: "agents", title: "Agents", scope: "config:read", render: agentsScreen },
   { id: "rag", title: "RAG", scope: "rag:read", render: ragScreen, detail: collectionScreen },
+  { id: "stores", title: "Memory stores", scope: "stores:read", render: storesScreen, detail: storeScreen },
   { id: "people", title: "People", scope: "memory:read", render: peopleScreen },
   { id: "runs", title: "Runs", scope: "runs:read", render: runsScreen, detail: runScreen },
   { id: "system", title: "System", scope: "config:read", render: systemScreen },

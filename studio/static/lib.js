@@ -81,6 +81,7 @@ export async function api(method, path, body, opts = {}) {
   } catch (e) {
     throw new ApiError(0, "network", "The box did not answer: " + e.message);
   }
+  if (res.status === 204) return null; // e.g. a redact or a delete: done, no body
   let env = null;
   try { env = await res.json(); } catch { /* not JSON */ }
   if (!res.ok || !env || env.error) {
