@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/configs"
 	"github.com/stackbone/box/internal/cdp"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/migrations"
@@ -41,7 +43,10 @@ type StudioConfig struct {
 	Loads int
 	// Browser is the Chromium binary (default: chromium on PATH).
 	Browser string
-	Logger  *slog.Logger
+	// Screenshots, when set, is a directory where a PNG of each main screen
+	// is written after the measurements (the README's pictures).
+	Screenshots string
+	Logger      *slog.Logger
 }
 
 // PaintFigures are one screen's page-load figures, from the browser's
@@ -109,7 +114,7 @@ func Studio(ctx context.Context, cfg StudioConfig) (StudioReport, error) {
 	}
 	defer pool.Close()
 
-	boxCfg, err := config.Parse([]byte("agents:\n  support:\n    model: openai/chat\n  receptionist:\n    model: openai/chat\n"))
+	boxCfg, err := config.Parse(configs.Dev) // the agents of `stackbone dev`, as an operator first sees them
 	if err != nil {
 		return StudioReport{}, err
 	}
@@ -120,6 +125,9 @@ func Studio(ctx context.Context, cfg StudioConfig) (StudioReport, error) {
 	}
 	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: quiet})
 	settings := memory.NewSettings(pool, memory.AgentsFromConfig(boxCfg), quiet)
+	if err := settings.FixDeclaredKeys(ctx); err != nil {
+		return StudioReport{}, err
+	}
 	runStore := runs.NewStore(pool)
 	rt := agent.New(agent.Config{Pool: pool, Agents: boxCfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: quiet})
 	h := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: rt, Config: boxCfg, Logger: quiet})
@@ -210,7 +218,70 @@ func Studio(ctx context.Context, cfg StudioConfig) (StudioReport, error) {
 		}
 		rep.Figures = append(rep.Figures, f)
 	}
+	if cfg.Screenshots != "" {
+		if err := screenshots(ctx, br, base, pool, cfg.Screenshots); err != nil {
+			return StudioReport{}, err
+		}
+		rep.Setup = append(rep.Setup, "screenshots written to "+cfg.Screenshots)
+	}
 	return rep, nil
+}
+
+// screenshots writes a PNG of each main screen into dir.
+func screenshots(ctx context.Context, br *cdp.Browser, base string, pool *pgxpool.Pool, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO stackbone_platform.session_turns (session_id, turn, run_id, status, user_text, reply_text, input_tokens, output_tokens, duration_ms)
+		SELECT id, t, gen_random_uuid(), 'succeeded', (ARRAY['Where is order A-1001?', 'Can I still return it?', 'And that order, when does the refund arrive?'])[t],
+		       (ARRAY['Order A-1001 left our warehouse yesterday and arrives tomorrow.', 'Yes: you can return any item within 30 days of delivery.', 'The refund reaches your card within 5 days of the return.'])[t],
+		       9800 + t * 600, 180, 1400 + t * 200
+		FROM stackbone_platform.sessions, generate_series(1, 3) AS t WHERE id = (SELECT id FROM stackbone_platform.sessions ORDER BY last_activity_at DESC LIMIT 1)`); err != nil {
+		return fmt.Errorf("bench: seed a transcript: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET
+		transcript = '[{"turn":1,"role":"user","text":"Hi, I am interested in the AI master. Call me after four.","at":"2026-11-30T10:00:03Z"},
+		               {"turn":1,"role":"assistant","text":"Happy to help. I will arrange an afternoon call back.","at":"2026-11-30T10:00:05Z"},
+		               {"turn":2,"role":"user","text":"Thanks, bye.","at":"2026-11-30T10:00:12Z"},
+		               {"turn":2,"role":"assistant","text":"Goodbye!","at":"2026-11-30T10:00:13Z"}]',
+		memory = '{"read":true,"save":true,"identityKey":"phoneNumber","identity":"+34600111222","recalledFacts":3,"recalledCalls":2,"saved":true}',
+		metrics = '[{"turn":1,"endOfUtteranceMs":420,"speechToTextMs":180,"timeToFirstTokenMs":390,"textToSpeechFirstByteMs":120,"wireToWireMs":1110},
+		            {"turn":2,"endOfUtteranceMs":400,"speechToTextMs":150,"timeToFirstTokenMs":310,"textToSpeechFirstByteMs":110,"wireToWireMs":970}]'
+		WHERE id = (SELECT id FROM stackbone_platform.voice_calls ORDER BY started_at DESC, id DESC LIMIT 1)`); err != nil {
+		return fmt.Errorf("bench: seed a call: %w", err)
+	}
+	var session, call string
+	_ = pool.QueryRow(ctx, `SELECT id FROM stackbone_platform.sessions ORDER BY last_activity_at DESC LIMIT 1`).Scan(&session)
+	_ = pool.QueryRow(ctx, `SELECT id FROM stackbone_platform.voice_calls ORDER BY started_at DESC, id DESC LIMIT 1`).Scan(&call)
+	for _, s := range []struct{ file, hash string }{
+		{"sessions.png", "#/sessions"}, {"session.png", "#/sessions/" + session}, {"calls.png", "#/calls"}, {"call.png", "#/calls/" + call},
+		{"agents.png", "#/agents"}, {"rag.png", "#/rag/help-center"}, {"system.png", "#/system"}, {"runs.png", "#/runs"},
+	} {
+		if err := br.Navigate(ctx, "about:blank"); err != nil {
+			return err
+		}
+		if err := br.Navigate(ctx, base+"/studio/"+s.hash); err != nil {
+			return err
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			var ok bool
+			if err := br.Eval(ctx, `document.getElementById("root").dataset.state === "ready"`, &ok); err == nil && ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("bench: %s did not load", s.hash)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		png, err := br.Screenshot(ctx, 1280, 800)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, s.file), png, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // measure loads url n times (each from about:blank, so a full load) and

@@ -31,6 +31,7 @@ sign-in page as a baseline.`,
 	cmd.Flags().IntVar(&cfg.Rows, "rows", 10000, "rows seeded in each list")
 	cmd.Flags().IntVar(&cfg.Loads, "loads", 15, "page loads measured per screen")
 	cmd.Flags().StringVar(&cfg.Browser, "browser", "", "Chromium binary (default: chromium on PATH)")
+	cmd.Flags().StringVar(&cfg.Screenshots, "screenshots", "", "also write a PNG of each main screen into this directory")
 	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "where the private PostgreSQL cluster lives")
 	return cmd
 }

@@ -367,3 +367,22 @@ func (b *Browser) SetFiles(ctx context.Context, selector string, paths ...string
 	_, err = b.Call(ctx, "DOM.setFileInputFiles", map[string]any{"nodeId": node.NodeID, "files": paths})
 	return err
 }
+
+// Screenshot captures the page as a PNG at width x height CSS pixels.
+func (b *Browser) Screenshot(ctx context.Context, width, height int) ([]byte, error) {
+	if _, err := b.Call(ctx, "Emulation.setDeviceMetricsOverride", map[string]any{
+		"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}); err != nil {
+		return nil, err
+	}
+	res, err := b.Call(ctx, "Page.captureScreenshot", map[string]any{"format": "png"})
+	if err != nil {
+		return nil, err
+	}
+	var shot struct {
+		Data []byte `json:"data"` // base64 in JSON, decoded by encoding/json
+	}
+	if err := json.Unmarshal(res, &shot); err != nil {
+		return nil, fmt.Errorf("cdp: screenshot: %w", err)
+	}
+	return shot.Data, nil
+}
