@@ -182,3 +182,37 @@ func TestCallsScreen(t *testing.T) {
 		t.Fatalf("latency segments %v", widths)
 	}
 }
+
+// A call in progress updates by itself: the heard transcript grows and,
+// once the call ends, the memory report says what was saved, without a
+// reload.
+func TestCallDetailUpdatesLive(t *testing.T) {
+	b := newBox(t)
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO stackbone_platform.voice_calls
+		(id, direction, agent_id, phone_number, status, started_at, answered_at, transcript, memory)
+		VALUES ('call_live', 'inbound', 'receptionist', '+34600111222', 'active', now(), now(),
+		'[{"turn":1,"role":"user","text":"Hello?","at":"2026-11-30T10:00:00Z"}]', '{"read":true,"save":true}')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := b.open(t)
+	p.signIn(adminKey)
+	p.goTo("#/calls/call_live")
+	p.waitFor(`document.querySelectorAll("#heard li.msg").length === 1`, "the first heard line")
+	if got := p.text("#saved"); got != "saves when the call ends" {
+		t.Fatalf("memory while active: %q", got)
+	}
+	_, err = b.pool.Exec(context.Background(), `UPDATE stackbone_platform.voice_calls SET
+		transcript = transcript || '[{"turn":1,"role":"assistant","text":"Hi, how can I help?","at":"2026-11-30T10:00:02Z"}]'
+		WHERE id = 'call_live'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor(`document.querySelectorAll("#heard li.msg").length === 2`, "the agent's line to appear by itself")
+	_, err = b.pool.Exec(context.Background(), `UPDATE stackbone_platform.voice_calls SET status = 'ended', ended_at = now(),
+		outcome = 'caller_hangup', duration_seconds = 12, memory = '{"read":true,"save":true,"saved":true}' WHERE id = 'call_live'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor(`document.getElementById("main").dataset.callStatus === "ended" && document.getElementById("saved").textContent === "saved"`, "the end and the save, by themselves")
+}

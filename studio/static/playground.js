@@ -39,7 +39,13 @@ export async function playgroundScreen(main, params) {
   const status = h("p", { class: "status", id: "chat-status", role: "status" });
   const form = h("form", { id: "composer", novalidate: true }, text, h("div", { class: "actions" }, send,
     h("button", { type: "button", id: "new-conversation", class: "link", onclick: () => { if (agentSel.value) newThread(agentSel.value); render(); status.textContent = "New conversation."; } }, "New conversation")), status);
-  main.append(h("div", { class: "filters" }, field("Agent", agentSel), field("Customer id", customer), field("Identities (JSON object)", ids)), log, form);
+  // A voice test call runs on the box's call page for now (it asks for the
+  // key itself; nothing is passed in the address but the agent's name).
+  const callLink = h("a", { href: "/call", target: "_blank", rel: "noopener noreferrer", id: "test-call" }, "Test call in the browser ↗");
+  const syncCall = () => { callLink.href = "/call" + (agentSel.value ? "?agent=" + encodeURIComponent(agentSel.value) : ""); };
+  agentSel.addEventListener("change", syncCall);
+  syncCall();
+  main.append(h("div", { class: "filters" }, field("Agent", agentSel), field("Customer id", customer), field("Identities (JSON object)", ids), callLink), log, form);
   if (!can("agents:run")) { form.replaceWith(readOnlyNote("agents:run", "talk to agents")); return; }
 
   const render = () => {
