@@ -88,3 +88,55 @@ func TestPlaygroundScreen(t *testing.T) {
 		t.Fatalf("sessions after New conversation: %d %v", len(list), err)
 	}
 }
+
+// A conversation kept over the OpenAI wire is continued in the Playground:
+// a wrong key is refused with nothing sent; the right key and identity
+// reopen it, show its turns, and the next message lands on the same
+// session with the earlier turn in the model's context once.
+func TestContinueInPlayground(t *testing.T) {
+	b := newBox(t)
+	b.model.Script(providertest.Reply{Content: "Order A-1001 ships today."}, providertest.Reply{Content: "Tomorrow by noon."})
+	b.chat("support", "customer-4711", "crm/42", "Where is order A-1001?")
+	id := mustSession(t, b, "support")
+	p := b.open(t)
+	p.signIn(adminKey)
+	p.goTo("#/sessions/" + id)
+	p.js(`document.querySelector("details.continue").open = true`)
+	p.set("#continue input[name=key]", "customer-4711")
+	p.set("#continue input[name=customerId]", "crm/43")
+	p.js(`document.getElementById("continue").requestSubmit()`)
+	p.waitFor(`document.querySelector("#continue .error").textContent.includes("do not name this session")`, "the refusal of a wrong identity")
+	requests := len(b.model.ChatRequests())
+
+	p.set("#continue input[name=customerId]", "crm/42")
+	p.js(`document.getElementById("continue").requestSubmit()`)
+	p.waitFor(`location.hash === "#/playground?agent=support" && document.getElementById("root").dataset.state === "ready" &&
+		document.querySelectorAll("#chat .msg").length === 2`, "the session's turn in the Playground")
+	if len(b.model.ChatRequests()) != requests {
+		t.Fatal("a refused or opened continuation sent something to the model")
+	}
+	p.set("#composer textarea", "And when does it arrive?")
+	p.js(`document.getElementById("composer").requestSubmit()`)
+	p.waitFor(`document.getElementById("chat").dataset.runs === "1"`, "the continued run")
+	if got := p.text("#chat-status"); got != "" {
+		t.Fatalf("run status %q", got)
+	}
+	reqs := b.model.ChatRequests()
+	var sent []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Role != "system" {
+			sent = append(sent, m.Role+": "+m.Content)
+		}
+	}
+	if strings.Join(sent, "|") != "user: Where is order A-1001?|assistant: Order A-1001 ships today.|user: And when does it arrive?" {
+		t.Fatalf("the model was sent %q", sent)
+	}
+	d, err := b.rt.GetSession(context.Background(), id)
+	if err != nil || d.Turns != 2 || d.Transcript[1].Reply != "Tomorrow by noon." {
+		t.Fatalf("the continued session: %+v %v", d, err)
+	}
+	list, _ := b.rt.ListSessions(context.Background(), agent.SessionFilter{Agent: "support"})
+	if len(list) != 1 {
+		t.Fatalf("%d sessions: the continuation opened another", len(list))
+	}
+}

@@ -20,6 +20,41 @@ function newThread(agent) {
 
 function thread(agent) { return threads()[agent] || newThread(agent); }
 
+const CONTINUED = "stackbone.studio.continue";
+
+// sessionId is the box's id of a kept session (agent.SessionID): the first
+// 32 hex digits of SHA-256 over kind, agent, identity address and key, each
+// followed by a zero byte. The address is what the agent's fixed identity
+// key selects from the identities (identity.Selection.Address).
+export async function sessionId(agent, key, identityKey, props) {
+  if (!crypto.subtle) throw new Error("Recomputing a session id needs a secure page (https or localhost).");
+  const set = Object.assign({}, props.identities || {});
+  if (props.customerId) set.customerId = props.customerId;
+  let address = "";
+  if (identityKey) address = set[identityKey] ? identityKey + "=" + set[identityKey] : "missing:" + identityKey;
+  else if (set.customerId) address = "customerId=" + set.customerId;
+  const enc = new TextEncoder();
+  const parts = ["session", agent, address, key].flatMap((x) => [...enc.encode(x), 0]);
+  const sum = new Uint8Array(await crypto.subtle.digest("SHA-256", new Uint8Array(parts)));
+  return "ses_" + [...sum].map((b) => b.toString(16).padStart(2, "0")).join("").slice(0, 32);
+}
+
+// identityKeyOf reads the agent's fixed identity key ("" when none).
+export async function identityKeyOf(agent) {
+  const v = await api("GET", "/api/memory/settings/" + encodeURIComponent(agent));
+  return v.binding ? v.binding.identityKey : "";
+}
+
+// continueIn opens session s in the Playground on its thread key: its
+// turns are shown, and the next message goes on the same session.
+export function continueIn(s, key, props) {
+  const t = threads();
+  t[s.agent] = { id: key, props, messages: [],
+    history: s.transcript.flatMap((x) => [{ id: "h-u" + x.turn, role: "user", content: x.user }, { id: "h-a" + x.turn, role: "assistant", content: x.reply }]) };
+  sessionStorage.setItem(THREADS, JSON.stringify(t));
+  location.hash = "#/playground?agent=" + encodeURIComponent(s.agent);
+}
+
 function saveThread(agent, th) {
   const t = threads();
   t[agent] = th;
@@ -53,8 +88,9 @@ export async function playgroundScreen(main, params) {
     if (!agentSel.value) { log.append(h("p", { class: "empty" }, "Pick an agent to talk to.")); return; }
     const th = thread(agentSel.value);
     log.dataset.thread = th.id;
-    for (const m of th.messages) log.append(bubble(m));
-    if (!th.messages.length) log.append(h("p", { class: "empty" }, "A new conversation with " + agentSel.value + "."));
+    if (th.props) { customer.value = th.props.customerId || ""; ids.value = th.props.identities ? JSON.stringify(th.props.identities) : ""; }
+    for (const m of [...(th.history || []), ...th.messages]) log.append(bubble(m));
+    if (!th.messages.length && !(th.history || []).length) log.append(h("p", { class: "empty" }, "A new conversation with " + agentSel.value + "."));
   };
   agentSel.addEventListener("change", render);
   render();
@@ -74,6 +110,7 @@ export async function playgroundScreen(main, params) {
       props.identities = o;
     }
     const th = thread(agent);
+    th.props = props;
     th.messages.push({ id: "u-" + crypto.randomUUID(), role: "user", content: msg });
     saveThread(agent, th);
     text.value = "";

@@ -59,6 +59,7 @@ export async function sessionScreen(main, id) {
       h("dt", {}, "Started"), h("dd", {}, fmtTime(s.createdAt)),
       h("dt", {}, "Last activity"), h("dd", {}, fmtTime(s.lastActivityAt)),
       h("dt", {}, "Kind"), h("dd", {}, s.kind)));
+  if (s.kind === "session" && can("agents:run")) main.append(continueForm(s));
   if (s.pending) main.append(heldTool(s));
   const turns = h("ol", { class: "turns", id: "turns" }, s.transcript.map((t) => h("li", { class: "turn", dataset: { turn: t.turn } },
     h("div", { class: "msg user" }, h("b", {}, "User"), h("p", {}, t.user)),
@@ -67,6 +68,40 @@ export async function sessionScreen(main, id) {
       (t.durationMs / 1000).toFixed(2), " s · ", fmtTime(t.at), " · ",
       can("runs:read") ? h("a", { href: "#/runs/" + t.runId, class: "run" }, "Run detail") : h("span", { title: "needs runs:read" }, "run " + t.runId)))));
   main.append(h("h2", {}, "Transcript"), s.transcript.length ? turns : h("p", { class: "empty" }, "No finished turn yet."));
+}
+
+// continueForm reopens the session in the Playground. The box never keeps
+// or returns a session's key; the operator types it (the threadId or
+// x-stackbone-session value) with the identity it was used with, and Studio
+// checks that they name this very session before anything is sent.
+function continueForm(s) {
+  const key = h("input", { name: "key", maxlength: 500, placeholder: "session key (threadId, x-stackbone-session)", class: "wide" });
+  const customer = h("input", { name: "customerId", maxlength: 500, placeholder: "customerId (if one was sent)" });
+  const ids = h("input", { name: "identities", maxlength: 16000, placeholder: '{"phoneNumber": "+34…"} (if sent)' });
+  const out = h("p", { class: "error", role: "alert" });
+  const form = h("form", { id: "continue", class: "inline", novalidate: true }, field("Session key", key), field("Customer id", customer), field("Identities", ids),
+    h("button", { type: "submit" }, "Continue in Playground"), out);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    out.textContent = "";
+    if (!key.value) { out.textContent = "Enter the key this conversation was kept under."; return; }
+    const props = {};
+    if (customer.value) props.customerId = customer.value;
+    if (ids.value.trim()) {
+      try { props.identities = JSON.parse(ids.value); } catch { props.identities = null; }
+      if (!props.identities || typeof props.identities !== "object" || Array.isArray(props.identities)) { out.textContent = "Identities must be a JSON object."; return; }
+    }
+    try {
+      const { sessionId, identityKeyOf, continueIn } = await import("./playground.js");
+      const idKey = can("config:read") ? await identityKeyOf(s.agent) : "";
+      if (await sessionId(s.agent, key.value, idKey, props) !== s.id) {
+        out.textContent = "That key and identity do not name this session: nothing was sent.";
+        return;
+      }
+      continueIn(s, key.value, props);
+    } catch (e) { out.textContent = explain(e); }
+  });
+  return h("details", { class: "continue" }, h("summary", {}, "Continue in Playground"), form);
 }
 
 // heldTool shows the parked tool call with Approve and Reject.
