@@ -26,6 +26,7 @@ import (
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rag"
+	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/stores"
@@ -73,6 +74,7 @@ type box struct {
 	keys  *auth.Store
 	rt    *agent.Runtime
 	mem   *memory.Service
+	calls *voice.Manager
 }
 
 func newBox(t *testing.T) *box {
@@ -111,6 +113,16 @@ func newBox(t *testing.T) *box {
 		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: log})
 	calls.Register(h)
 	memoryStores.Register(h)
+	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: config.Rooms{}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	browserRooms.Register(h)
+	t.Cleanup(func() {
+		if err := browserRooms.Close(); err != nil {
+			t.Errorf("rooms close: %v", err)
+		}
+	})
 	originals, err := objectstore.NewFS(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +154,7 @@ func newBox(t *testing.T) *box {
 	studio.Register(h)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &box{t: t, url: srv.URL, model: model, pool: pool, keys: keys, rt: rt, mem: mem}
+	return &box{t: t, url: srv.URL, model: model, pool: pool, keys: keys, rt: rt, mem: mem, calls: calls}
 }
 
 // do sends an API request with key and decodes the envelope's data into
