@@ -65,7 +65,7 @@ func TestSaveOffBetweenTwoCalls(t *testing.T) {
 		}
 		state := func() (s struct {
 			Status, CallID, Error string
-			Transcript           []voice.Entry
+			Transcript            []voice.Entry
 		}) {
 			_ = br.Eval(cctx, `window.stackboneCall`, &s)
 			return s
