@@ -1,6 +1,7 @@
 package studio_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -128,5 +129,35 @@ func TestSystemScreen(t *testing.T) {
 	b.do(adminKey, "GET", "/api/system/memory-extraction", nil, &v)
 	if v.ActiveGuidance != "built-in" || *v.Selection.Model != "openai/gpt-4o-mini" {
 		t.Fatalf("after reset: %+v", v)
+	}
+}
+
+// An operator lists runs, filters them by kind, and opens one: tokens,
+// model and duration, and never the text of the conversation.
+func TestRunsScreen(t *testing.T) {
+	b := newBox(t)
+	b.model.Script(providertest.Reply{Content: "Secret reply text."}, providertest.Reply{Content: "Another reply."})
+	b.chat("support", "r-1", "crm/1", "Private question one.")
+	b.chat("guarded", "r-2", "crm/2", "Private question two.")
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO stackbone_platform.runs (id, kind, agent_id, status, model, input_tokens, output_tokens, started_at, duration_ms, metadata)
+		VALUES (gen_random_uuid(), 'memory_extraction', 'support', 'failed', 'openai/extractor', 10, 0, now(), 77, '{}')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := b.open(t)
+	p.signIn(adminKey)
+	p.goTo("#/runs")
+	p.waitFor(`document.querySelector("table.runs").dataset.rows === "3"`, "three runs")
+	if got := p.text("main"); strings.Contains(got, "Private question") || strings.Contains(got, "Secret reply") {
+		t.Fatalf("the runs screen shows conversation text: %q", got)
+	}
+	p.set("#run-filters input[name=kind]", "memory_extraction")
+	p.js(`document.getElementById("run-filters").requestSubmit()`)
+	p.waitFor(`location.hash.includes("kind=memory_extraction") && document.getElementById("root").dataset.state === "ready" &&
+		document.querySelector("table.runs").dataset.rows === "1"`, "the extraction run alone")
+	p.click("table.runs tbody tr td")
+	p.waitFor(`!!document.getElementById("run")`, "the run's detail")
+	if got := p.text("#run"); !strings.Contains(got, "openai/extractor") || !strings.Contains(got, "77 ms") {
+		t.Fatalf("run detail %q", got)
 	}
 }
