@@ -333,6 +333,10 @@ type SessionDetail struct {
 type SessionFilter struct {
 	Agent  string
 	Status string
+	// Before lists the sessions after this one in the list's order (the
+	// last id of the previous page: a keyset cursor). An unknown id gives
+	// an empty page.
+	Before string
 	Limit  int
 }
 
@@ -345,7 +349,8 @@ func (r *Runtime) ListSessions(ctx context.Context, f SessionFilter) ([]SessionS
 		SELECT id, kind, agent_id, status, turns, input_tokens, output_tokens, coalesce(preview, ''), created_at, last_activity_at
 		FROM stackbone_platform.sessions
 		WHERE ($1 = '' OR agent_id = $1) AND ($2 = '' OR status = $2)
-		ORDER BY last_activity_at DESC, id LIMIT $3`, f.Agent, f.Status, f.Limit)
+		  AND ($4 = '' OR (last_activity_at, id) < (SELECT last_activity_at, id FROM stackbone_platform.sessions WHERE id = $4))
+		ORDER BY last_activity_at DESC, id DESC LIMIT $3`, f.Agent, f.Status, f.Limit, f.Before)
 	if err != nil {
 		return nil, storageErr("list sessions", err)
 	}

@@ -101,6 +101,11 @@ func (s *Server) routes() {
 	s.route("GET /api/sessions/{id}", auth.ScopeSessionsRead, s.sessionsGet)
 	s.route("POST /api/sessions/{id}/decision", auth.ScopeSessionsWrite, s.sessionsDecide)
 
+	s.route("GET /api/keys/self", "", s.keysSelf)
+	s.route("GET /api/keys", auth.ScopeKeysAdmin, s.keysList)
+	s.route("POST /api/keys", auth.ScopeKeysAdmin, s.keysCreate)
+	s.route("DELETE /api/keys/{name}", auth.ScopeKeysAdmin, s.keysRevoke)
+
 	// Anything else under /api is an unknown route, still behind auth so the
 	// route table is not probeable without a key.
 	s.route("/api/", "", func(w http.ResponseWriter, r *http.Request) {

@@ -40,7 +40,7 @@ func (s *Server) sessionsList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	list, err := s.cfg.Runtime.ListSessions(r.Context(), agent.SessionFilter{Agent: q.Get("agent"), Status: q.Get("status"), Limit: limit})
+	list, err := s.cfg.Runtime.ListSessions(r.Context(), agent.SessionFilter{Agent: q.Get("agent"), Status: q.Get("status"), Before: q.Get("before"), Limit: limit})
 	if err != nil {
 		s.failAgent(w, r, err)
 		return

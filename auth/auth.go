@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -36,6 +38,8 @@ var (
 	ErrNotFound = errors.New("auth: key not found")
 	// ErrExists: a key of that name exists.
 	ErrExists = errors.New("auth: key exists")
+	// ErrInvalidName: a key name that is empty, too long or not printable.
+	ErrInvalidName = errors.New("auth: a key name must be 1 to 100 printable characters")
 )
 
 // Scopes.
@@ -58,11 +62,14 @@ const (
 	ScopeStoresWrite = "stores:write"
 	// ScopeVoice places and reads calls and browser rooms.
 	ScopeVoice = "voice"
+	// ScopeKeysAdmin lists, creates and revokes API keys over HTTP; a key
+	// can only grant scopes it holds itself.
+	ScopeKeysAdmin = "keys:admin"
 )
 
 // AllScopes is every scope; the dev key `local-dev` holds them all.
 var AllScopes = []string{ScopeMemoryRead, ScopeMemoryWrite, ScopeConfigRead, ScopeConfigWrite, ScopeRunsRead,
-	ScopeAgentsRun, ScopeSessionsRead, ScopeSessionsWrite, ScopeRAGRead, ScopeRAGWrite, ScopeStoresRead, ScopeStoresWrite, ScopeVoice}
+	ScopeAgentsRun, ScopeSessionsRead, ScopeSessionsWrite, ScopeRAGRead, ScopeRAGWrite, ScopeStoresRead, ScopeStoresWrite, ScopeVoice, ScopeKeysAdmin}
 
 // DevKey is the key `stackbone dev` creates; `serve` never does.
 const DevKey = "local-dev"
@@ -126,8 +133,8 @@ func (s *Store) Create(ctx context.Context, name string, scopes []string) (strin
 	if err := checkScopes(scopes); err != nil {
 		return "", Key{}, err
 	}
-	if name == "" || len(name) > 100 {
-		return "", Key{}, fmt.Errorf("auth: a key name must be 1 to 100 characters")
+	if !validName(name) {
+		return "", Key{}, ErrInvalidName
 	}
 	var b [20]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -230,4 +237,18 @@ func checkScopes(scopes []string) error {
 		}
 	}
 	return nil
+}
+
+// validName: 1 to 100 characters, none of them a control character (names
+// are shown in logs, the CLI and Studio).
+func validName(name string) bool {
+	if name == "" || utf8.RuneCountInString(name) > 100 || !utf8.ValidString(name) {
+		return false
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }

@@ -184,9 +184,17 @@ type uploadedFile struct {
 }
 
 func (s *Service) httpDocuments(w http.ResponseWriter, r *http.Request) {
-	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	offset, _ := strconv.Atoi(r.URL.Query().Get("offset"))
-	list, err := s.Documents(r.Context(), r.PathValue("name"), limit, offset)
+	q := r.URL.Query()
+	f := DocumentFilter{Status: q.Get("status"), Before: q.Get("before")}
+	f.Limit, _ = strconv.Atoi(q.Get("limit"))
+	f.Offset, _ = strconv.Atoi(q.Get("offset"))
+	if v := q.Get("filter"); v != "" {
+		if err := json.Unmarshal([]byte(v), &f.Metadata); err != nil || f.Metadata == nil {
+			s.fail(w, r, fmt.Errorf("%w: filter must be a JSON object, e.g. {\"lang\":\"en\"}", ErrInvalidRequest))
+			return
+		}
+	}
+	list, err := s.Documents(r.Context(), r.PathValue("name"), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -33,6 +33,8 @@ type Document struct {
 	Chunks    int       `json:"chunks"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Preview is the start of the first chunk (lists only).
+	Preview string `json:"preview,omitempty"`
 
 	objectKey       string
 	collID          int64
@@ -294,25 +296,57 @@ func (s *Service) Document(ctx context.Context, id string) (Document, error) {
 	return d, nil
 }
 
-// Documents lists a collection's documents, newest first, at most limit
-// (default 100, at most 1000) from offset. Errors: ErrCollectionNotFound,
-// ErrUnavailable.
-func (s *Service) Documents(ctx context.Context, collection string, limit, offset int) ([]Document, error) {
+// DocumentFilter narrows Documents. Zero values do not filter.
+type DocumentFilter struct {
+	// Status is queued, running, succeeded or failed.
+	Status string
+	// Metadata keeps documents whose metadata contains this object (JSONB @>).
+	Metadata map[string]any
+	// Before lists the documents after this one in the list's order (the
+	// last id of the previous page: a keyset cursor). An unknown id gives
+	// an empty page.
+	Before string
+	// Offset skips documents (the older paging; Before scales better).
+	Offset int
+	// Limit defaults to 100, at most 1000.
+	Limit int
+}
+
+// Documents lists a collection's documents, newest first, each with a
+// preview of its first chunk. Errors: ErrCollectionNotFound,
+// ErrInvalidRequest (a bad status), ErrUnavailable.
+func (s *Service) Documents(ctx context.Context, collection string, f DocumentFilter) ([]Document, error) {
 	c, err := s.collection(ctx, s.cfg.Pool, collection)
 	if err != nil {
 		return nil, err
 	}
-	if limit <= 0 || limit > 1000 {
-		limit = 100
+	switch f.Status {
+	case "", StatusQueued, StatusRunning, StatusSucceeded, StatusFailed:
+	default:
+		return nil, fmt.Errorf("%w: status must be queued, running, succeeded or failed", ErrInvalidRequest)
 	}
-	rows, err := s.cfg.Pool.Query(ctx, `SELECT `+documentColumns+` FROM stackbone_platform.rag_documents
-		WHERE collection_id = $1 ORDER BY created_at DESC, id LIMIT $2 OFFSET $3`, c.id, limit, max(offset, 0))
+	if err := checkMetadata("filter", f.Metadata); err != nil {
+		return nil, err
+	}
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	var meta any
+	if f.Metadata != nil {
+		meta = f.Metadata
+	}
+	rows, err := s.cfg.Pool.Query(ctx, `SELECT `+documentColumns+`,
+		coalesce((SELECT left(content, 200) FROM stackbone_platform.rag_chunks k WHERE k.document_id = d.id AND k.chunk_index = 0), '')
+		FROM stackbone_platform.rag_documents d
+		WHERE collection_id = $1 AND ($4 = '' OR status = $4) AND ($5::jsonb IS NULL OR metadata @> $5)
+		  AND ($6 = '' OR (created_at, id) < (SELECT created_at, id FROM stackbone_platform.rag_documents WHERE id = $6))
+		ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`, c.id, f.Limit, max(f.Offset, 0), f.Status, meta, f.Before)
 	if err != nil {
 		return nil, fmt.Errorf("%w: list documents: %v", ErrUnavailable, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Document, error) {
 		var d Document
-		err := r.Scan(d.scanTargets()...)
+		err := r.Scan(append(d.scanTargets(), &d.Preview)...)
 		d.Collection = c.Name
 		d.fill()
 		return d, err

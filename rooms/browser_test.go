@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackbone/box/internal/cdp"
 	"github.com/stackbone/box/memory"
-	"github.com/stackbone/box/rooms/internal/cdp"
 	"github.com/stackbone/box/voice"
 )
 

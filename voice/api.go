@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,12 +63,39 @@ func (m *Manager) Get(ctx context.Context, id string) (CallRecord, error) {
 	return c, nil
 }
 
-func (m *Manager) list(w http.ResponseWriter, r *http.Request) {
-	rows, err := m.cfg.Pool.Query(r.Context(), `SELECT id, direction, agent_id, phone_number, trunk, status, started_at,
-		answered_at, ended_at, outcome, duration_seconds FROM stackbone_platform.voice_calls ORDER BY started_at DESC, id LIMIT 200`)
+// CallFilter narrows ListCalls. Zero values do not filter.
+type CallFilter struct {
+	Direction string
+	Agent     string
+	Status    string
+	Outcome   string
+	// Number is an exact phone number.
+	Number string
+	// From and To bound started_at: From <= started_at < To.
+	From, To time.Time
+	// Before lists the calls after this one in the list's order (the last
+	// id of the previous page: a keyset cursor). An unknown id gives an
+	// empty page.
+	Before string
+	// Limit defaults to 50, at most 200.
+	Limit int
+}
+
+// ListCalls returns calls newest first, without transcripts.
+func (m *Manager) ListCalls(ctx context.Context, f CallFilter) ([]CallRecord, error) {
+	if f.Limit <= 0 || f.Limit > 200 {
+		f.Limit = 50
+	}
+	rows, err := m.cfg.Pool.Query(ctx, `SELECT id, direction, agent_id, phone_number, trunk, status, started_at,
+		answered_at, ended_at, outcome, duration_seconds FROM stackbone_platform.voice_calls
+		WHERE ($1 = '' OR direction = $1) AND ($2 = '' OR agent_id = $2) AND ($3 = '' OR status = $3)
+		  AND ($4 = '' OR outcome = $4) AND ($5 = '' OR phone_number = $5)
+		  AND ($6::timestamptz IS NULL OR started_at >= $6) AND ($7::timestamptz IS NULL OR started_at < $7)
+		  AND ($8 = '' OR (started_at, id) < (SELECT started_at, id FROM stackbone_platform.voice_calls WHERE id = $8))
+		ORDER BY started_at DESC, id DESC LIMIT $9`,
+		f.Direction, f.Agent, f.Status, f.Outcome, f.Number, nullTime(f.From), nullTime(f.To), f.Before, f.Limit)
 	if err != nil {
-		api.WriteError(w, http.StatusServiceUnavailable, "unavailable", "the calls table is unavailable")
-		return
+		return nil, fmt.Errorf("voice: list calls: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (CallRecord, error) {
 		var c CallRecord
@@ -75,11 +104,54 @@ func (m *Manager) list(w http.ResponseWriter, r *http.Request) {
 		return c, err
 	})
 	if err != nil {
-		api.WriteError(w, http.StatusServiceUnavailable, "unavailable", "the calls table is unavailable")
-		return
+		return nil, fmt.Errorf("voice: list calls: %w", err)
 	}
 	if out == nil {
 		out = []CallRecord{}
+	}
+	return out, nil
+}
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// list serves GET /api/voice/calls?direction=&agent=&status=&outcome=&number=
+// &from=&to=&before=&limit= (times RFC 3339; before is the last call id of
+// the previous page).
+func (m *Manager) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := CallFilter{Direction: q.Get("direction"), Agent: q.Get("agent"), Status: q.Get("status"),
+		Outcome: q.Get("outcome"), Number: q.Get("number"), Before: q.Get("before"), Limit: 50}
+	if f.Direction != "" && f.Direction != Inbound && f.Direction != Outbound && f.Direction != Browser {
+		api.WriteError(w, http.StatusBadRequest, "voice_invalid_request", "direction must be inbound, outbound or browser")
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			api.WriteError(w, http.StatusBadRequest, "voice_invalid_request", "limit must be a number from 1 to 200")
+			return
+		}
+		f.Limit = n
+	}
+	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				api.WriteError(w, http.StatusBadRequest, "voice_invalid_request", name+" must be an RFC 3339 time")
+				return
+			}
+			*dst = t
+		}
+	}
+	out, err := m.ListCalls(r.Context(), f)
+	if err != nil {
+		api.WriteError(w, http.StatusServiceUnavailable, "unavailable", "the calls table is unavailable")
+		return
 	}
 	api.WriteData(w, http.StatusOK, out)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/stackbone/box/store/notify"
 	"github.com/stackbone/box/store/pgcluster"
 	"github.com/stackbone/box/stores"
+	"github.com/stackbone/box/studio"
 	"github.com/stackbone/box/telemetry"
 	"github.com/stackbone/box/voice"
 	"github.com/stackbone/box/voice/espeak"
@@ -157,6 +158,7 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 		return err
 	}
 	browserRooms.Register(handler)
+	studio.Register(handler)
 	defer func() {
 		if err := browserRooms.Close(); err != nil {
 			log.Warn("rooms close", "error", err)

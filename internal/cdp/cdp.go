@@ -1,5 +1,5 @@
 // Package cdp drives a headless Chromium over the DevTools protocol, just
-// enough for end-to-end tests of the call page: start the browser with a
+// enough for end-to-end tests of the call page and Studio: start the browser with a
 // fake microphone, open a page, evaluate JavaScript, read its console.
 //
 //	b, err := cdp.Start(ctx, cdp.Options{UserDataDir: t.TempDir(), FakeAudio: "speech.wav"})
@@ -336,4 +336,53 @@ func (b *Browser) Close() {
 		_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
 		_ = b.cmd.Wait()
 	}
+}
+
+// SetFiles puts files (paths on this machine) in the file input that
+// selector names, as a person choosing them would; the page sees a change
+// event.
+func (b *Browser) SetFiles(ctx context.Context, selector string, paths ...string) error {
+	res, err := b.Call(ctx, "DOM.getDocument", map[string]any{"depth": 0})
+	if err != nil {
+		return err
+	}
+	var doc struct {
+		Root struct {
+			NodeID int64 `json:"nodeId"`
+		} `json:"root"`
+	}
+	if err := json.Unmarshal(res, &doc); err != nil {
+		return fmt.Errorf("cdp: document: %w", err)
+	}
+	res, err = b.Call(ctx, "DOM.querySelector", map[string]any{"nodeId": doc.Root.NodeID, "selector": selector})
+	if err != nil {
+		return err
+	}
+	var node struct {
+		NodeID int64 `json:"nodeId"`
+	}
+	if err := json.Unmarshal(res, &node); err != nil || node.NodeID == 0 {
+		return fmt.Errorf("cdp: no element %s", selector)
+	}
+	_, err = b.Call(ctx, "DOM.setFileInputFiles", map[string]any{"nodeId": node.NodeID, "files": paths})
+	return err
+}
+
+// Screenshot captures the page as a PNG at width x height CSS pixels.
+func (b *Browser) Screenshot(ctx context.Context, width, height int) ([]byte, error) {
+	if _, err := b.Call(ctx, "Emulation.setDeviceMetricsOverride", map[string]any{
+		"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}); err != nil {
+		return nil, err
+	}
+	res, err := b.Call(ctx, "Page.captureScreenshot", map[string]any{"format": "png"})
+	if err != nil {
+		return nil, err
+	}
+	var shot struct {
+		Data []byte `json:"data"` // base64 in JSON, decoded by encoding/json
+	}
+	if err := json.Unmarshal(res, &shot); err != nil {
+		return nil, fmt.Errorf("cdp: screenshot: %w", err)
+	}
+	return shot.Data, nil
 }

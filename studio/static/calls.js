@@ -1,0 +1,145 @@
+// Calls: every phone and browser call, a call's heard transcript, what
+// memory did and where each turn's time went; a form to dial out.
+import { h, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear } from "./lib.js";
+import { agentFilter } from "./sessions.js";
+
+const outcomes = ["completed", "caller_hangup", "transferred", "media_timeout", "max_duration", "cancelled", "failed", "shutdown", "no_answer", "box_lost"];
+
+// toISO reads a datetime-local input as an RFC 3339 time (or "").
+function toISO(v) { return v ? new Date(v).toISOString() : ""; }
+function fromISO(v) {
+  if (!v) return "";
+  const d = new Date(v);
+  return new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+}
+
+export async function callsScreen(main, params) {
+  const f = Object.fromEntries(["direction", "agent", "status", "outcome", "number", "from", "to"].map((k) => [k, params.get(k) || ""]));
+  const cols = [
+    { title: "Started", cell: (c) => fmtTime(c.startedAt) },
+    { title: "Direction", cell: (c) => c.direction },
+    { title: "Agent", cell: (c) => c.agent },
+    { title: "Number", cell: (c) => c.phoneNumber || "—" },
+    { title: "Status", cell: (c) => badge(c.status) },
+    { title: "Outcome", cell: (c) => c.outcome ? badge(c.outcome, "outcome") : "—" },
+    { title: "Duration", class: "num", cell: (c) => fmtSeconds(c.durationSeconds) },
+  ];
+  const list = pager(cols, (before, limit) => api("GET", "/api/voice/calls" + qs({ ...f, before, limit })),
+    { href: (c) => "#/calls/" + encodeURIComponent(c.id), empty: "No call matches.", class: "calls" });
+  const first = list.first(); // at once, beside the filters' agents
+  const form = h("form", { class: "filters", id: "call-filters" },
+    field("Direction", select("direction", [["", "Any"], ["inbound", "inbound"], ["outbound", "outbound"], ["browser", "browser"]], f.direction)),
+    field("Agent", await agentFilter("agent", f.agent)),
+    field("Status", select("status", [["", "Any"], ["ringing", "ringing"], ["active", "active"], ["ended", "ended"]], f.status)),
+    field("Outcome", select("outcome", [["", "Any"], ...outcomes.map((o) => [o, o])], f.outcome)),
+    field("Number", h("input", { name: "number", value: f.number, placeholder: "+34600111222", maxlength: 64 })),
+    field("From", h("input", { name: "from", type: "datetime-local", value: fromISO(f.from) })),
+    field("To", h("input", { name: "to", type: "datetime-local", value: fromISO(f.to) })),
+    h("button", { type: "submit" }, "Filter"));
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const d = Object.fromEntries(new FormData(form));
+    d.from = toISO(d.from); d.to = toISO(d.to);
+    location.hash = "#/calls" + qs(d);
+  });
+  form.addEventListener("change", (ev) => { if (ev.target.tagName === "SELECT") form.requestSubmit(); });
+  main.append(h("h1", {}, "Calls"), form, list.el, h("h2", {}, "Place a call"), await dialForm());
+  await first;
+}
+
+async function dialForm() {
+  const agent = await agentFilter("agent", "");
+  if (agent.tagName === "SELECT") agent.firstChild.textContent = "(pick an agent)";
+  const to = h("input", { name: "to", required: true, placeholder: "+34600111222", maxlength: 64 });
+  const trunk = h("input", { name: "trunk", placeholder: "(first outbound trunk)", maxlength: 100 });
+  const out = h("p", { class: "result", id: "dial-result" });
+  const form = h("form", { class: "inline", id: "dial", novalidate: true }, field("Agent", agent), field("To", to), field("Trunk", trunk),
+    h("button", { type: "submit" }, "Call"), out);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    if (!agent.value || !to.value.trim()) { out.textContent = "Pick an agent and enter a number."; return; }
+    try {
+      const r = await api("POST", "/api/voice/calls", { agent: agent.value, to: to.value.trim(), trunk: trunk.value.trim() });
+      location.hash = "#/calls/" + encodeURIComponent(r.callId);
+    } catch (e) { out.textContent = explain(e); }
+  });
+  return form;
+}
+
+export async function callScreen(main, id) {
+  const c = await api("GET", "/api/voice/calls/" + encodeURIComponent(id));
+  const head = h("div", {});
+  const tr = h("ol", { class: "heard", id: "heard" });
+  const mem = h("section", { class: "memory", id: "memory-report" });
+  const bars = h("section", { class: "latency", id: "latency" });
+  main.append(h("p", { class: "crumbs" }, h("a", { href: "#/calls" }, "Calls"), " / ", c.id), head,
+    h("h2", {}, "Heard transcript"), h("p", { class: "hint" }, "What the caller actually heard, and what speech-to-text made of their words."), tr,
+    h("h2", {}, "Memory"), mem, h("h2", {}, "Per-turn latency"), bars);
+  const paint = (c) => {
+    clear(head).append(h("h1", {}, c.direction, " call with ", c.agent, " ", badge(c.status), c.outcome ? badge(c.outcome, "outcome") : null),
+      h("dl", { class: "facts" },
+        h("dt", {}, "Number"), h("dd", {}, c.phoneNumber || "—"),
+        h("dt", {}, "Trunk"), h("dd", {}, c.trunk || "—"),
+        h("dt", {}, "Started"), h("dd", {}, fmtTime(c.startedAt)),
+        h("dt", {}, "Answered"), h("dd", {}, fmtTime(c.answeredAt)),
+        h("dt", {}, "Ended"), h("dd", {}, fmtTime(c.endedAt)),
+        h("dt", {}, "Duration"), h("dd", {}, fmtSeconds(c.durationSeconds)),
+        c.endReason ? [h("dt", {}, "End reason"), h("dd", {}, c.endReason)] : null));
+    clear(tr).append(...(c.transcript || []).map((e) => h("li", { class: "msg " + e.role, dataset: { turn: e.turn } },
+      h("b", {}, e.role === "user" ? "Caller" : "Agent"), h("p", {}, e.text))));
+    if (!tr.children.length) tr.append(h("li", { class: "empty" }, c.status === "ended" ? "Nothing was heard." : "Waiting for the first words…"));
+    clear(mem).append(memoryReport(c.memory || {}, c.status));
+    clear(bars).append(latency(c.metrics || []));
+    main.dataset.callStatus = c.status;
+  };
+  paint(c);
+  // A live call updates by itself until it has ended and its memory is settled.
+  if (c.status !== "ended" || !(c.memory && (c.memory.saved || c.memory.saveError || c.memory.notSavedReason || !c.memory.save)))
+    poll(main, 1000, async () => {
+      const n = await api("GET", "/api/voice/calls/" + encodeURIComponent(id));
+      paint(n);
+      return n.status === "ended" && (n.memory.saved || n.memory.saveError || n.memory.notSavedReason || !n.memory.save);
+    });
+}
+
+function memoryReport(m, status) {
+  const yes = (b) => (b ? "on" : "off");
+  let saved = "—";
+  if (m.saved) saved = "saved";
+  else if (m.saveError) saved = "save failed: " + m.saveError;
+  else if (m.notSavedReason) saved = "not saved: " + m.notSavedReason;
+  else if (!m.save) saved = "not saved: save is off for this call";
+  else if (status !== "ended") saved = "saves when the call ends";
+  return h("dl", { class: "facts" },
+    h("dt", {}, "Settings snapshot"), h("dd", {}, "read ", yes(m.read), ", save ", yes(m.save)),
+    h("dt", {}, "Identity"), h("dd", {}, m.identityKey ? [h("code", {}, m.identityKey), " = ", m.identity || "—"] : (m.off || "none")),
+    m.off ? [h("dt", {}, "Without memory"), h("dd", {}, m.off)] : null,
+    h("dt", {}, "Recalled"), h("dd", {}, String(m.recalledFacts || 0), " facts, ", String(m.recalledCalls || 0), " calls"),
+    h("dt", {}, "After the call"), h("dd", { id: "saved" }, saved));
+}
+
+// The stages of a spoken turn, in order, as the metrics name them.
+const stages = [
+  ["endOfUtteranceMs", "end of speech → endpoint"],
+  ["speechToTextMs", "speech-to-text"],
+  ["timeToFirstTokenMs", "model: first token"],
+  ["textToSpeechFirstByteMs", "text-to-speech: first audio"],
+];
+
+function latency(metrics) {
+  if (!metrics.length) return h("p", { class: "empty" }, "No spoken turn yet.");
+  const max = Math.max(1, ...metrics.map((m) => Math.max(m.wireToWireMs || 0, stages.reduce((a, [k]) => a + (m[k] || 0), 0))));
+  return h("div", {},
+    h("ul", { class: "legend" }, stages.map(([k, l], i) => h("li", {}, h("i", { class: "s" + i }), l))),
+    h("table", { class: "bars" }, h("tbody", {}, metrics.map((m) => {
+      const bar = h("div", { class: "bar" });
+      stages.forEach(([k, l], i) => {
+        if (!m[k]) return;
+        const seg = h("span", { class: "s" + i, title: l + ": " + m[k] + " ms" });
+        seg.style.width = (100 * m[k] / max).toFixed(2) + "%"; // CSSOM: allowed under the CSP
+        bar.append(seg);
+      });
+      return h("tr", { dataset: { turn: m.turn } }, h("th", {}, "turn " + m.turn), h("td", {}, bar),
+        h("td", { class: "num" }, m.wireToWireMs !== undefined ? m.wireToWireMs + " ms to first audio" : "—"));
+    }))));
+}

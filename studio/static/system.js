@@ -1,0 +1,55 @@
+// System → Memory extraction: the extractor's model and reasoning effort,
+// and the guidance prompt (draft, publish, reset), with what is in force.
+import { h, api, can, fmtTime, field, select, explain, readOnlyNote, clear, ask } from "./lib.js";
+
+const efforts = ["none", "minimal", "low", "medium", "high", "xhigh"];
+
+export async function systemScreen(main) {
+  main.append(h("h1", {}, "System"));
+  const card = h("section", { class: "card", id: "extraction" });
+  main.append(card);
+  await render(card);
+}
+
+async function render(card, msg) {
+  const v = await api("GET", "/api/system/memory-extraction");
+  const write = can("config:write");
+  const status = h("p", { class: "status", role: "status" }, msg || "");
+  const run = async (method, path, body, done) => {
+    try { await api(method, path, body); await render(clear(card), done); } catch (e) { status.textContent = "Not saved: " + explain(e); }
+  };
+  const model = h("input", { name: "model", value: v.selection.model || "", placeholder: v.fallback.model, maxlength: 200, disabled: !write });
+  const effort = select("reasoningEffort", [["", "(fallback: " + v.fallback.reasoningEffort + ")"], ...efforts.map((e) => [e, e])], v.selection.reasoningEffort || "");
+  effort.disabled = !write;
+  const inForce = v.selection.model ? "the System selection" : "the fallback (environment, config or platform default)";
+  const draft = h("textarea", { name: "draft", rows: 6, maxlength: 20000, disabled: !write });
+  draft.value = v.prompt.draft ?? v.prompt.published ?? "";
+  card.append(h("h2", {}, "Memory extraction"),
+    h("p", {}, "In force: ", h("code", { id: "model-in-force" }, v.selection.model || v.fallback.model), " (from " + inForce + "), reasoning effort ",
+      h("code", {}, v.selection.reasoningEffort || v.fallback.reasoningEffort), "; guidance: ", h("b", { id: "guidance-in-force" }, v.activeGuidance), "."),
+    write ? null : readOnlyNote("config:write", "change the extractor"),
+    h("form", { class: "inline", id: "selection" }, field("Model (provider/model)", model), field("Reasoning effort", effort),
+      write ? h("button", { type: "submit" }, "Save") : null,
+      write ? h("button", { type: "button", class: "link", onclick: () => run("PUT", "/api/system/memory-extraction", { model: null, reasoningEffort: null }, "Selection cleared: the fallback applies.") }, "Use the fallback") : null),
+    h("h3", {}, "Guidance prompt"),
+    h("p", { class: "hint" }, v.prompt.published ? ["Published ", fmtTime(v.prompt.publishedAt), "."] : "Nothing published: the built-in guidance applies.",
+      v.prompt.draft != null ? [" Draft saved ", fmtTime(v.prompt.draftSavedAt), " (a draft does not run until published)."] : null),
+    field("Draft", draft),
+    write ? h("div", { class: "actions" },
+      h("button", { type: "button", id: "save-draft", onclick: () => {
+        if (!draft.value.trim()) { status.textContent = "The draft is empty: use Reset to go back to the built-in guidance."; return; }
+        run("PUT", "/api/system/memory-extraction/prompt", { text: draft.value }, "Draft saved; publish it to use it.");
+      } }, "Save draft"),
+      h("button", { type: "button", id: "publish", disabled: v.prompt.draft == null, onclick: () => run("POST", "/api/system/memory-extraction/prompt/publish", undefined, "Published: the next extraction uses it.") }, "Publish"),
+      h("button", { type: "button", class: "danger", id: "reset-prompt", onclick: (ev) => ask(ev.target, "Unpublish the guidance and go back to the built-in one?", "Reset",
+        () => run("DELETE", "/api/system/memory-extraction/prompt", undefined, "Reset: the built-in guidance applies.")) }, "Reset")) : null,
+    h("details", {}, h("summary", {}, "Built-in guidance"), h("pre", {}, v.builtInGuidance)),
+    status);
+  const sel = card.querySelector("#selection");
+  sel.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const m = model.value.trim();
+    if (m && !/^[^/\s]+\/\S+$/.test(m)) { status.textContent = "The model is provider/model, e.g. openai/gpt-4o-mini."; return; }
+    run("PUT", "/api/system/memory-extraction", { model: m || null, reasoningEffort: effort.value || null }, "Saved: the next extraction uses it.");
+  });
+}
