@@ -111,6 +111,9 @@ func TestBargeInCommitsOnlyWhatPlayed(t *testing.T) {
 		t.Fatalf("transcript order: %+v", entries)
 	}
 	heard := entries[1].Text
+	if !entries[1].Cut || entries[0].Cut || entries[2].Cut {
+		t.Fatalf("only the interrupted answer is marked cut: %+v", entries)
+	}
 	if !strings.HasPrefix(long, heard) || strings.Contains(heard, "Fourth") || heard == long {
 		t.Fatalf("committed %q: not a strict prefix of whole sentences of %q", heard, long)
 	}

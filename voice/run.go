@@ -257,7 +257,11 @@ func (c *Call) endAssistant(cut bool) {
 		text = c.playout.Finish()
 	}
 	c.mu.Unlock()
-	c.transcript.Commit(t.id, RoleAssistant, text, c.clk.Now())
+	if cut {
+		c.transcript.CommitCut(t.id, text, c.clk.Now())
+	} else {
+		c.transcript.Commit(t.id, RoleAssistant, text, c.clk.Now())
+	}
 	close(t.committed)
 }
 

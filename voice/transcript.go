@@ -18,6 +18,9 @@ type Entry struct {
 	Role string    `json:"role"`
 	Text string    `json:"text"`
 	At   time.Time `json:"at"`
+	// Cut marks an agent turn the caller interrupted (or the call's end
+	// cut): Text is only the part that played.
+	Cut bool `json:"cut,omitempty"`
 }
 
 // Transcript is the heard transcript of a call: user text committed when its
@@ -41,6 +44,16 @@ func newTranscript() *transcript { return &transcript{committed: map[int]bool{}}
 // it. Empty text marks the turn committed without an entry (nothing was
 // heard).
 func (t *transcript) Commit(turn int, role, text string, at time.Time) bool {
+	return t.commit(Entry{Turn: turn, Role: role, Text: text, At: at})
+}
+
+// CommitCut commits an agent turn that was cut: e.Text is what played.
+func (t *transcript) CommitCut(turn int, text string, at time.Time) bool {
+	return t.commit(Entry{Turn: turn, Role: RoleAssistant, Text: text, At: at, Cut: true})
+}
+
+func (t *transcript) commit(e Entry) bool {
+	turn, text := e.Turn, e.Text
 	t.mu.Lock()
 	if t.committed[turn] {
 		t.mu.Unlock()
@@ -49,7 +62,8 @@ func (t *transcript) Commit(turn int, role, text string, at time.Time) bool {
 	t.committed[turn] = true
 	added := false
 	if text = strings.TrimSpace(text); text != "" {
-		t.entries = append(t.entries, Entry{Turn: turn, Role: role, Text: text, At: at})
+		e.Text = text
+		t.entries = append(t.entries, e)
 		added = true
 	}
 	t.mu.Unlock()

@@ -86,7 +86,8 @@ export async function callScreen(main, id) {
         h("dt", {}, "Duration"), h("dd", {}, fmtSeconds(c.durationSeconds)),
         c.endReason ? [h("dt", {}, "End reason"), h("dd", {}, c.endReason)] : null));
     clear(tr).append(...(c.transcript || []).map((e) => h("li", { class: "msg " + e.role, dataset: { turn: e.turn } },
-      h("b", {}, e.role === "user" ? "Caller" : "Agent"), h("p", {}, e.text))));
+      h("b", {}, e.role === "user" ? "Caller" : "Agent"), h("p", {}, e.text),
+      e.cut ? h("span", { class: "badge" }, "cut: the caller spoke over the rest") : null)));
     if (!tr.children.length) tr.append(h("li", { class: "empty" }, c.status === "ended" ? "Nothing was heard." : "Waiting for the first words…"));
     clear(mem).append(memoryReport(c.memory || {}, c.status));
     clear(bars).append(latency(c.metrics || []));
