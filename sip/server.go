@@ -18,6 +18,7 @@ import (
 	"github.com/emiago/sipgo/sip"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/telemetry"
 	"github.com/stackbone/box/voice"
 )
 
@@ -31,12 +32,15 @@ type Config struct {
 	// Logger receives ids, codes and timings, never what was said.
 	// Defaults to slog.Default().
 	Logger *slog.Logger
+	// Metrics records the agent audio's pacing per packet (nil: none).
+	Metrics *telemetry.Metrics
 }
 
 // Server carries SIP calls: it answers INVITEs on the inbound trunks and
 // places calls through the outbound trunks (Dial). Create it with New, then
 // Start; Close ends every call and stops listening.
 type Server struct {
+	metrics  *telemetry.Metrics
 	cfg      config.SIP
 	calls    *voice.Manager
 	log      *slog.Logger
@@ -93,7 +97,8 @@ func New(cfg Config) (*Server, error) {
 		c.SessionTimer = config.DefaultSIPSessionTimer
 	}
 	s := &Server{
-		cfg: c, calls: cfg.Manager, log: cfg.Logger.With("component", "sip"),
+		metrics: cfg.Metrics,
+		cfg:     c, calls: cfg.Manager, log: cfg.Logger.With("component", "sip"),
 		outbound: c.Trunks.Outbound, digest: diago.NewDigestServer(),
 		codecs: []media.Codec{media.CodecAudioUlaw, media.CodecAudioAlaw, media.CodecTelephoneEvent8000},
 		minSE:  config.MinSIPSessionTimer, active: map[string]*call{},
@@ -319,6 +324,7 @@ func (s *Server) recordPacing(d time.Duration) {
 		d = -d
 	}
 	s.pacing[min(int(d/PacingBucket), PacingBuckets-1)].Add(1)
+	s.metrics.Pacing(d)
 }
 
 func (s *Server) recordSetup(d time.Duration) {

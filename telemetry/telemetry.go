@@ -35,6 +35,7 @@ type Metrics struct {
 	provider     *prometheus.HistogramVec
 	memoryOps    *prometheus.HistogramVec
 	httpRequests *prometheus.HistogramVec
+	pacing       prometheus.Histogram
 }
 
 // Buckets of latencies from a millisecond to a minute.
@@ -65,6 +66,10 @@ func New() *Metrics {
 		httpRequests: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "stackbone_http_request_seconds",
 			Help: "HTTP requests by route pattern and status.", Buckets: latencyBuckets}, []string{"route", "status"}),
 	}
+	m.pacing = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "stackbone_sip_pacing_error_seconds",
+		Help:    "How far each interval between the agent's RTP packets strayed from 20 ms.",
+		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .5}})
+	reg.MustRegister(m.pacing)
 	reg.MustRegister(m.callsActive, m.callsTotal, m.callSetup, m.turnStage, m.provider, m.memoryOps, m.httpRequests)
 	return m
 }
@@ -93,6 +98,13 @@ func (m *Metrics) CallEnded(direction, outcome string) {
 	if m != nil {
 		m.callsActive.WithLabelValues(direction).Dec()
 		m.callsTotal.WithLabelValues(direction, outcome).Inc()
+	}
+}
+
+// Pacing records one agent packet's pacing error.
+func (m *Metrics) Pacing(d time.Duration) {
+	if m != nil {
+		m.pacing.Observe(d.Seconds())
 	}
 }
 

@@ -164,7 +164,7 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 			log.Warn("rooms close", "error", err)
 		}
 	}()
-	phones, err := sip.New(sip.Config{Config: cfg.SIP, Manager: calls, Logger: log})
+	phones, err := sip.New(sip.Config{Config: cfg.SIP, Manager: calls, Logger: log, Metrics: metrics})
 	if err != nil {
 		return err
 	}

@@ -343,7 +343,7 @@ func TestMetricsMoveWithCallsAndTurns(t *testing.T) {
 		`stackbone_provider_request_seconds_count{kind="transcription",result="ok"}`,
 		`stackbone_provider_request_seconds_count{kind="speech",result="ok"}`,
 		`stackbone_memory_seconds_count{op="recall",outcome="ok"}`,
-		`stackbone_memory_seconds_count{op="add",outcome="ok"}`} {
+		`stackbone_memory_seconds_count{op="add",outcome="ok"}`, `stackbone_sip_pacing_error_seconds_count`} {
 		if metricValue(text, series) < 1 {
 			t.Fatalf("%s did not move:\n%s", series, grepLines(text, "stackbone_"))
 		}
