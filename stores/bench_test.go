@@ -11,7 +11,7 @@ import (
 
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/stores"
-	"github.com/stackbone/box/stores/storesbench"
+	"github.com/stackbone/box/bench/storesbench"
 )
 
 // benchStore is a store of 10,000 memories of about 600 bytes.

@@ -25,7 +25,7 @@ import (
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/stores"
-	"github.com/stackbone/box/stores/storesbench"
+	"github.com/stackbone/box/bench/storesbench"
 )
 
 const testYAML = `

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stackbone/box/bench"
-	"github.com/stackbone/box/stores/storesbench"
+	"github.com/stackbone/box/bench/storesbench"
 )
 
 // benchStoresCmd is `stackbone bench stores`: list, read and search
