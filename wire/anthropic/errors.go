@@ -1,9 +1,9 @@
 package anthropicwire
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/stackbone/box/agent"
@@ -22,6 +22,9 @@ type apiError struct {
 	// status alone would make the official clients retry.
 	final bool
 }
+
+// Status is the HTTP status of the error.
+func (e *apiError) Status() int { return e.status }
 
 type errorBody struct {
 	Type  string    `json:"type"` // "error"
@@ -82,9 +85,17 @@ func classify(err error) (e *apiError, ok bool) {
 	if errors.As(err, &fe) {
 		return newError(http.StatusBadRequest, fe.msg), true
 	}
-	var tl *tooLarge
-	if errors.As(err, &tl) {
-		return newError(http.StatusRequestEntityTooLarge, tl.Error()), true
+	var de *wire.DecodeError
+	if errors.As(err, &de) {
+		switch de.Kind {
+		case wire.DecodeTooLarge:
+			return newError(http.StatusRequestEntityTooLarge, de.Error()), true
+		case wire.DecodeType:
+			return newError(http.StatusBadRequest, fmt.Sprintf("%s: wrong type (%s)", de.Field, de.Value)), true
+		case wire.DecodeUnknown:
+			return newError(http.StatusBadRequest, de.Field+": Extra inputs are not permitted"), true
+		}
+		return newError(http.StatusBadRequest, de.Error()), true
 	}
 	for _, row := range runtimeErrors {
 		if errors.Is(err, row.err) {
@@ -109,7 +120,8 @@ func refusal(rf *api.Refusal) *apiError {
 	return newError(rf.Status, msg)
 }
 
-func writeError(w http.ResponseWriter, e *apiError) {
+// Write answers the error.
+func (e *apiError) Write(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -120,7 +132,3 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	_ = json.NewEncoder(w).Encode(errorBody{Type: "error", Error: e})
 }
 
-// gone reports whether the client went away, so there is no one to answer.
-func gone(r *http.Request, err error) bool {
-	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
-}

@@ -1,7 +1,6 @@
 package openaiwire
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -24,6 +23,9 @@ type apiError struct {
 	// status alone would make the official clients retry.
 	final bool
 }
+
+// Status is the HTTP status of the error.
+func (e *apiError) Status() int { return e.status }
 
 type errorBody struct {
 	Error *apiError `json:"error"`
@@ -72,9 +74,15 @@ func classify(err error) (e *apiError, ok bool) {
 	if errors.As(err, &fe) {
 		return newError(http.StatusBadRequest, "invalid_request_error", "", fe.param, fe.msg), true
 	}
-	var tl *tooLarge
-	if errors.As(err, &tl) {
-		return newError(http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "", tl.Error()), true
+	var de *wire.DecodeError
+	if errors.As(err, &de) {
+		switch de.Kind {
+		case wire.DecodeTooLarge:
+			return newError(http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "", de.Error()), true
+		case wire.DecodeType, wire.DecodeUnknown:
+			return newError(http.StatusBadRequest, "invalid_request_error", "", de.Field, de.Error()), true
+		}
+		return newError(http.StatusBadRequest, "invalid_request_error", "", "", de.Error()), true
 	}
 	for _, row := range runtimeErrors {
 		if errors.Is(err, row.err) {
@@ -104,7 +112,10 @@ func refusal(rf *api.Refusal) *apiError {
 	return newError(rf.Status, "server_error", rf.Code, "", rf.Message)
 }
 
-func writeError(w http.ResponseWriter, e *apiError) {
+func writeError(w http.ResponseWriter, e *apiError) { e.Write(w) }
+
+// Write answers the error.
+func (e *apiError) Write(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -116,11 +127,6 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}
 	w.WriteHeader(e.status)
 	_ = json.NewEncoder(w).Encode(errorBody{Error: e})
-}
-
-// gone reports whether the client went away, so there is no one to answer.
-func gone(r *http.Request, err error) bool {
-	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 func ptr[T any](v T) *T { return &v }
