@@ -30,6 +30,18 @@
 // context_management. Any other field is a 400, and so are image, document,
 // thinking and server-tool blocks, and tools that are not custom tools.
 //
+// # Steps, sessions and runs
+//
+// When the model writes, calls a tool the box runs itself and writes
+// again, each step's text is its own text block, plain and streamed alike,
+// as the provider sent them. On a session the client may send only the new
+// messages or the whole conversation again (Anthropic's documented tool
+// loop): a resend must hold the session's history as its prefix (compared
+// by text and tool_use ids; the box's own tool calls are not part of it),
+// only what follows is added, and a contradiction is a 400. A streamed turn
+// the client stops stays in the session with its partial answer marked as
+// cut. Every answer of a turn that ran carries x-stackbone-run-id.
+//
 // # Held tools
 //
 // When a tool listed in the agent's interruptOn waits for a person's

@@ -30,6 +30,32 @@
 // web_search_options. Any other field is a 400. Content parts other than
 // text (images, audio, files) are a 400.
 //
+// # Sessions
+//
+// On a session the client may send only the new messages, or the whole
+// conversation again, as the stock tool loops do (the openai SDK's
+// runTools, the AI SDK, LangChain): a conversation that starts with the
+// session's first message and is longer than the session's history is a
+// resend; the history (as this wire showed it: one assistant message per
+// turn, without the box's own tool calls) must be its prefix, compared by
+// text and tool-call ids, and only what follows is added. A resend that
+// contradicts the history is a 400. A streamed turn the client stops stays
+// in the session: the question and what was streamed of the answer, which
+// the model sees marked as cut.
+//
+// # Steps of a turn
+//
+// When the model writes, calls a tool the box runs itself (memory_read, a
+// memory-store tool, retrieval) and writes again, Chat Completions has one
+// content per answer: the steps' texts are joined by a blank line ("\n\n"),
+// plain and streamed alike (the stream sends the blank line before the next
+// step's first piece), so a chat UI shows each step as its own paragraph.
+// The session keeps each step as its own assistant message, as the model
+// produced it.
+//
+// Every answer of a turn that ran (failed ones included) carries the
+// header x-stackbone-run-id, the run behind it (GET /api/runs/{id}).
+//
 // # Held tools
 //
 // When a tool listed in the agent's interruptOn waits for a person's
