@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/config"
@@ -112,6 +113,16 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	}
 	switch t.kind {
 	case kindSession:
+		if req.SessionMustExist {
+			var one int
+			err := r.cfg.Pool.QueryRow(ctx, `SELECT 1 FROM stackbone_platform.sessions WHERE id = $1`, t.sessionID).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return Result{}, fmt.Errorf("%w: no conversation of this agent and person has that key", ErrSessionNotFound)
+			}
+			if err != nil {
+				return Result{}, storageErr("read session", err)
+			}
+		}
 		turns, hist, step, err := r.claimAndLoad(ctx, t.sessionID, req.Agent)
 		if err != nil {
 			return Result{}, err

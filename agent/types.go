@@ -102,6 +102,10 @@ type TurnRequest struct {
 	// (x-stackbone-conversation). At most one of them.
 	SessionKey      string
 	ConversationKey string
+	// SessionMustExist: with SessionKey, a session that does not exist yet
+	// is ErrSessionNotFound instead of a new one (a client continuing a
+	// conversation it names, such as a Responses previous_response_id).
+	SessionMustExist bool
 	// Identities are the request's identities, the scalar customer identity
 	// included under customerId.
 	Identities identity.Set

@@ -115,7 +115,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.p.UnknownModel(c.Turn.Agent).Write(w)
 		return
 	}
-	c.Turn.RunID = uuid.New()
+	if c.Turn.RunID == uuid.Nil {
+		c.Turn.RunID = uuid.New()
+	}
 	runID := c.Turn.RunID.String()
 	var res agent.Result
 	if c.Stream {

@@ -27,6 +27,17 @@ func Register(mux wire.Mux, cfg Config) {
 	mux.Handle("POST /openai/v1/chat/completions", wire.Handler(cfg, "openai", chat{}, false))
 	mux.Handle("GET /openai/v1/models", http.HandlerFunc(h.models))
 	mux.Handle("GET /openai/v1/models/{model}", http.HandlerFunc(h.model))
+	mux.Handle("POST /openai/v1/responses", wire.Handler(cfg, "openai", responses{}, false))
+	mux.Handle("/openai/v1/", http.HandlerFunc(unknownRoute))
+}
+
+// routes are the wire's routes, named by an answer to any other.
+const routes = "POST /openai/v1/chat/completions, POST /openai/v1/responses, GET /openai/v1/models and GET /openai/v1/models/{model}"
+
+// unknownRoute answers a route the wire does not serve in OpenAI's shape.
+func unknownRoute(w http.ResponseWriter, r *http.Request) {
+	writeError(w, newError(http.StatusNotFound, "invalid_request_error", "unknown_url", "",
+		"the box does not serve "+r.Method+" "+quote(r.URL.Path)+"; its OpenAI routes are "+routes))
 }
 
 type handler struct {
