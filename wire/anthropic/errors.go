@@ -131,4 +131,3 @@ func (e *apiError) Write(w http.ResponseWriter) {
 	w.WriteHeader(e.status)
 	_ = json.NewEncoder(w).Encode(errorBody{Type: "error", Error: e})
 }
-

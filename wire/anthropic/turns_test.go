@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/uuid"
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/google/uuid"
 
 	"github.com/stackbone/box/provider/providertest"
 )
