@@ -45,6 +45,9 @@ type responsesRequest struct {
 	StreamOptions        json.RawMessage   `json:"stream_options"`
 	Include              []string          `json:"include"`
 
+	// onSession: the request's headers name a session.
+	onSession bool
+
 	// Refused unless at their default.
 	ToolChoice   json.RawMessage `json:"tool_choice"`
 	Text         json.RawMessage `json:"text"`
@@ -123,9 +126,13 @@ func (responses) Decode(w http.ResponseWriter, r *http.Request) (wire.Call, erro
 	if err := req.check(); err != nil {
 		return wire.Call{}, err
 	}
+	req.onSession = r.Header.Get(wire.HeaderSession) != ""
 	msgs, refKey, err := req.messages()
 	if err != nil {
 		return wire.Call{}, err
+	}
+	if req.onSession {
+		refKey = ""
 	}
 	tools, err := req.tools()
 	if err != nil {
@@ -272,7 +279,8 @@ func (req *responsesRequest) check() error {
 // item_reference items name output items of a stored conversation (the
 // AI SDK sends them for earlier answers): everything up to the last one is
 // what that conversation already holds, so only the items after it are
-// new, and key is the conversation's key.
+// new, and key is the conversation's key ("session" when the request's
+// headers name the session instead).
 func (req *responsesRequest) messages() (msgs []agent.Message, key string, err error) {
 	var s string
 	if err := json.Unmarshal(req.Input, &s); err == nil {
@@ -287,14 +295,25 @@ func (req *responsesRequest) messages() (msgs []agent.Message, key string, err e
 	}
 	last := -1
 	for i, it := range items {
-		if it.Type != "item_reference" {
-			continue
+		if it.Type == "item_reference" {
+			last = i
 		}
-		m := itemIDRe.FindStringSubmatch(it.ID)
-		if m == nil || (key != "" && m[1] != key) {
-			return nil, "", badField(fmt.Sprintf("input[%d].id", i), "item %s is not an output item of a stored conversation of the box", quote(it.ID))
+	}
+	if last >= 0 {
+		key = "session" // held by the session the headers name
+		if !req.onSession {
+			key = ""
+			for i, it := range items[:last+1] {
+				if it.Type != "item_reference" {
+					continue
+				}
+				m := itemIDRe.FindStringSubmatch(it.ID)
+				if m == nil || (key != "" && m[1] != key) {
+					return nil, "", badField(fmt.Sprintf("input[%d].id", i), "item %s is not an output item of a stored conversation of the box", quote(it.ID))
+				}
+				key = m[1]
+			}
 		}
-		key, last = m[1], i
 	}
 	msgs, err = itemMessages(items[last+1:], last+1)
 	return msgs, key, err
