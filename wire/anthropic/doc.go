@@ -42,6 +42,12 @@
 // the client stops stays in the session with its partial answer marked as
 // cut. Every answer of a turn that ran carries x-stackbone-run-id.
 //
+// Usage: message_delta carries the turn's input_tokens and output_tokens
+// over all its model steps (the official clients take both from it).
+// message_start cannot know them yet: OpenAI-compatible providers report
+// usage when a step ends, and the box does not hold back the stream to
+// wait for it; its usage is zero.
+//
 // # Held tools
 //
 // When a tool listed in the agent's interruptOn waits for a person's
