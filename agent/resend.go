@@ -18,8 +18,9 @@ import (
 //     resend their system prompt with every request);
 //   - the other messages, when none carries an ID, are compared with the
 //     session's history as the client saw it (see clientView): when they are
-//     longer than that history and their first message is its first
-//     message, they are a resent conversation: the history must be their
+//     longer than that history (not counting cut answers, which a client may
+//     leave out) and their first message is its first message, they are a
+//     resent conversation: the history must be their
 //     prefix, and only what follows is new; a difference before the end of
 //     the history is ErrInvalidRequest (the client's conversation
 //     contradicts the session). Otherwise they are all new: a client that
@@ -55,9 +56,15 @@ func newMessages(hist, msgs []Message, server func(name string) bool) ([]Message
 	}
 	if !withIDs {
 		view := clientView(hist, server)
-		if len(rest) > len(view) && len(view) > 0 && sameMessage(view[0], rest[0]) {
+		held := 0 // the messages a resend must hold: cut answers are optional
+		for _, m := range view {
+			if !m.Cut {
+				held++
+			}
+		}
+		if len(rest) > held && len(view) > 0 && sameMessage(view[0], rest[0]) {
 			i, j := 0, 0
-			for i < len(view) {
+			for i < len(view) && j < len(rest) {
 				switch {
 				case view[i].Cut && rest[j].Role == RoleAssistant:
 					i, j = i+1, j+1

@@ -80,9 +80,8 @@ func (b *box) checkRun(resp *http.Response, status string) {
 	if _, err := uuid.Parse(id); err != nil {
 		b.t.Fatalf("x-stackbone-run-id %q: %v", id, err)
 	}
-	wb := &wiretest.Box{Pool: b.pool}
-	wiretest.WaitFor(b.t, func() bool { return wb.RunStatus(b.t, id) != "" })
-	if got := wb.RunStatus(b.t, id); got != status {
+	wiretest.WaitFor(b.t, func() bool { return b.box.RunStatus(b.t, id) != "" })
+	if got := b.box.RunStatus(b.t, id); got != status {
 		b.t.Fatalf("run %s is %s, want %s", id, got, status)
 	}
 }
@@ -162,8 +161,7 @@ func TestStoppedTurnIsKeptCut(t *testing.T) {
 		t.Fatalf("no text before the stop: %v", s.Err())
 	}
 	b.checkRun(resp, "cancelled")
-	wb := &wiretest.Box{Pool: b.pool}
-	wiretest.WaitFor(t, func() bool { return wb.SessionIdle(t) })
+	wiretest.WaitFor(t, func() bool { return b.box.SessionIdle(t) })
 
 	got, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "plain", Messages: user("Are you there?")})
 	if err != nil {
