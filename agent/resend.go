@@ -3,6 +3,8 @@ package agent
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // A session's client sends either only the new messages, or (every stock
@@ -140,7 +142,34 @@ func sameMessage(a, b Message) bool {
 			return false
 		}
 	}
-	return strings.Join(strings.Fields(a.Content), " ") == strings.Join(strings.Fields(b.Content), " ")
+	return sameText(a.Content, b.Content)
+}
+
+// sameText compares two texts with runs of white space folded into one
+// space and white space at either end dropped, without allocating.
+func sameText(a, b string) bool {
+	if a == b {
+		return true
+	}
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	for a != "" && b != "" {
+		if c := a[0]; c < utf8.RuneSelf && c == b[0] && c != ' ' && (c < '\t' || c > '\r') {
+			a, b = a[1:], b[1:]
+			continue
+		}
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		spaceA, spaceB := unicode.IsSpace(ra), unicode.IsSpace(rb)
+		switch {
+		case spaceA && spaceB:
+			a, b = strings.TrimLeftFunc(a, unicode.IsSpace), strings.TrimLeftFunc(b, unicode.IsSpace)
+			continue
+		case spaceA || spaceB || ra != rb:
+			return false
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return a == "" && b == ""
 }
 
 // describe names a message for an error without quoting its text.

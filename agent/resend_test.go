@@ -63,3 +63,37 @@ func TestNewMessagesRecognisesAResend(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNewMessagesResend measures recognising a resent conversation of
+// 200 messages (100 turns) on a session, the work a stock tool loop adds to
+// each turn.
+func BenchmarkNewMessagesResend(b *testing.B) {
+	server := func(name string) bool { return name == ToolMemoryRead }
+	var hist []Message
+	for i := range 100 {
+		hist = append(hist, Message{Role: RoleUser, Content: "Where is my order, and when will it arrive? " + string(rune('a'+i%26))},
+			Message{Role: RoleAssistant, Content: "It left the warehouse this morning and arrives tomorrow before noon."})
+	}
+	msgs := append(slices.Clone(hist), Message{Role: RoleUser, Content: "Thanks!"})
+	for b.Loop() {
+		got, err := newMessages(hist, slices.Clone(msgs), server)
+		if err != nil || len(got) != 1 {
+			b.Fatal(got, err)
+		}
+	}
+}
+
+func TestSameText(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"a b", "a  b", true}, {"a\n\nb", "a\nb", true}, {" a b ", "a b", true}, {"ab", "a b", false},
+		{"a b", "a c", false}, {"", "  ", true}, {"Größe  ok", "Größe ok", true}, {"a", "ab", false},
+	} {
+		if got := sameText(c.a, c.b); got != c.want {
+			t.Errorf("sameText(%q, %q) = %v", c.a, c.b, got)
+		}
+	}
+}

@@ -140,3 +140,31 @@ func TestUnknownRouteNamesTheRoutes(t *testing.T) {
 		}
 	}
 }
+
+// An error after the stream began ends it with an error event and
+// response.failed carrying the error, the output so far kept.
+func TestResponsesErrorAfterTheStreamBegan(t *testing.T) {
+	t.Parallel()
+	b := newBox(t)
+	b.model.Script(checkStep, providertest.Reply{Status: 500, Message: "scripted failure"})
+	s := b.client().Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "support", User: openai.String("crm/1"),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What do you know about me?")}})
+	var types []string
+	var failed responses.Response
+	for s.Next() {
+		ev := s.Current()
+		types = append(types, ev.Type)
+		if ev.Type == "response.failed" {
+			failed = ev.Response
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(types) < 3 || types[len(types)-2] != "error" || types[len(types)-1] != "response.failed" {
+		t.Fatalf("events %q", types)
+	}
+	if failed.Status != "failed" || failed.Error.Code != "provider_error" || len(failed.Output) != 1 || failed.Output[0].Content[0].Text != checkText {
+		t.Fatalf("failed response %s", failed.RawJSON())
+	}
+}
