@@ -66,6 +66,8 @@
 // permission_error, 404 not_found_error (unknown model), 409
 // invalid_request_error (the message says the session is busy or a
 // decision is pending), 413 request_too_large, 502 and 500 api_error, 503
-// overloaded_error. An error after a stream began is one `event: error` and
+// overloaded_error, 504 timeout_error (the turn took longer than the box
+// allows). The table from the box's errors to statuses is shared with the
+// OpenAI wire (wire.Classify). An error after a stream began is one `event: error` and
 // the stream ends.
 package anthropicwire

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
-	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/wire"
 )
 
@@ -46,37 +44,14 @@ func errorType(status int) string {
 		return "request_too_large"
 	case http.StatusServiceUnavailable:
 		return "overloaded_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
 	}
 	return "api_error"
 }
 
 func newError(status int, msg string) *apiError {
 	return &apiError{Type: errorType(status), Message: msg, status: status}
-}
-
-// runtimeErrors is the one table from the runtime's errors to this wire's
-// status. Messages of 5xx errors are fixed (no internal detail), except
-// provider failures, whose message says what failed (such as no provider
-// being configured); 409s say why in the message, as Anthropic's error
-// types have no conflict.
-var runtimeErrors = []struct {
-	err    error
-	status int
-	msg    string
-	final  bool
-}{
-	{agent.ErrUnknownAgent, http.StatusNotFound, "", false},
-	{agent.ErrInvalidRequest, http.StatusBadRequest, "", false},
-	{agent.ErrSessionBusy, http.StatusConflict, "session busy: another turn on this session is running", false},
-	{agent.ErrDecisionPending, http.StatusConflict, "decision pending: a held tool on this session waits for a person's decision", true},
-	{agent.ErrNoDecisionPending, http.StatusConflict, "", true},
-	{agent.ErrSessionNotFound, http.StatusNotFound, "", false},
-	{agent.ErrProvider, http.StatusBadGateway, "", false},
-	{agent.ErrMemory, http.StatusServiceUnavailable, "memory storage is unavailable; the turn did not run without it", false},
-	{agent.ErrStorage, http.StatusServiceUnavailable, "session storage is unavailable", false},
-	{identity.ErrInvalid, http.StatusBadRequest, "", false},
-	{identity.ErrConflict, http.StatusBadRequest, "", false},
-	{wire.ErrBadHeaders, http.StatusBadRequest, "", false},
 }
 
 // classify maps err to the wire's error. ok is false for an internal error.
@@ -97,18 +72,10 @@ func classify(err error) (e *apiError, ok bool) {
 		}
 		return newError(http.StatusBadRequest, de.Error()), true
 	}
-	for _, row := range runtimeErrors {
-		if errors.Is(err, row.err) {
-			msg := row.msg
-			if msg == "" {
-				msg = err.Error()
-			}
-			e := newError(row.status, msg)
-			e.final = row.final
-			return e, true
-		}
-	}
-	return newError(http.StatusInternalServerError, "internal error"), false
+	te, ok := wire.Classify(err)
+	e = newError(te.Status, te.Message)
+	e.final = te.Final
+	return e, ok
 }
 
 // refusal turns the API's authentication refusal into this wire's error.

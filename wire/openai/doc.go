@@ -117,7 +117,9 @@
 // 400 invalid_request_error, 401 authentication_error, 403
 // permission_error, 404 model_not_found, 409 session_busy or
 // decision_pending, 502 provider_error, 503 memory_unavailable or
-// storage_unavailable, 500 otherwise (without internal detail). An error
+// storage_unavailable, 504 timeout, 500 otherwise (without internal
+// detail). The table from the box's errors to statuses and codes is shared
+// with the Anthropic wire (wire.Classify). An error
 // after a stream began is one `data: {"error": {...}}` event, and the stream
 // ends without [DONE].
 package openaiwire

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
-	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/wire"
 )
 
@@ -42,32 +41,6 @@ func newError(status int, typ, code, param, msg string) *apiError {
 	return e
 }
 
-// runtimeErrors is the one table from the runtime's errors to this wire's
-// status, type and code. Messages of 5xx errors are fixed (no internal
-// detail), except provider failures, whose message says what failed (such
-// as no provider being configured).
-var runtimeErrors = []struct {
-	err    error
-	status int
-	typ    string
-	code   string
-	msg    string
-	final  bool
-}{
-	{agent.ErrUnknownAgent, http.StatusNotFound, "invalid_request_error", "model_not_found", "", false},
-	{agent.ErrInvalidRequest, http.StatusBadRequest, "invalid_request_error", "invalid_request", "", false},
-	{agent.ErrSessionBusy, http.StatusConflict, "invalid_request_error", "session_busy", "", false},
-	{agent.ErrDecisionPending, http.StatusConflict, "invalid_request_error", "decision_pending", "", true},
-	{agent.ErrNoDecisionPending, http.StatusConflict, "invalid_request_error", "no_decision_pending", "", true},
-	{agent.ErrSessionNotFound, http.StatusNotFound, "invalid_request_error", "session_not_found", "", false},
-	{agent.ErrProvider, http.StatusBadGateway, "server_error", "provider_error", "", false},
-	{agent.ErrMemory, http.StatusServiceUnavailable, "server_error", "memory_unavailable", "memory storage is unavailable; the turn did not run without it", false},
-	{agent.ErrStorage, http.StatusServiceUnavailable, "server_error", "storage_unavailable", "session storage is unavailable", false},
-	{identity.ErrInvalid, http.StatusBadRequest, "invalid_request_error", "invalid_identities", "", false},
-	{identity.ErrConflict, http.StatusBadRequest, "invalid_request_error", "invalid_identities", "", false},
-	{wire.ErrBadHeaders, http.StatusBadRequest, "invalid_request_error", "invalid_headers", "", false},
-}
-
 // classify maps err to the wire's error. ok is false for an internal error.
 func classify(err error) (e *apiError, ok bool) {
 	var fe *fieldError
@@ -84,21 +57,17 @@ func classify(err error) (e *apiError, ok bool) {
 		}
 		return newError(http.StatusBadRequest, "invalid_request_error", "", "", de.Error()), true
 	}
-	for _, row := range runtimeErrors {
-		if errors.Is(err, row.err) {
-			msg := row.msg
-			if msg == "" {
-				msg = err.Error()
-			}
-			e := newError(row.status, row.typ, row.code, "", msg)
-			e.final = row.final
-			if row.err == agent.ErrUnknownAgent {
-				e.Param = ptr("model")
-			}
-			return e, true
-		}
+	te, ok := wire.Classify(err)
+	typ := "invalid_request_error"
+	if te.Status >= 500 {
+		typ = "server_error"
 	}
-	return newError(http.StatusInternalServerError, "server_error", "internal_error", "", "internal error"), false
+	e = newError(te.Status, typ, te.Code, "", te.Message)
+	e.final = te.Final
+	if errors.Is(err, agent.ErrUnknownAgent) {
+		e.Param = ptr("model")
+	}
+	return e, ok
 }
 
 // refusal turns the API's authentication refusal into this wire's error.
