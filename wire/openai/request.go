@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/stackbone/box/agent"
@@ -272,6 +273,12 @@ func (req *chatRequest) messages() ([]agent.Message, error) {
 // contentText reads a message's content: null, a string, or an array of
 // text parts (joined with newlines).
 func contentText(raw json.RawMessage, param string) (string, error) {
+	return textParts(raw, param, "text")
+}
+
+// textParts reads null, a string, or an array of text parts of the given
+// types, joined with newlines.
+func textParts(raw json.RawMessage, param string, types ...string) (string, error) {
 	if !present(raw) {
 		return "", nil
 	}
@@ -288,8 +295,8 @@ func contentText(raw json.RawMessage, param string) (string, error) {
 	}
 	texts := make([]string, 0, len(parts))
 	for j, p := range parts {
-		if p.Type != "text" {
-			return "", badField(fmt.Sprintf("%s[%d].type", param, j), "only text content parts are supported (got %q)", p.Type)
+		if !slices.Contains(types, p.Type) {
+			return "", badField(fmt.Sprintf("%s[%d].type", param, j), "only %s content parts are supported (got %q)", strings.Join(types, " and "), p.Type)
 		}
 		if p.Text == nil {
 			return "", badField(fmt.Sprintf("%s[%d].text", param, j), "a text part needs text")
@@ -308,25 +315,34 @@ func (req *chatRequest) tools() ([]agent.Tool, error) {
 		if t.Type != "function" || t.Function == nil || present(t.Custom) {
 			return nil, badField(param+".type", "only tools of type function are supported")
 		}
-		f := t.Function
-		if !toolNameRe.MatchString(f.Name) {
-			return nil, badField(param+".function.name", "a function name is 1 to 64 letters, digits, _ or -")
-		}
-		if seen[f.Name] {
-			return nil, badField(param+".function.name", "the tool %q is declared twice", f.Name)
-		}
-		seen[f.Name] = true
-		tool := agent.Tool{Name: f.Name, Description: f.Description}
-		if present(f.Parameters) {
-			var obj map[string]json.RawMessage
-			if json.Unmarshal(f.Parameters, &obj) != nil {
-				return nil, badField(param+".function.parameters", "parameters must be a JSON Schema object")
-			}
-			tool.Parameters = f.Parameters
+		tool, err := functionTool(param+".function", t.Function.Name, t.Function.Description, t.Function.Parameters, seen)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, tool)
 	}
 	return out, nil
+}
+
+// functionTool checks one function tool (param names its fields) and
+// returns it as a client tool; seen holds the names declared before it.
+func functionTool(param, name, description string, parameters json.RawMessage, seen map[string]bool) (agent.Tool, error) {
+	if !toolNameRe.MatchString(name) {
+		return agent.Tool{}, badField(param+".name", "a function name is 1 to 64 letters, digits, _ or -")
+	}
+	if seen[name] {
+		return agent.Tool{}, badField(param+".name", "the tool %q is declared twice", name)
+	}
+	seen[name] = true
+	tool := agent.Tool{Name: name, Description: description}
+	if present(parameters) {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(parameters, &obj) != nil {
+			return agent.Tool{}, badField(param+".parameters", "parameters must be a JSON Schema object")
+		}
+		tool.Parameters = parameters
+	}
+	return tool, nil
 }
 
 // options are the sampling options passed through.

@@ -381,30 +381,9 @@ func itemMessages(items []inputItem, first int) ([]agent.Message, error) {
 }
 
 // itemText reads a message's content or a call's output: a string, or a
-// list of text parts (input_text, output_text), joined with newlines.
+// list of input_text and output_text parts, joined with newlines.
 func itemText(raw json.RawMessage, param string) (string, error) {
-	if !present(raw) {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", badField(param, "%s must be a string or a list of text parts", param)
-	}
-	texts := make([]string, 0, len(parts))
-	for j, p := range parts {
-		if (p.Type != "input_text" && p.Type != "output_text") || p.Text == nil {
-			return "", badField(fmt.Sprintf("%s[%d]", param, j), "only input_text and output_text parts with text are supported (got %q)", p.Type)
-		}
-		texts = append(texts, *p.Text)
-	}
-	return strings.Join(texts, "\n"), nil
+	return textParts(raw, param, "input_text", "output_text")
 }
 
 // tools turns the request's function tools into client tools.
@@ -416,20 +395,9 @@ func (req *responsesRequest) tools() ([]agent.Tool, error) {
 		if t.Type != "function" {
 			return nil, badField(param+".type", "only tools of type function are supported (got %q)", t.Type)
 		}
-		if !toolNameRe.MatchString(t.Name) {
-			return nil, badField(param+".name", "a function name is 1 to 64 letters, digits, _ or -")
-		}
-		if seen[t.Name] {
-			return nil, badField(param+".name", "the tool %q is declared twice", t.Name)
-		}
-		seen[t.Name] = true
-		tool := agent.Tool{Name: t.Name, Description: t.Description}
-		if present(t.Parameters) {
-			var obj map[string]json.RawMessage
-			if json.Unmarshal(t.Parameters, &obj) != nil {
-				return nil, badField(param+".parameters", "parameters must be a JSON Schema object")
-			}
-			tool.Parameters = t.Parameters
+		tool, err := functionTool(param, t.Name, t.Description, t.Parameters, seen)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, tool)
 	}
