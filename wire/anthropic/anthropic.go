@@ -24,6 +24,14 @@ func Register(mux wire.Mux, cfg Config) {
 	}
 	p := protocol{log: cfg.Logger.With("component", "wire.anthropic")}
 	mux.Handle("POST /anthropic/v1/messages", wire.Handler(cfg, "anthropic", p, true))
+	mux.Handle("/anthropic/v1/", http.HandlerFunc(unknownRoute))
+}
+
+// unknownRoute answers a route the wire does not serve in Anthropic's
+// shape, naming the one it serves.
+func unknownRoute(w http.ResponseWriter, r *http.Request) {
+	path, _ := json.Marshal(r.URL.Path)
+	newError(http.StatusNotFound, "the box does not serve "+r.Method+" "+string(path)+"; its Anthropic route is POST /anthropic/v1/messages").Write(w)
 }
 
 // protocol is the Messages protocol on the shared turn handler.

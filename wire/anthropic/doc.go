@@ -4,7 +4,8 @@
 //	srv := api.New(api.Config{...})
 //	anthropicwire.Register(srv, anthropicwire.Config{Runtime: rt, Guard: srv.Guard, Logger: log})
 //
-// Route: POST /anthropic/v1/messages, plain or streamed. The key comes from
+// Route: POST /anthropic/v1/messages, plain or streamed (any other route
+// under /anthropic/v1/ is a 404 not_found_error naming it). The key comes from
 // `Authorization: Bearer KEY` or `x-api-key: KEY` and needs the agents:run
 // scope; the anthropic-version header is accepted and not checked.
 //

@@ -62,3 +62,12 @@ func TestStepsAroundABoxToolAreTwoBlocks(t *testing.T) {
 		t.Fatalf("the model received\n%q\nwant\n%q", got, wantSent)
 	}
 }
+
+// A route the wire does not serve (the SDK's token counting) answers
+// Anthropic's error shape, naming the route it serves.
+func TestUnknownRouteNamesTheRoute(t *testing.T) {
+	t.Parallel()
+	b := newBox(t)
+	_, err := b.client().Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: "support", Messages: user("Hi")})
+	expectError(t, err, 404, "not_found_error", "POST /anthropic/v1/messages")
+}
