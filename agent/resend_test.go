@@ -10,7 +10,9 @@ func TestNewMessagesRecognisesAResend(t *testing.T) {
 	t.Parallel()
 	server := func(name string) bool { return name == ToolMemoryRead }
 	u := func(s string) Message { return Message{Role: RoleUser, Content: s} }
-	a := func(s string, calls ...ToolCall) Message { return Message{Role: RoleAssistant, Content: s, ToolCalls: calls} }
+	a := func(s string, calls ...ToolCall) Message {
+		return Message{Role: RoleAssistant, Content: s, ToolCalls: calls}
+	}
 	tool := func(id, s string) Message { return Message{Role: RoleTool, ToolCallID: id, Content: s} }
 	mem := ToolCall{ID: "m1", Name: ToolMemoryRead, Arguments: "{}"}
 	w := ToolCall{ID: "w1", Name: "get_weather", Arguments: `{"city":"Oslo"}`}
