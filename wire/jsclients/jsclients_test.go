@@ -28,6 +28,10 @@ agents:
     model: openai/chat
     instructions: You help customers.
     memory: {identityKey: customerId, read: true, save: false}
+  guarded:
+    model: openai/chat
+    memory: {identityKey: customerId, read: false, save: true}
+    interruptOn: [memory_save]
 `
 
 // The scripted model answers by rule, so each script can check what the
@@ -37,6 +41,8 @@ agents:
 //     messages, tool calls and tool results the model received;
 //   - "weather" with a get_weather tool offered: a call of it;
 //   - "remember": text, then memory_read (a tool the box runs);
+//   - "save that": text, then memory_save, held for a person's decision on
+//     the guarded agent;
 //   - "long story": a slow answer, for stopping;
 //   - "fail": a provider error;
 //   - anything else: a greeting with the counts, and whether the model saw
@@ -71,6 +77,9 @@ func respond(req *goopenai.ChatCompletionRequest) providertest.Reply {
 	case strings.Contains(text, "weather") && offered:
 		return providertest.Reply{ToolCalls: []providertest.Call{
 			providertest.ToolCall(fmt.Sprintf("call_w%d", len(req.Messages)), "get_weather", map[string]string{"city": "Oslo"})}}
+	case strings.Contains(text, "save that"):
+		return providertest.Reply{Content: "I will save that.",
+			ToolCalls: []providertest.Call{providertest.ToolCall(fmt.Sprintf("call_save%d", len(req.Messages)), "memory_save", map[string]string{"content": "Likes tea."})}}
 	case strings.Contains(text, "remember"):
 		return providertest.Reply{Content: "Let me check your saved details.",
 			ToolCalls: []providertest.Call{providertest.ToolCall(fmt.Sprintf("call_mem%d", len(req.Messages)), "memory_read", map[string]any{})}}

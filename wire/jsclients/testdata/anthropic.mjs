@@ -90,6 +90,11 @@ await check("error shapes", async () => {
   e = await expectError(() => client.messages.create({ ...base, messages: [
     { role: "user", content: "Hi" }, { role: "assistant", content: "Something else entirely." }, { role: "user", content: "And?" }] }, { headers }), "contradiction");
   assert(e instanceof Anthropic.BadRequestError && /differs from the session's history/.test(e.message), `contradiction: ${e}`);
+  const heldSession = { "x-stackbone-session": newSession() };
+  const held = await client.messages.create({ ...base, model: "guarded", messages: user("Please save that I like tea") }, { headers: heldSession });
+  eq(held.stackbone?.held?.name, "memory_save", "the held call's extension");
+  e = await expectError(() => client.messages.create({ ...base, model: "guarded", messages: user("Hello?") }, { headers: heldSession }), "decision pending");
+  assert(e instanceof Anthropic.ConflictError && e.error?.error?.type === "invalid_request_error" && /decision is pending/.test(e.message), `decision pending: ${e}`);
 });
 
 await check("20 parallel streams", async () => {

@@ -99,6 +99,11 @@ await check("error shapes", async () => {
   e = await expectError(() => client.chat.completions.create({ model: "support", messages: [
     { role: "user", content: "Hi" }, { role: "assistant", content: "Something else entirely." }, { role: "user", content: "And?" }] }, { headers }), "contradiction");
   assert(e instanceof OpenAI.BadRequestError && /differs from the session's history/.test(e.message), `contradiction: ${e}`);
+  const heldSession = { "x-stackbone-session": newSession() };
+  const held = await client.chat.completions.create({ model: "guarded", messages: user("Please save that I like tea") }, { headers: heldSession });
+  eq(held.stackbone?.held?.name, "memory_save", "the held call's extension");
+  e = await expectError(() => client.chat.completions.create({ model: "guarded", messages: user("Hello?") }, { headers: heldSession }), "decision pending");
+  assert(e instanceof OpenAI.ConflictError && e.code === "decision_pending" && e.headers?.get("x-should-retry") === "false", `decision pending: ${e}`);
   e = await expectError(() => client.embeddings.create({ model: "support", input: "x" }), "unknown route");
   assert(e instanceof OpenAI.NotFoundError && /POST \/openai\/v1\/responses/.test(e.message), `unknown route: ${e}`);
 });

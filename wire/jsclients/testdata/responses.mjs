@@ -89,6 +89,10 @@ await check("error shapes", async () => {
   assert(e instanceof OpenAI.BadRequestError && e.param === "text", `text format: ${e}`);
   e = await expectError(() => client.responses.create({ ...base, input: "Please fail" }), "provider failure");
   assert(e instanceof OpenAI.APIError && e.status === 502 && e.code === "provider_error", `provider failure: ${e}`);
+  const held = await client.responses.create({ ...base, model: "guarded", input: "Please save that I like tea" });
+  eq(held.stackbone?.held?.name, "memory_save", "the held call's extension");
+  e = await expectError(() => client.responses.create({ ...base, model: "guarded", previous_response_id: held.id, input: "Hello?" }), "decision pending");
+  assert(e instanceof OpenAI.ConflictError && e.code === "decision_pending", `decision pending: ${e}`);
   const bad = new OpenAI({ baseURL: `${BASE}/openai/v1`, apiKey: "wrong", maxRetries: 0 });
   e = await expectError(() => bad.responses.create({ ...base, input: "Hi" }), "bad key");
   assert(e instanceof OpenAI.AuthenticationError, `bad key: ${e}`);
