@@ -114,13 +114,17 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	switch t.kind {
 	case kindSession:
 		if req.SessionMustExist {
-			var one int
-			err := r.cfg.Pool.QueryRow(ctx, `SELECT 1 FROM stackbone_platform.sessions WHERE id = $1`, t.sessionID).Scan(&one)
+			var last *uuid.UUID
+			err := r.cfg.Pool.QueryRow(ctx, `SELECT (SELECT run_id FROM stackbone_platform.session_turns
+				WHERE session_id = s.id ORDER BY turn DESC LIMIT 1) FROM stackbone_platform.sessions s WHERE s.id = $1`, t.sessionID).Scan(&last)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return Result{}, fmt.Errorf("%w: no conversation of this agent and person has that key", ErrSessionNotFound)
 			}
 			if err != nil {
 				return Result{}, storageErr("read session", err)
+			}
+			if req.AfterRun != uuid.Nil && (last == nil || *last != req.AfterRun) {
+				return Result{}, fmt.Errorf("%w: the conversation went on after that answer, and the box keeps one line of history per conversation: continue from its latest answer", ErrInvalidRequest)
 			}
 		}
 		turns, hist, step, err := r.claimAndLoad(ctx, t.sessionID, req.Agent)

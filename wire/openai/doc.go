@@ -81,8 +81,10 @@
 // session of the box: the response id names that conversation, and
 // previous_response_id continues it with only the new input (the session
 // holds the rest). The box keeps one line of history per conversation:
-// continuing from an earlier response of it continues after its latest
-// one. An item_reference (the AI SDK sends them for earlier answers) names
+// previous_response_id must name its latest response (continuing from an
+// earlier one is a 400; the latest of a turn a person decided on is the
+// decision's answer, which no response id names: continue with
+// x-stackbone-session there). An item_reference (the AI SDK sends them for earlier answers) names
 // the conversation too: the items up to the last reference are what the
 // conversation holds, and only those after it are new. A previous response
 // the box does not hold for this agent and person, or one made with store

@@ -156,6 +156,8 @@ func (responses) Decode(w http.ResponseWriter, r *http.Request) (wire.Call, erro
 			return wire.Call{}, previousNotFound(*req.PreviousResponseID)
 		}
 		key = m[1]
+		run, _ := hex.DecodeString(m[2])
+		turn.AfterRun = uuid.UUID(run)
 	}
 	switch {
 	case key != "" && (turn.SessionKey != "" || turn.ConversationKey != ""):

@@ -168,3 +168,30 @@ func TestResponsesErrorAfterTheStreamBegan(t *testing.T) {
 		t.Fatalf("failed response %s", failed.RawJSON())
 	}
 }
+
+// previous_response_id must name the latest response of its conversation:
+// the box keeps one line of history, so a branch is refused.
+func TestResponsesRefusesABranch(t *testing.T) {
+	t.Parallel()
+	b := newBox(t)
+	b.model.Script(providertest.Reply{Content: "One."}, providertest.Reply{Content: "Two."}, providertest.Reply{Content: "Three."})
+	c := b.client()
+	in := func(s string) responses.ResponseNewParamsInputUnion { return responses.ResponseNewParamsInputUnion{OfString: openai.String(s)} }
+	first, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "plain", Input: in("1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "plain", Input: in("2"), PreviousResponseID: openai.String(first.ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Responses.New(ctx, responses.ResponseNewParams{Model: "plain", Input: in("2b"), PreviousResponseID: openai.String(first.ID)})
+	expectError(t, err, 400, "invalid_request_error", "invalid_request", "continue from its latest answer")
+	third, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "plain", Input: in("3"), PreviousResponseID: openai.String(second.ID)})
+	if err != nil || third.OutputText() != "Three." {
+		t.Fatalf("%v %v", third, err)
+	}
+	if got := b.sent(2); !slices.Equal(got, []string{"system: You are plain.", "user: 1", "assistant: One.", "user: 2", "assistant: Two.", "user: 3"}) {
+		t.Fatalf("the model received %q", got)
+	}
+}
