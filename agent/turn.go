@@ -57,6 +57,7 @@ type turn struct {
 	usage     Usage
 	texts     []string        // the text of each model step that wrote text
 	partial   strings.Builder // the text of the step streaming now
+	partialID string          // that step's message id
 }
 
 // errClientGone: the wire could not deliver an event (the client went away
@@ -371,6 +372,7 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	defer stream.Close()
 	msg := Message{ID: "msg_" + uuid.NewString(), Role: RoleAssistant}
 	t.partial.Reset()
+	t.partialID = msg.ID
 	var text strings.Builder
 	textOpen := false
 	type partial struct {
@@ -643,7 +645,13 @@ func (t *turn) cutMessages() []Message {
 		}
 		out = append(out, m)
 	}
-	return append(out, Message{ID: "msg_" + uuid.NewString(), Role: RoleAssistant, Content: t.partial.String(), Cut: true})
+	// The cut answer keeps the id its events carried, so a client that
+	// resends what it received by id (AG-UI) adds nothing twice.
+	id := t.partialID
+	if id == "" || t.partial.Len() == 0 {
+		id = "msg_" + uuid.NewString()
+	}
+	return append(out, Message{ID: id, Role: RoleAssistant, Content: t.partial.String(), Cut: true})
 }
 
 // ErrorCode is a short code for an error of the runtime, for run history.
