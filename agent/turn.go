@@ -115,22 +115,25 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	switch t.kind {
 	case kindSession:
 		if req.SessionMustExist {
-			var last *uuid.UUID
-			err := r.cfg.Pool.QueryRow(ctx, `SELECT (SELECT run_id FROM stackbone_platform.session_turns
-				WHERE session_id = s.id ORDER BY turn DESC LIMIT 1) FROM stackbone_platform.sessions s WHERE s.id = $1`, t.sessionID).Scan(&last)
+			var one int
+			err := r.cfg.Pool.QueryRow(ctx, `SELECT 1 FROM stackbone_platform.sessions WHERE id = $1`, t.sessionID).Scan(&one)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return Result{}, fmt.Errorf("%w: no conversation of this agent and person has that key", ErrSessionNotFound)
 			}
 			if err != nil {
 				return Result{}, storageErr("read session", err)
 			}
-			if req.AfterRun != uuid.Nil && (last == nil || *last != req.AfterRun) {
-				return Result{}, fmt.Errorf("%w: the conversation went on after that answer, and the box keeps one line of history per conversation: continue from its latest answer", ErrInvalidRequest)
-			}
 		}
 		turns, hist, step, err := r.claimAndLoad(ctx, t.sessionID, req.Agent)
 		if err != nil {
 			return Result{}, err
+		}
+		if req.AfterRun != uuid.Nil {
+			// Claimed, so the latest turn is settled.
+			if err := r.checkLatestRun(ctx, t.sessionID, req.AfterRun); err != nil {
+				r.release(context.WithoutCancel(ctx), t.sessionID, StatusCompleted)
+				return Result{}, err
+			}
 		}
 		t.turnNo, t.history, t.step = turns+1, hist, step+1
 		t.run.Metadata["session"] = t.sessionID
@@ -160,6 +163,21 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	t.appended = append(t.appended, msgs...)
 	t.userText = userTextOf(msgs)
 	return t.loop(ctx)
+}
+
+// checkLatestRun returns ErrInvalidRequest unless run is the run of the
+// session's latest turn.
+func (r *Runtime) checkLatestRun(ctx context.Context, sessionID string, run uuid.UUID) error {
+	var last uuid.UUID
+	err := r.cfg.Pool.QueryRow(ctx, `SELECT run_id FROM stackbone_platform.session_turns WHERE session_id = $1
+		ORDER BY turn DESC LIMIT 1`, sessionID).Scan(&last)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return storageErr("read session", err)
+	}
+	if last != run {
+		return fmt.Errorf("%w: the conversation went on after that answer, and the box keeps one line of history per conversation: continue from its latest answer", ErrInvalidRequest)
+	}
+	return nil
 }
 
 // Decision is a person's answer to a held tool call.

@@ -106,9 +106,10 @@ type TurnRequest struct {
 	// is ErrSessionNotFound instead of a new one (a client continuing a
 	// conversation it names, such as a Responses previous_response_id).
 	SessionMustExist bool
-	// AfterRun, when set with SessionMustExist, is the run of the session's
-	// latest turn the client continues from; another is ErrInvalidRequest,
-	// as a session keeps one line of history.
+	// AfterRun, when set with SessionKey, is the run of the session's latest
+	// turn the client continues from; another is ErrInvalidRequest, as a
+	// session keeps one line of history. It is checked once the session is
+	// claimed, so a turn still finishing answers ErrSessionBusy instead.
 	AfterRun uuid.UUID
 	// Identities are the request's identities, the scalar customer identity
 	// included under customerId.
