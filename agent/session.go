@@ -247,15 +247,18 @@ func (r *Runtime) persist(ctx context.Context, t turnRecord) error {
 			b.Queue(`INSERT INTO stackbone_checkpoints.checkpoints (session_id, step, messages, pending) VALUES ($1, $2, $3, $4)`,
 				t.sessionID, t.step, msgs, pend)
 		}
+		// A decision resumes a held turn: its reply continues the turn's,
+		// as the next step, so it is separated as steps are.
 		b.Queue(`INSERT INTO stackbone_platform.session_turns
 			  (session_id, turn, run_id, status, user_text, reply_text, input_tokens, output_tokens, duration_ms)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (session_id, turn) DO UPDATE SET run_id = excluded.run_id, status = excluded.status,
-			  reply_text = session_turns.reply_text || excluded.reply_text,
+			  reply_text = concat_ws($10, NULLIF(session_turns.reply_text, ''), NULLIF(excluded.reply_text, '')),
 			  input_tokens = session_turns.input_tokens + excluded.input_tokens,
 			  output_tokens = session_turns.output_tokens + excluded.output_tokens,
 			  duration_ms = session_turns.duration_ms + excluded.duration_ms`,
-			t.sessionID, t.turn, t.run.ID, t.run.Status, t.userText, t.replyText, t.run.InputTokens, t.run.OutputTokens, t.durationMS)
+			t.sessionID, t.turn, t.run.ID, t.run.Status, t.userText, t.replyText, t.run.InputTokens, t.run.OutputTokens, t.durationMS,
+			StepSeparator)
 		b.Queue(`UPDATE stackbone_platform.sessions SET status = $2, running_since = NULL, turns = $3,
 			  input_tokens = input_tokens + $4, output_tokens = output_tokens + $5, last_activity_at = now(),
 			  preview = coalesce(preview, NULLIF($6, ''))

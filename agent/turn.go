@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/config"
@@ -54,8 +55,14 @@ type turn struct {
 	run       runs.Run
 	toolCalls []map[string]any
 	usage     Usage
-	text      strings.Builder
+	texts     []string        // the text of each model step that wrote text
+	partial   strings.Builder // the text of the step streaming now
+	partialID string          // that step's message id
 }
+
+// errClientGone: the wire could not deliver an event (the client went away
+// or stopped the turn). It wraps context.Canceled, as the turn is cancelled.
+var errClientGone = fmt.Errorf("agent: the client stopped the turn: %w", context.Canceled)
 
 // Turn runs one turn: it loads the session (if any), offers the memory
 // tools the agent's settings allow and the client's tools, streams the model
@@ -86,6 +93,9 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 		return Result{}, err
 	}
 	t.system, t.options = req.System, req.Options
+	if req.RunID != uuid.Nil {
+		t.run.ID = req.RunID
+	}
 	for _, st := range req.ServerTools {
 		if _, dup := t.server[st.Def.Name]; dup {
 			return Result{}, fmt.Errorf("%w: tool %q is declared twice", ErrInvalidRequest, st.Def.Name)
@@ -104,13 +114,33 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	}
 	switch t.kind {
 	case kindSession:
+		if req.SessionMustExist {
+			var one int
+			err := r.cfg.Pool.QueryRow(ctx, `SELECT 1 FROM stackbone_platform.sessions WHERE id = $1`, t.sessionID).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return Result{}, fmt.Errorf("%w: no conversation of this agent and person has that key", ErrSessionNotFound)
+			}
+			if err != nil {
+				return Result{}, storageErr("read session", err)
+			}
+		}
 		turns, hist, step, err := r.claimAndLoad(ctx, t.sessionID, req.Agent)
 		if err != nil {
 			return Result{}, err
 		}
+		if req.AfterRun != uuid.Nil {
+			// Claimed, so the latest turn is settled.
+			if err := r.checkLatestRun(ctx, t.sessionID, req.AfterRun); err != nil {
+				r.release(context.WithoutCancel(ctx), t.sessionID, StatusCompleted)
+				return Result{}, err
+			}
+		}
 		t.turnNo, t.history, t.step = turns+1, hist, step+1
 		t.run.Metadata["session"] = t.sessionID
-		msgs = newMessages(hist, msgs)
+		if msgs, err = newMessages(hist, msgs, t.isServer); err != nil {
+			r.release(context.WithoutCancel(ctx), t.sessionID, StatusCompleted)
+			return Result{}, err
+		}
 	case kindConversation:
 		turns, err := r.claim(ctx, t.sessionID, t.kind, req.Agent, false)
 		if err != nil {
@@ -133,6 +163,21 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	t.appended = append(t.appended, msgs...)
 	t.userText = userTextOf(msgs)
 	return t.loop(ctx)
+}
+
+// checkLatestRun returns ErrInvalidRequest unless run is the run of the
+// session's latest turn.
+func (r *Runtime) checkLatestRun(ctx context.Context, sessionID string, run uuid.UUID) error {
+	var last uuid.UUID
+	err := r.cfg.Pool.QueryRow(ctx, `SELECT run_id FROM stackbone_platform.session_turns WHERE session_id = $1
+		ORDER BY turn DESC LIMIT 1`, sessionID).Scan(&last)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return storageErr("read session", err)
+	}
+	if last != run {
+		return fmt.Errorf("%w: the conversation went on after that answer, and the box keeps one line of history per conversation: continue from its latest answer", ErrInvalidRequest)
+	}
+	return nil
 }
 
 // Decision is a person's answer to a held tool call.
@@ -195,8 +240,14 @@ func (r *Runtime) newTurn(ctx context.Context, name string, ag config.Agent, emi
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrProvider, err)
 	}
-	t := &turn{rt: r, agentName: name, agent: ag, model: m, emit: emit, sel: sel, mem: mem,
+	t := &turn{rt: r, agentName: name, agent: ag, model: m, sel: sel, mem: mem,
 		server: map[string]ServerTool{}, held: map[string]bool{}}
+	t.emit = func(ev Event) error {
+		if err := emit(ev); err != nil {
+			return fmt.Errorf("%w: %w", errClientGone, err)
+		}
+		return nil
+	}
 	for _, st := range r.memoryTools(mem) {
 		t.server[st.Def.Name] = st
 	}
@@ -253,7 +304,11 @@ func (t *turn) loop(ctx context.Context) (Result, error) {
 			return t.fail(ctx, err)
 		}
 		t.appended = append(t.appended, msg)
+		t.partial.Reset()
 		res.MessageID = msg.ID
+		if msg.Content != "" {
+			t.texts = append(t.texts, msg.Content)
+		}
 		if len(msg.ToolCalls) == 0 {
 			res.Finish = FinishStop
 			if finish == openai.FinishReasonLength {
@@ -293,7 +348,7 @@ func (t *turn) loop(ctx context.Context) (Result, error) {
 			break
 		}
 	}
-	res.Text, res.Usage = t.text.String(), t.usage
+	res.Texts, res.Text, res.Usage = t.texts, strings.Join(t.texts, StepSeparator), t.usage
 	if err := t.finish(ctx, res); err != nil {
 		return Result{}, err
 	}
@@ -334,6 +389,8 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	}
 	defer stream.Close()
 	msg := Message{ID: "msg_" + uuid.NewString(), Role: RoleAssistant}
+	t.partial.Reset()
+	t.partialID = msg.ID
 	var text strings.Builder
 	textOpen := false
 	type partial struct {
@@ -369,7 +426,7 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 					}
 				}
 				text.WriteString(d)
-				t.text.WriteString(d)
+				t.partial.WriteString(d)
 				if err := t.emit(Event{Kind: EventTextDelta, MessageID: msg.ID, Text: d}); err != nil {
 					return Message{}, "", err
 				}
@@ -471,6 +528,9 @@ func (t *turn) providerMessages() []openai.ChatCompletionMessage {
 	for _, list := range [][]Message{t.history, t.appended} {
 		for _, m := range list {
 			om := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+			if m.Cut {
+				om.Content = strings.TrimSpace(m.Content + " " + CutMarker)
+			}
 			for _, c := range m.ToolCalls {
 				om.ToolCalls = append(om.ToolCalls, openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction,
 					Function: openai.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
@@ -540,11 +600,28 @@ func (t *turn) fail(ctx context.Context, cause error) (Result, error) {
 	ms := int(end.Sub(t.run.StartedAt).Milliseconds())
 	t.run.FinishedAt, t.run.DurationMS = &end, &ms
 	t.run.Status, t.run.ErrorCode = runs.StatusFailed, ErrorCode(cause)
-	if errors.Is(cause, context.Canceled) {
+	stopped := errors.Is(cause, context.Canceled)
+	if stopped {
 		t.run.Status = runs.StatusCancelled
 	}
 	t.run.InputTokens, t.run.OutputTokens = t.usage.InputTokens, t.usage.OutputTokens
 	t.run.Metadata["toolCalls"] = t.toolCalls
+	if stopped && t.kind == kindSession && !t.resumed {
+		// The client stopped the turn: the session keeps the question and
+		// what was streamed of the answer, marked cut, so the next turn reads
+		// naturally and the client need not send the question again.
+		t.run.Metadata["cut"] = true
+		appended := t.cutMessages()
+		rec := turnRecord{sessionID: t.sessionID, kind: t.kind, turn: t.turnNo, step: t.step, appended: appended,
+			status: StatusCompleted, userText: t.userText, replyText: strings.Join(append(slices.Clone(t.texts), t.partial.String()), StepSeparator),
+			run: t.run, durationMS: ms, preview: previewOf(append(slices.Clone(t.history), appended...))}
+		if err := t.rt.persist(context.WithoutCancel(ctx), rec); err != nil {
+			t.rt.release(context.WithoutCancel(ctx), t.sessionID, StatusFailed)
+			t.rt.log.Warn("agent: keep a stopped turn", "run", t.run.ID, "error", err)
+		}
+		t.rt.log.Info("turn stopped by the client", "agent", t.agentName, "run", t.run.ID, "ms", ms)
+		return Result{RunID: t.run.ID}, cause
+	}
 	if t.sessionID != "" {
 		// Free the session first: whoever sees the failed run may send the
 		// next turn at once. A failed decision leaves the session held, so a
@@ -563,7 +640,36 @@ func (t *turn) fail(ctx context.Context, cause error) (Result, error) {
 		t.rt.log.Warn("turn failed in storage", "agent", t.agentName, "run", t.run.ID, "op", se.op, "error", se.cause)
 	}
 	t.rt.log.Info("turn failed", "agent", t.agentName, "run", t.run.ID, "code", t.run.ErrorCode, "ms", ms)
-	return Result{}, cause
+	return Result{RunID: t.run.ID}, cause
+}
+
+// cutMessages is what a stopped turn leaves in its session: the new
+// messages and the finished steps, without tool calls that got no result,
+// and the answer being streamed, marked cut.
+func (t *turn) cutMessages() []Message {
+	answered := map[string]bool{}
+	for _, m := range t.appended {
+		if m.Role == RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	var out []Message
+	for _, m := range t.appended {
+		if m.Role == RoleAssistant {
+			m.ToolCalls = slices.DeleteFunc(slices.Clone(m.ToolCalls), func(c ToolCall) bool { return !answered[c.ID] })
+			if m.Content == "" && len(m.ToolCalls) == 0 {
+				continue
+			}
+		}
+		out = append(out, m)
+	}
+	// The cut answer keeps the id its events carried, so a client that
+	// resends what it received by id (AG-UI) adds nothing twice.
+	id := t.partialID
+	if id == "" || t.partial.Len() == 0 {
+		id = "msg_" + uuid.NewString()
+	}
+	return append(out, Message{ID: id, Role: RoleAssistant, Content: t.partial.String(), Cut: true})
 }
 
 // ErrorCode is a short code for an error of the runtime, for run history.
@@ -582,31 +688,6 @@ func ErrorCode(err error) string {
 		}
 	}
 	return "internal"
-}
-
-// newMessages drops messages the session already holds: by id, so a client
-// that resends its history (AG-UI) adds each message once, and system
-// messages equal to one the session holds, which clients resend with every
-// request (Anthropic's system, an OpenAI client's system message).
-func newMessages(hist, msgs []Message) []Message {
-	have := map[string]bool{}
-	system := map[string]bool{}
-	for _, m := range hist {
-		if m.ID != "" {
-			have[m.ID] = true
-		}
-		if m.Role == RoleSystem {
-			system[m.Content] = true
-		}
-	}
-	var out []Message
-	for _, m := range msgs {
-		if (m.ID != "" && have[m.ID]) || (m.Role == RoleSystem && system[m.Content]) {
-			continue
-		}
-		out = append(out, m)
-	}
-	return out
 }
 
 func userTextOf(msgs []Message) string {

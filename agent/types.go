@@ -50,7 +50,15 @@ type Message struct {
 	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
 	// ToolCallID is the call a tool message answers.
 	ToolCallID string `json:"toolCallId,omitempty"`
+	// Cut marks an assistant answer the client stopped while it streamed:
+	// Content is what was streamed before the stop (maybe nothing). The
+	// model sees it with CutMarker after it, so the next turn reads
+	// naturally.
+	Cut bool `json:"cut,omitempty"`
 }
+
+// CutMarker follows a cut answer in what the model is sent.
+const CutMarker = "[The person stopped this answer here.]"
 
 // ToolCall is one call of a tool by the model.
 type ToolCall struct {
@@ -80,6 +88,9 @@ type Options struct {
 type TurnRequest struct {
 	// Agent is the declared agent's name (the wire's model name).
 	Agent string
+	// RunID is the id of the turn's run; zero for a new one. A wire that
+	// returns the id before the turn ends chooses it.
+	RunID uuid.UUID
 	// Messages: without a session, the whole conversation; with a session,
 	// the new messages (earlier ones come from the checkpoint; messages
 	// whose ID the session already holds are skipped).
@@ -91,6 +102,15 @@ type TurnRequest struct {
 	// (x-stackbone-conversation). At most one of them.
 	SessionKey      string
 	ConversationKey string
+	// SessionMustExist: with SessionKey, a session that does not exist yet
+	// is ErrSessionNotFound instead of a new one (a client continuing a
+	// conversation it names, such as a Responses previous_response_id).
+	SessionMustExist bool
+	// AfterRun, when set with SessionKey, is the run of the session's latest
+	// turn the client continues from; another is ErrInvalidRequest, as a
+	// session keeps one line of history. It is checked once the session is
+	// claimed, so a turn still finishing answers ErrSessionBusy instead.
+	AfterRun uuid.UUID
 	// Identities are the request's identities, the scalar customer identity
 	// included under customerId.
 	Identities identity.Set
@@ -125,6 +145,10 @@ const (
 	FinishHeld Finish = "held"
 )
 
+// StepSeparator joins the texts of a turn's model steps into one text: a
+// blank line, so a chat UI shows each step as its own paragraph.
+const StepSeparator = "\n\n"
+
 // Usage is the tokens a turn spent over all its model steps.
 type Usage struct {
 	InputTokens  int `json:"inputTokens"`
@@ -136,7 +160,13 @@ type Result struct {
 	RunID uuid.UUID
 	// MessageID identifies the assistant's reply.
 	MessageID string
-	// Text is all the assistant text of the turn, as streamed.
+	// Texts are the assistant texts of the turn, one per model step that
+	// wrote text, in order: a step that calls a tool the box runs itself
+	// ends one text and the next step starts another, as the provider sent
+	// them (each step is its own assistant message in the session).
+	Texts []string
+	// Text is Texts joined by StepSeparator, for transports that show one
+	// text per turn (the OpenAI wire, a session's transcript).
 	Text string
 	// ToolCalls are the client tool calls when Finish is FinishToolCalls.
 	ToolCalls []ToolCall

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
@@ -84,6 +85,14 @@ type Shutdown struct {
 type HTTP struct {
 	// Addr defaults to 127.0.0.1:4242; STACKBONE_HTTP_ADDR overrides it.
 	Addr string `yaml:"addr"`
+	// CORS lets browser clients call the text wires; off by default.
+	CORS CORS `yaml:"cors"`
+}
+
+// CORS lists the origins (scheme://host[:port], or "*" for any) allowed to
+// call the text wires from a browser. Empty: CORS is off.
+type CORS struct {
+	AllowedOrigins []string `yaml:"allowedOrigins"`
 }
 
 // Database holds the Postgres connection.
@@ -218,6 +227,11 @@ func Parse(b []byte) (*Config, error) {
 // Validate checks names and values that the box relies on.
 func (c *Config) Validate() error {
 	var problems []string
+	for _, o := range c.HTTP.CORS.AllowedOrigins {
+		if u, err := url.Parse(o); o != "*" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "") {
+			problems = append(problems, fmt.Sprintf("http.cors.allowedOrigins: %q is not \"*\" or an origin such as https://app.example.com", o))
+		}
+	}
 	for name := range c.Providers {
 		if !providerRe.MatchString(name) {
 			problems = append(problems, fmt.Sprintf("provider name %q must match %s", name, providerRe))

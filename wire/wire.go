@@ -5,8 +5,11 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -121,4 +124,87 @@ func (s *SSE) Event(name string, data []byte) error {
 		s.f.Flush()
 	}
 	return nil
+}
+
+// DecodeError is a request body that is not one JSON object of the wire's
+// shape. Each wire words it in its own error shape.
+type DecodeError struct {
+	Kind DecodeKind
+	// Field is the offending field (DecodeType, DecodeUnknown), dotted.
+	Field string
+	// Value is the JSON type found (DecodeType).
+	Value string
+	// Offset is the byte of a syntax error.
+	Offset int64
+	// Limit is the body limit (DecodeTooLarge).
+	Limit int64
+}
+
+// DecodeKind says what is wrong with a body.
+type DecodeKind int
+
+// Kinds of DecodeError.
+const (
+	DecodeEmpty     DecodeKind = iota + 1 // no body
+	DecodeTooLarge                        // over the limit (413)
+	DecodeSyntax                          // not JSON
+	DecodeNotObject                       // JSON, but not one object
+	DecodeType                            // a field of the wrong type
+	DecodeUnknown                         // a field the wire does not know
+)
+
+func (e *DecodeError) Error() string {
+	switch e.Kind {
+	case DecodeEmpty:
+		return "the body is empty; send a JSON object"
+	case DecodeTooLarge:
+		return fmt.Sprintf("the body is larger than %d bytes", e.Limit)
+	case DecodeSyntax:
+		return fmt.Sprintf("invalid JSON at byte %d", e.Offset)
+	case DecodeType:
+		return fmt.Sprintf("%s has the wrong type (%s)", e.Field, e.Value)
+	case DecodeUnknown:
+		return fmt.Sprintf("unknown field %q", e.Field)
+	}
+	return "the body must be one JSON object"
+}
+
+// DecodeJSON reads one JSON object of at most limit bytes into v: unknown
+// fields, trailing data and larger bodies are a *DecodeError. Errors of v's
+// own UnmarshalJSON methods are returned as they are.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.Is(err, io.EOF):
+			return &DecodeError{Kind: DecodeEmpty}
+		case errors.As(err, &tooBig):
+			return &DecodeError{Kind: DecodeTooLarge, Limit: tooBig.Limit}
+		case errors.As(err, &syn):
+			return &DecodeError{Kind: DecodeSyntax, Offset: syn.Offset}
+		case errors.As(err, &typ):
+			if typ.Field == "" {
+				return &DecodeError{Kind: DecodeNotObject}
+			}
+			return &DecodeError{Kind: DecodeType, Field: typ.Field, Value: typ.Value}
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return &DecodeError{Kind: DecodeUnknown, Field: strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)}
+		case strings.HasPrefix(err.Error(), "json: "):
+			return &DecodeError{Kind: DecodeNotObject}
+		}
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &DecodeError{Kind: DecodeNotObject}
+	}
+	return nil
+}
+
+// Present reports whether a raw field was sent with a value other than null.
+func Present(raw json.RawMessage) bool {
+	return len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
 }

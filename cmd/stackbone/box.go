@@ -35,6 +35,7 @@ import (
 	"github.com/stackbone/box/telemetry"
 	"github.com/stackbone/box/voice"
 	"github.com/stackbone/box/voice/espeak"
+	"github.com/stackbone/box/wire"
 	aguiwire "github.com/stackbone/box/wire/agui"
 	anthropicwire "github.com/stackbone/box/wire/anthropic"
 	openaiwire "github.com/stackbone/box/wire/openai"
@@ -199,7 +200,7 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	srv := &http.Server{Handler: telemetry.Handler(handler), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: telemetry.Handler(wire.CORS(cfg.HTTP.CORS.AllowedOrigins, handler)), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("the box is serving", "http", "http://"+ln.Addr().String(), "agents", cfg.AgentNames())

@@ -11,6 +11,7 @@ package providertest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -216,7 +217,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		pt, ct = 10, 5
 	}
 	if req.Stream {
-		streamChat(w, req.Model, reply, pt, ct, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		streamChat(r.Context(), w, req.Model, reply, pt, ct, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
 	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: reply.Content}
@@ -243,7 +244,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 // streamChat answers server-sent events the way OpenAI streams: a role chunk,
 // content chunks of a few words, a finish chunk, usage when asked, [DONE].
-func streamChat(w http.ResponseWriter, model string, reply Reply, pt, ct int, usage bool) {
+func streamChat(ctx context.Context, w http.ResponseWriter, model string, reply Reply, pt, ct int, usage bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl, _ := w.(http.Flusher)
 	send := func(v any) {
@@ -262,7 +263,12 @@ func streamChat(w http.ResponseWriter, model string, reply Reply, pt, ct int, us
 	send(chunk(openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant}, ""))
 	for i, piece := range splitKeep(reply.Content, 3) {
 		if i > 0 && reply.ChunkDelay > 0 {
-			time.Sleep(reply.ChunkDelay)
+			// A client that went away ends the stream, as a provider would.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(reply.ChunkDelay):
+			}
 		}
 		send(chunk(openai.ChatCompletionStreamChoiceDelta{Content: piece}, ""))
 	}

@@ -123,7 +123,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		runID = uuid.NewString()
 	}
 	s := newStream(w, in.ThreadID, runID)
+	// The box's own run id (GET /api/runs/{id}), beside AG-UI's runId: the
+	// header goes out with the stream.
+	req.RunID = uuid.New()
+	w.Header().Set(wire.HeaderRunID, req.RunID.String())
 	res, err := h.rt.Turn(r.Context(), req, s.emit)
+	if err != nil && !s.started && res.RunID == uuid.Nil {
+		w.Header().Del(wire.HeaderRunID) // refused before the run began
+	}
 	attrs := []slog.Attr{slog.String("agent", name), slog.String("aguiRunId", runID),
 		slog.Int("messages", len(req.Messages)), slog.Int("tools", len(req.Tools)), slog.Bool("session", req.SessionKey != "")}
 	if err != nil {

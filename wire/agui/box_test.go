@@ -419,20 +419,7 @@ func TestBusyThreadIs409(t *testing.T) {
 }
 
 // waitFor polls cond until it holds, failing the test after a deadline.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met before the deadline")
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal(t.Context().Err())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
+func waitFor(t *testing.T, cond func() bool) { t.Helper(); wiretest.WaitFor(t, cond) }
 
 func TestProviderFailureIsRunError(t *testing.T) {
 	t.Parallel()

@@ -32,6 +32,11 @@
 //
 // # Output
 //
+// The response carries x-stackbone-run-id, the box's run behind the answer
+// (GET /api/runs/{id}); AG-UI's runId is the client's name for the run. A
+// client that stops a run on a thread leaves its question and what was
+// streamed of the answer (marked cut) in the session.
+//
 // Every run is bracketed RUN_STARTED … RUN_FINISHED or RUN_STARTED …
 // RUN_ERROR. RUN_STARTED declares protocolVersion "1.0". Assistant text is
 // TEXT_MESSAGE_START/CONTENT/END sharing the runtime's message id; tool calls

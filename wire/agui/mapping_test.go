@@ -611,10 +611,14 @@ func TestClientGoingAwayCancelsTheTurn(t *testing.T) {
 		t.Fatalf("run %+v", run)
 	}
 
-	// The session is free again and kept nothing of the cancelled turn.
+	// The session is free again and kept the question, the finished step
+	// and the cut answer, so the next turn reads naturally.
 	b.model.Script(providertest.Reply{Content: "Hello again."})
-	textRun(t, stream(t, b.url+"/agui/support", customerHello, "t1", "r1"), "Hello again.")
-	if got := sent(b.chat(t, 2)); !reflect.DeepEqual(got, []string{supportSystem, "user: Hello"}) {
-		t.Fatalf("the model received %q", got)
+	next := `{"threadId":"t1","runId":"r2","messages":[{"id":"u1","role":"user","content":"Hello"},{"id":"u2","role":"user","content":"Are you there?"}],"forwardedProps":{"customerId":"crm/person_42"}}`
+	textRun(t, stream(t, b.url+"/agui/support", next, "t1", "r2"), "Hello again.")
+	want := []string{supportSystem, "user: Hello", `assistant:  [call call_m memory_read {}]`, "tool: " + emptyMemoryRead + " [answers call_m]",
+		"assistant: " + agent.CutMarker, "user: Are you there?"}
+	if got := sent(b.chat(t, 2)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("the model received %q, want %q", got, want)
 	}
 }

@@ -7,10 +7,9 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/wire"
 )
 
@@ -23,23 +22,20 @@ func Register(mux wire.Mux, cfg Config) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &handler{cfg: cfg, log: cfg.Logger.With("component", "wire.anthropic")}
-	mux.Handle("POST /anthropic/v1/messages", http.HandlerFunc(h.messages))
+	p := protocol{log: cfg.Logger.With("component", "wire.anthropic")}
+	mux.Handle("POST /anthropic/v1/messages", wire.Handler(cfg, "anthropic", p, true))
+	mux.Handle("/anthropic/v1/", http.HandlerFunc(unknownRoute))
 }
 
-type handler struct {
-	cfg Config
-	log *slog.Logger
+// unknownRoute answers a route the wire does not serve in Anthropic's
+// shape, naming the one it serves.
+func unknownRoute(w http.ResponseWriter, r *http.Request) {
+	path, _ := json.Marshal(r.URL.Path)
+	newError(http.StatusNotFound, "the box does not serve "+r.Method+" "+string(path)+"; its Anthropic route is POST /anthropic/v1/messages").Write(w)
 }
 
-func (h *handler) known(name string) bool {
-	for _, a := range h.cfg.Runtime.Agents() {
-		if a.Name == name {
-			return true
-		}
-	}
-	return false
-}
+// protocol is the Messages protocol on the shared turn handler.
+type protocol struct{ log *slog.Logger }
 
 func unknownModel(name string) *apiError {
 	if r := []rune(name); len(r) > 100 {
@@ -49,102 +45,49 @@ func unknownModel(name string) *apiError {
 	return newError(http.StatusNotFound, "model: "+string(b)+" is not an agent of this box; the model is the name of an agent")
 }
 
-// messages runs one turn.
-func (h *handler) messages(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	r, rf := h.cfg.Guard(r, auth.ScopeAgentsRun, true)
-	if rf != nil {
-		writeError(w, refusal(rf))
-		return
-	}
-	turn, req, err := h.turnRequest(w, r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if !h.known(req.Model) {
-		writeError(w, unknownModel(req.Model))
-		return
-	}
-	id := "msg_" + randomID()
-	var res agent.Result
-	streamed := req.Stream != nil && *req.Stream
-	if streamed {
-		s := &streamer{w: w, id: id, model: req.Model, open: -1, calls: map[string]*callState{}}
-		res, err = h.cfg.Runtime.Turn(r.Context(), turn, s.emit)
-		switch {
-		case err != nil && s.sse == nil:
-			h.fail(w, r, err)
-		case err != nil && s.err != nil:
-			// Writing failed: the client went away, and nobody is left to tell.
-			h.log.Debug("stream ended by the client", "agent", turn.Agent, "error", s.err)
-		case err != nil:
-			e, ok := classify(err)
-			h.logFailure(r, err, e, ok)
-			s.fail(e)
-		default:
-			s.finish(res)
-		}
-	} else {
-		res, err = h.cfg.Runtime.Turn(r.Context(), turn, func(agent.Event) error { return nil })
-		if err != nil {
-			h.fail(w, r, err)
-		} else {
-			writeJSON(w, h.message(id, req.Model, res))
-		}
-	}
-	if err == nil {
-		h.log.LogAttrs(r.Context(), slog.LevelDebug, "turn", slog.String("agent", turn.Agent),
-			slog.String("run", res.RunID.String()), slog.String("finish", string(res.Finish)), slog.Bool("stream", streamed),
-			slog.Int("messages", len(turn.Messages)), slog.Int("inputTokens", res.Usage.InputTokens),
-			slog.Int("outputTokens", res.Usage.OutputTokens), slog.Duration("duration", time.Since(start)))
-	}
+// exchange is one request and the answer's id.
+type exchange struct {
+	req *messagesRequest
+	id  string
 }
 
-// turnRequest reads the body and the box's headers into a turn.
-func (h *handler) turnRequest(w http.ResponseWriter, r *http.Request) (agent.TurnRequest, *messagesRequest, error) {
-	req, err := decodeRequest(w, r)
-	if err != nil {
-		return agent.TurnRequest{}, nil, err
+func (protocol) Decode(w http.ResponseWriter, r *http.Request) (wire.Call, error) {
+	var req messagesRequest
+	if err := wire.DecodeJSON(w, r, maxBody, &req); err != nil {
+		return wire.Call{}, err
 	}
 	if err := req.check(); err != nil {
-		return agent.TurnRequest{}, nil, err
+		return wire.Call{}, err
 	}
 	msgs, err := req.messages()
 	if err != nil {
-		return agent.TurnRequest{}, nil, err
+		return wire.Call{}, err
 	}
 	tools, err := req.tools()
 	if err != nil {
-		return agent.TurnRequest{}, nil, err
+		return wire.Call{}, err
 	}
 	turn, err := wire.WithHeaders(r, agent.TurnRequest{
 		Agent: req.Model, Messages: msgs, Tools: tools, Options: req.options(), Wire: "anthropic",
 	}, req.userID())
 	if err != nil {
-		return agent.TurnRequest{}, nil, err
+		return wire.Call{}, err
 	}
-	return turn, req, nil
+	return wire.Call{Turn: turn, Stream: req.Stream != nil && *req.Stream, Request: &exchange{req: &req, id: "msg_" + randomID()}}, nil
 }
 
-// fail answers err before anything was written.
-func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if gone(r, err) {
-		return
-	}
-	e, ok := classify(err)
-	h.logFailure(r, err, e, ok)
-	writeError(w, e)
+func (protocol) Classify(err error) (wire.Error, bool) { return classify(err) }
+func (protocol) Refusal(rf *api.Refusal) wire.Error    { return refusal(rf) }
+func (protocol) UnknownModel(name string) wire.Error   { return unknownModel(name) }
+
+func (p protocol) Reply(w http.ResponseWriter, c wire.Call, res agent.Result) {
+	x := c.Request.(*exchange)
+	writeJSON(w, p.message(x.id, x.req.Model, res))
 }
 
-func (h *handler) logFailure(r *http.Request, err error, e *apiError, ok bool) {
-	switch {
-	case gone(r, err):
-	case !ok:
-		h.log.Error("turn failed", "error", err)
-	case e.status >= 500:
-		h.log.Warn("turn failed", "status", e.status, "type", e.Type)
-	}
+func (protocol) NewStream(w http.ResponseWriter, c wire.Call) wire.Stream {
+	x := c.Request.(*exchange)
+	return &streamer{w: w, id: x.id, model: x.req.Model, open: -1, calls: map[string]*callState{}}
 }
 
 // Message shapes.
@@ -184,14 +127,17 @@ type heldCall struct {
 	Name       string `json:"name"`
 }
 
-func (h *handler) message(id, model string, res agent.Result) messageObject {
+// message is a plain answer: one text block per model step that wrote
+// text, as the provider sent them (and as the stream sends them), then the
+// client tool calls.
+func (p protocol) message(id, model string, res agent.Result) messageObject {
 	content := []contentBlock{}
-	if res.Text != "" {
-		content = append(content, contentBlock{Type: "text", Text: &res.Text})
+	for i := range res.Texts {
+		content = append(content, contentBlock{Type: "text", Text: &res.Texts[i]})
 	}
 	if res.Finish == agent.FinishToolCalls {
 		for _, tc := range res.ToolCalls {
-			content = append(content, contentBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: h.input(tc)})
+			content = append(content, contentBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: p.input(tc)})
 		}
 	}
 	reason := stopReason(res.Finish)
@@ -204,13 +150,13 @@ func (h *handler) message(id, model string, res agent.Result) messageObject {
 // input is a tool call's arguments as the tool_use input object. Arguments
 // that are not a JSON object (a model's mistake) become {}, logged by call
 // id.
-func (h *handler) input(tc agent.ToolCall) json.RawMessage {
+func (p protocol) input(tc agent.ToolCall) json.RawMessage {
 	var obj map[string]json.RawMessage
 	if len(bytes.TrimSpace([]byte(tc.Arguments))) == 0 {
 		return json.RawMessage("{}")
 	}
 	if err := json.Unmarshal([]byte(tc.Arguments), &obj); err != nil || obj == nil {
-		h.log.Warn("tool call arguments are not a JSON object; sent as {}", "toolCall", tc.ID, "bytes", len(tc.Arguments))
+		p.log.Warn("tool call arguments are not a JSON object; sent as {}", "toolCall", tc.ID, "bytes", len(tc.Arguments))
 		return json.RawMessage("{}")
 	}
 	var buf bytes.Buffer

@@ -341,7 +341,7 @@ func TestHeldToolAndDecisionPending(t *testing.T) {
 
 	attempts = 0
 	_, err = c.Messages.New(ctx, heldParams("hello?"))
-	expectError(t, err, 409, "invalid_request_error", "decision pending")
+	expectError(t, err, 409, "invalid_request_error", "decision is pending")
 	if attempts != 1 {
 		t.Fatalf("the client tried %d times", attempts)
 	}
@@ -369,7 +369,7 @@ func TestHeldToolAndDecisionPending(t *testing.T) {
 	for s.Next() {
 		t.Fatalf("an event while a decision is pending: %s", s.Current().RawJSON())
 	}
-	expectError(t, s.Err(), 409, "invalid_request_error", "decision pending")
+	expectError(t, s.Err(), 409, "invalid_request_error", "decision is pending")
 }
 
 // An error after the stream began is one error event that the client

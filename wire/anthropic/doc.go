@@ -4,7 +4,8 @@
 //	srv := api.New(api.Config{...})
 //	anthropicwire.Register(srv, anthropicwire.Config{Runtime: rt, Guard: srv.Guard, Logger: log})
 //
-// Route: POST /anthropic/v1/messages, plain or streamed. The key comes from
+// Route: POST /anthropic/v1/messages, plain or streamed (any other route
+// under /anthropic/v1/ is a 404 not_found_error naming it). The key comes from
 // `Authorization: Bearer KEY` or `x-api-key: KEY` and needs the agents:run
 // scope; the anthropic-version header is accepted and not checked.
 //
@@ -30,6 +31,24 @@
 // context_management. Any other field is a 400, and so are image, document,
 // thinking and server-tool blocks, and tools that are not custom tools.
 //
+// # Steps, sessions and runs
+//
+// When the model writes, calls a tool the box runs itself and writes
+// again, each step's text is its own text block, plain and streamed alike,
+// as the provider sent them. On a session the client may send only the new
+// messages or the whole conversation again (Anthropic's documented tool
+// loop): a resend must hold the session's history as its prefix (compared
+// by text and tool_use ids; the box's own tool calls are not part of it),
+// only what follows is added, and a contradiction is a 400. A streamed turn
+// the client stops stays in the session with its partial answer marked as
+// cut. Every answer of a turn that ran carries x-stackbone-run-id.
+//
+// Usage: message_delta carries the turn's input_tokens and output_tokens
+// over all its model steps (the official clients take both from it).
+// message_start cannot know them yet: OpenAI-compatible providers report
+// usage when a step ends, and the box does not hold back the stream to
+// wait for it; its usage is zero.
+//
 // # Held tools
 //
 // When a tool listed in the agent's interruptOn waits for a person's
@@ -48,6 +67,8 @@
 // permission_error, 404 not_found_error (unknown model), 409
 // invalid_request_error (the message says the session is busy or a
 // decision is pending), 413 request_too_large, 502 and 500 api_error, 503
-// overloaded_error. An error after a stream began is one `event: error` and
+// overloaded_error, 504 timeout_error (the turn took longer than the box
+// allows). The table from the box's errors to statuses is shared with the
+// OpenAI wire (wire.Classify). An error after a stream began is one `event: error` and
 // the stream ends.
 package anthropicwire

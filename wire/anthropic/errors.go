@@ -1,14 +1,12 @@
 package anthropicwire
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
-	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
-	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/wire"
 )
 
@@ -22,6 +20,9 @@ type apiError struct {
 	// status alone would make the official clients retry.
 	final bool
 }
+
+// Status is the HTTP status of the error.
+func (e *apiError) Status() int { return e.status }
 
 type errorBody struct {
 	Type  string    `json:"type"` // "error"
@@ -43,6 +44,8 @@ func errorType(status int) string {
 		return "request_too_large"
 	case http.StatusServiceUnavailable:
 		return "overloaded_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
 	}
 	return "api_error"
 }
@@ -51,53 +54,28 @@ func newError(status int, msg string) *apiError {
 	return &apiError{Type: errorType(status), Message: msg, status: status}
 }
 
-// runtimeErrors is the one table from the runtime's errors to this wire's
-// status. Messages of 5xx errors are fixed (no internal detail), except
-// provider failures, whose message says what failed (such as no provider
-// being configured); 409s say why in the message, as Anthropic's error
-// types have no conflict.
-var runtimeErrors = []struct {
-	err    error
-	status int
-	msg    string
-	final  bool
-}{
-	{agent.ErrUnknownAgent, http.StatusNotFound, "", false},
-	{agent.ErrInvalidRequest, http.StatusBadRequest, "", false},
-	{agent.ErrSessionBusy, http.StatusConflict, "session busy: another turn on this session is running", false},
-	{agent.ErrDecisionPending, http.StatusConflict, "decision pending: a held tool on this session waits for a person's decision", true},
-	{agent.ErrNoDecisionPending, http.StatusConflict, "", true},
-	{agent.ErrSessionNotFound, http.StatusNotFound, "", false},
-	{agent.ErrProvider, http.StatusBadGateway, "", false},
-	{agent.ErrMemory, http.StatusServiceUnavailable, "memory storage is unavailable; the turn did not run without it", false},
-	{agent.ErrStorage, http.StatusServiceUnavailable, "session storage is unavailable", false},
-	{identity.ErrInvalid, http.StatusBadRequest, "", false},
-	{identity.ErrConflict, http.StatusBadRequest, "", false},
-	{wire.ErrBadHeaders, http.StatusBadRequest, "", false},
-}
-
 // classify maps err to the wire's error. ok is false for an internal error.
 func classify(err error) (e *apiError, ok bool) {
 	var fe *fieldError
 	if errors.As(err, &fe) {
 		return newError(http.StatusBadRequest, fe.msg), true
 	}
-	var tl *tooLarge
-	if errors.As(err, &tl) {
-		return newError(http.StatusRequestEntityTooLarge, tl.Error()), true
-	}
-	for _, row := range runtimeErrors {
-		if errors.Is(err, row.err) {
-			msg := row.msg
-			if msg == "" {
-				msg = err.Error()
-			}
-			e := newError(row.status, msg)
-			e.final = row.final
-			return e, true
+	var de *wire.DecodeError
+	if errors.As(err, &de) {
+		switch de.Kind {
+		case wire.DecodeTooLarge:
+			return newError(http.StatusRequestEntityTooLarge, de.Error()), true
+		case wire.DecodeType:
+			return newError(http.StatusBadRequest, fmt.Sprintf("%s: wrong type (%s)", de.Field, de.Value)), true
+		case wire.DecodeUnknown:
+			return newError(http.StatusBadRequest, de.Field+": Extra inputs are not permitted"), true
 		}
+		return newError(http.StatusBadRequest, de.Error()), true
 	}
-	return newError(http.StatusInternalServerError, "internal error"), false
+	te, ok := wire.Classify(err)
+	e = newError(te.Status, te.Message)
+	e.final = te.Final
+	return e, ok
 }
 
 // refusal turns the API's authentication refusal into this wire's error.
@@ -109,7 +87,8 @@ func refusal(rf *api.Refusal) *apiError {
 	return newError(rf.Status, msg)
 }
 
-func writeError(w http.ResponseWriter, e *apiError) {
+// Write answers the error.
+func (e *apiError) Write(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -118,9 +97,4 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}
 	w.WriteHeader(e.status)
 	_ = json.NewEncoder(w).Encode(errorBody{Type: "error", Error: e})
-}
-
-// gone reports whether the client went away, so there is no one to answer.
-func gone(r *http.Request, err error) bool {
-	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }

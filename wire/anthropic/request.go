@@ -3,14 +3,12 @@ package anthropicwire
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"strings"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/wire"
 )
 
 // maxBody bounds a request body; a long stateless conversation fits.
@@ -88,55 +86,11 @@ func (e *fieldError) Error() string { return e.msg }
 
 func bad(format string, args ...any) error { return &fieldError{msg: fmt.Sprintf(format, args...)} }
 
-// tooLarge is a body over the limit (413).
-type tooLarge struct{ limit int64 }
-
-func (e *tooLarge) Error() string { return fmt.Sprintf("the body is larger than %d bytes", e.limit) }
-
 // toolNameRe is Anthropic's rule for tool names.
 var toolNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
 
-// decodeRequest reads one JSON object: unknown fields, trailing data and
-// bodies over maxBody are errors.
-func decodeRequest(w http.ResponseWriter, r *http.Request) (*messagesRequest, error) {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	var req messagesRequest
-	if err := dec.Decode(&req); err != nil {
-		return nil, describeDecode(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, bad("the body must be one JSON object")
-	}
-	return &req, nil
-}
-
-func describeDecode(err error) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.Is(err, io.EOF):
-		return bad("the body is empty; send a JSON object")
-	case errors.As(err, &tooBig):
-		return &tooLarge{limit: tooBig.Limit}
-	case errors.As(err, &syn):
-		return bad("invalid JSON at byte %d", syn.Offset)
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return bad("the body must be a JSON object")
-		}
-		return bad("%s: wrong type (%s)", typ.Field, typ.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return bad("%s: Extra inputs are not permitted", strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
-	}
-	return bad("invalid JSON body")
-}
-
 // present reports whether a raw field was sent with a value other than null.
-func present(raw json.RawMessage) bool {
-	return len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
-}
+func present(raw json.RawMessage) bool { return wire.Present(raw) }
 
 // check refuses what the box cannot honour.
 func (req *messagesRequest) check() error {

@@ -33,7 +33,15 @@ type streamer struct {
 	err      error // the first write error; the client went away
 }
 
-func (s *streamer) emit(ev agent.Event) error {
+// Started reports whether the stream began.
+func (s *streamer) Started() bool { return s.sse != nil }
+
+// Broken is the first write error.
+func (s *streamer) Broken() error { return s.err }
+
+// Emit writes a turn's event. Each model step's text is its own text
+// block, as the provider sent it.
+func (s *streamer) Emit(ev agent.Event) error {
 	if ev.Server {
 		return nil
 	}
@@ -189,8 +197,8 @@ type messageDelta struct {
 	Stackbone *extension `json:"stackbone,omitempty"`
 }
 
-// finish closes the open block and writes message_delta and message_stop.
-func (s *streamer) finish(res agent.Result) {
+// Finish closes the open block and writes message_delta and message_stop.
+func (s *streamer) Finish(res agent.Result) {
 	if s.start() != nil {
 		return
 	}
@@ -209,7 +217,7 @@ func (s *streamer) finish(res agent.Result) {
 	s.event("message_stop", messageStop{Type: "message_stop"})
 }
 
-// fail ends a stream that began with one error event.
-func (s *streamer) fail(e *apiError) {
-	s.event("error", errorBody{Type: "error", Error: e})
+// Fail ends a stream that began with one error event.
+func (s *streamer) Fail(e wire.Error) {
+	s.event("error", errorBody{Type: "error", Error: e.(*apiError)})
 }

@@ -48,6 +48,7 @@ type box struct {
 	url   string
 	model *providertest.Server
 	pool  *pgxpool.Pool
+	box   *wiretest.Box
 }
 
 func newBox(t *testing.T) *box {
@@ -56,7 +57,7 @@ func newBox(t *testing.T) *box {
 	if err := b.Keys.Ensure(t.Context(), "reader", readerKey, []string{auth.ScopeMemoryRead}); err != nil {
 		t.Fatal(err)
 	}
-	return &box{t: t, url: b.URL, model: b.Model, pool: b.Pool}
+	return &box{t: t, url: b.URL, model: b.Model, pool: b.Pool, box: b}
 }
 
 // client is the official OpenAI client pointed at the box. Retries are off

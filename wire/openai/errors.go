@@ -1,14 +1,12 @@
 package openaiwire
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
-	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/wire"
 )
 
@@ -25,6 +23,9 @@ type apiError struct {
 	final bool
 }
 
+// Status is the HTTP status of the error.
+func (e *apiError) Status() int { return e.status }
+
 type errorBody struct {
 	Error *apiError `json:"error"`
 }
@@ -40,57 +41,33 @@ func newError(status int, typ, code, param, msg string) *apiError {
 	return e
 }
 
-// runtimeErrors is the one table from the runtime's errors to this wire's
-// status, type and code. Messages of 5xx errors are fixed (no internal
-// detail), except provider failures, whose message says what failed (such
-// as no provider being configured).
-var runtimeErrors = []struct {
-	err    error
-	status int
-	typ    string
-	code   string
-	msg    string
-	final  bool
-}{
-	{agent.ErrUnknownAgent, http.StatusNotFound, "invalid_request_error", "model_not_found", "", false},
-	{agent.ErrInvalidRequest, http.StatusBadRequest, "invalid_request_error", "invalid_request", "", false},
-	{agent.ErrSessionBusy, http.StatusConflict, "invalid_request_error", "session_busy", "", false},
-	{agent.ErrDecisionPending, http.StatusConflict, "invalid_request_error", "decision_pending", "", true},
-	{agent.ErrNoDecisionPending, http.StatusConflict, "invalid_request_error", "no_decision_pending", "", true},
-	{agent.ErrSessionNotFound, http.StatusNotFound, "invalid_request_error", "session_not_found", "", false},
-	{agent.ErrProvider, http.StatusBadGateway, "server_error", "provider_error", "", false},
-	{agent.ErrMemory, http.StatusServiceUnavailable, "server_error", "memory_unavailable", "memory storage is unavailable; the turn did not run without it", false},
-	{agent.ErrStorage, http.StatusServiceUnavailable, "server_error", "storage_unavailable", "session storage is unavailable", false},
-	{identity.ErrInvalid, http.StatusBadRequest, "invalid_request_error", "invalid_identities", "", false},
-	{identity.ErrConflict, http.StatusBadRequest, "invalid_request_error", "invalid_identities", "", false},
-	{wire.ErrBadHeaders, http.StatusBadRequest, "invalid_request_error", "invalid_headers", "", false},
-}
-
 // classify maps err to the wire's error. ok is false for an internal error.
 func classify(err error) (e *apiError, ok bool) {
 	var fe *fieldError
 	if errors.As(err, &fe) {
 		return newError(http.StatusBadRequest, "invalid_request_error", "", fe.param, fe.msg), true
 	}
-	var tl *tooLarge
-	if errors.As(err, &tl) {
-		return newError(http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "", tl.Error()), true
-	}
-	for _, row := range runtimeErrors {
-		if errors.Is(err, row.err) {
-			msg := row.msg
-			if msg == "" {
-				msg = err.Error()
-			}
-			e := newError(row.status, row.typ, row.code, "", msg)
-			e.final = row.final
-			if row.err == agent.ErrUnknownAgent {
-				e.Param = ptr("model")
-			}
-			return e, true
+	var de *wire.DecodeError
+	if errors.As(err, &de) {
+		switch de.Kind {
+		case wire.DecodeTooLarge:
+			return newError(http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "", de.Error()), true
+		case wire.DecodeType, wire.DecodeUnknown:
+			return newError(http.StatusBadRequest, "invalid_request_error", "", de.Field, de.Error()), true
 		}
+		return newError(http.StatusBadRequest, "invalid_request_error", "", "", de.Error()), true
 	}
-	return newError(http.StatusInternalServerError, "server_error", "internal_error", "", "internal error"), false
+	te, ok := wire.Classify(err)
+	typ := "invalid_request_error"
+	if te.Status >= 500 {
+		typ = "server_error"
+	}
+	e = newError(te.Status, typ, te.Code, "", te.Message)
+	e.final = te.Final
+	if errors.Is(err, agent.ErrUnknownAgent) {
+		e.Param = ptr("model")
+	}
+	return e, ok
 }
 
 // refusal turns the API's authentication refusal into this wire's error.
@@ -104,7 +81,10 @@ func refusal(rf *api.Refusal) *apiError {
 	return newError(rf.Status, "server_error", rf.Code, "", rf.Message)
 }
 
-func writeError(w http.ResponseWriter, e *apiError) {
+func writeError(w http.ResponseWriter, e *apiError) { e.Write(w) }
+
+// Write answers the error.
+func (e *apiError) Write(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -116,11 +96,6 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}
 	w.WriteHeader(e.status)
 	_ = json.NewEncoder(w).Encode(errorBody{Error: e})
-}
-
-// gone reports whether the client went away, so there is no one to answer.
-func gone(r *http.Request, err error) bool {
-	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 func ptr[T any](v T) *T { return &v }

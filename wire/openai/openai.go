@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/wire"
 )
@@ -23,9 +24,20 @@ func Register(mux wire.Mux, cfg Config) {
 		cfg.Logger = slog.Default()
 	}
 	h := &handler{cfg: cfg, log: cfg.Logger.With("component", "wire.openai")}
-	mux.Handle("POST /openai/v1/chat/completions", http.HandlerFunc(h.chat))
+	mux.Handle("POST /openai/v1/chat/completions", wire.Handler(cfg, "openai", chat{}, false))
 	mux.Handle("GET /openai/v1/models", http.HandlerFunc(h.models))
 	mux.Handle("GET /openai/v1/models/{model}", http.HandlerFunc(h.model))
+	mux.Handle("POST /openai/v1/responses", wire.Handler(cfg, "openai", responses{}, false))
+	mux.Handle("/openai/v1/", http.HandlerFunc(unknownRoute))
+}
+
+// routes are the wire's routes, named by an answer to any other.
+const routes = "POST /openai/v1/chat/completions, POST /openai/v1/responses, GET /openai/v1/models and GET /openai/v1/models/{model}"
+
+// unknownRoute answers a route the wire does not serve in OpenAI's shape.
+func unknownRoute(w http.ResponseWriter, r *http.Request) {
+	writeError(w, newError(http.StatusNotFound, "invalid_request_error", "unknown_url", "",
+		"the box does not serve "+r.Method+" "+quote(r.URL.Path)+"; its OpenAI routes are "+routes))
 }
 
 type handler struct {
@@ -68,14 +80,7 @@ func (h *handler) model(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, modelObject{ID: name, Object: "model", OwnedBy: OwnedBy})
 }
 
-func (h *handler) known(name string) bool {
-	for _, a := range h.cfg.Runtime.Agents() {
-		if a.Name == name {
-			return true
-		}
-	}
-	return false
-}
+func (h *handler) known(name string) bool { return wire.Known(h.cfg.Runtime, name) }
 
 func unknownModel(name string) *apiError {
 	return newError(http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
@@ -91,110 +96,55 @@ func quote(s string) string {
 	return string(b)
 }
 
-// chat runs one turn.
-func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	r, rf := h.cfg.Guard(r, auth.ScopeAgentsRun, false)
-	if rf != nil {
-		writeError(w, refusal(rf))
-		return
-	}
-	turn, req, err := h.turnRequest(w, r)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if !h.known(req.Model) {
-		writeError(w, unknownModel(req.Model))
-		return
-	}
-	id := "chatcmpl-" + randomID()
-	var res agent.Result
-	streamed := req.Stream != nil && *req.Stream
-	if streamed {
-		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-		s := &streamer{w: w, id: id, created: start.Unix(), model: req.Model, includeUsage: includeUsage, calls: map[string]*callState{}}
-		res, err = h.cfg.Runtime.Turn(r.Context(), turn, s.emit)
-		switch {
-		case err != nil && s.sse == nil:
-			h.fail(w, r, err)
-		case err != nil && s.err != nil:
-			// Writing failed: the client went away, and nobody is left to tell.
-			h.log.Debug("stream ended by the client", "agent", turn.Agent, "error", s.err)
-		case err != nil:
-			e, ok := classify(err)
-			h.logFailure(r, err, e, ok)
-			s.fail(e)
-		default:
-			s.finish(res)
-		}
-	} else {
-		res, err = h.cfg.Runtime.Turn(r.Context(), turn, func(agent.Event) error { return nil })
-		if err != nil {
-			h.fail(w, r, err)
-		} else {
-			writeJSON(w, completion(id, start.Unix(), req.Model, res))
-		}
-	}
-	if err == nil {
-		h.log.LogAttrs(r.Context(), slog.LevelDebug, "turn", slog.String("agent", turn.Agent),
-			slog.String("run", res.RunID.String()), slog.String("finish", string(res.Finish)), slog.Bool("stream", streamed),
-			slog.Int("messages", len(turn.Messages)), slog.Int("inputTokens", res.Usage.InputTokens),
-			slog.Int("outputTokens", res.Usage.OutputTokens), slog.Duration("duration", time.Since(start)))
-	}
+// chat is the Chat Completions protocol on the shared turn handler.
+type chat struct{}
+
+// exchange is one request and the answer's id and creation time.
+type exchange struct {
+	req     *chatRequest
+	id      string
+	created int64
 }
 
-// turnRequest reads the body and the box's headers into a turn.
-func (h *handler) turnRequest(w http.ResponseWriter, r *http.Request) (agent.TurnRequest, *chatRequest, error) {
-	req, err := decodeRequest(w, r)
-	if err != nil {
-		return agent.TurnRequest{}, nil, err
+func (chat) Decode(w http.ResponseWriter, r *http.Request) (wire.Call, error) {
+	var req chatRequest
+	if err := wire.DecodeJSON(w, r, maxBody, &req); err != nil {
+		return wire.Call{}, err
 	}
 	if err := req.check(); err != nil {
-		return agent.TurnRequest{}, nil, err
+		return wire.Call{}, err
 	}
 	msgs, err := req.messages()
 	if err != nil {
-		return agent.TurnRequest{}, nil, err
+		return wire.Call{}, err
 	}
 	tools, err := req.tools()
 	if err != nil {
-		return agent.TurnRequest{}, nil, err
+		return wire.Call{}, err
 	}
 	turn, err := wire.WithHeaders(r, agent.TurnRequest{
 		Agent: req.Model, Messages: msgs, Tools: tools, Options: req.options(), Wire: "openai",
 	}, req.User)
 	if err != nil {
-		return agent.TurnRequest{}, nil, err
+		return wire.Call{}, err
 	}
-	return turn, req, nil
+	x := &exchange{req: &req, id: "chatcmpl-" + randomID(), created: time.Now().Unix()}
+	return wire.Call{Turn: turn, Stream: req.Stream != nil && *req.Stream, Request: x}, nil
 }
 
-// fail answers err before anything was written.
-func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if gone(r, err) {
-		return
-	}
-	e, ok := classify(err)
-	h.logFailure(r, err, e, ok)
-	writeError(w, e)
+func (chat) Classify(err error) (wire.Error, bool) { return classify(err) }
+func (chat) Refusal(rf *api.Refusal) wire.Error    { return refusal(rf) }
+func (chat) UnknownModel(name string) wire.Error   { return unknownModel(name) }
+
+func (chat) Reply(w http.ResponseWriter, c wire.Call, res agent.Result) {
+	x := c.Request.(*exchange)
+	writeJSON(w, completion(x.id, x.created, x.req.Model, res))
 }
 
-func (h *handler) logFailure(r *http.Request, err error, e *apiError, ok bool) {
-	switch {
-	case gone(r, err):
-	case !ok:
-		h.log.Error("turn failed", "error", err)
-	case e.status >= 500:
-		h.log.Warn("turn failed", "status", e.status, "code", deref(e.Code))
-	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+func (chat) NewStream(w http.ResponseWriter, c wire.Call) wire.Stream {
+	x := c.Request.(*exchange)
+	includeUsage := x.req.StreamOptions != nil && x.req.StreamOptions.IncludeUsage
+	return &streamer{w: w, id: x.id, created: x.created, model: x.req.Model, includeUsage: includeUsage, calls: map[string]*callState{}}
 }
 
 // Completion shapes.

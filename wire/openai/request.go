@@ -3,14 +3,13 @@ package openaiwire
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/wire"
 )
 
 // maxBody bounds a request body; a long stateless conversation fits.
@@ -134,56 +133,8 @@ func badField(param, format string, args ...any) error {
 // toolNameRe is OpenAI's rule for function names.
 var toolNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// decodeRequest reads one JSON object: unknown fields, trailing data and
-// bodies over maxBody are errors.
-func decodeRequest(w http.ResponseWriter, r *http.Request) (*chatRequest, error) {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	var req chatRequest
-	if err := dec.Decode(&req); err != nil {
-		return nil, describeDecode(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, badField("", "the body must be one JSON object")
-	}
-	return &req, nil
-}
-
-func describeDecode(err error) error {
-	var fe *fieldError
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &fe):
-		return fe
-	case errors.Is(err, io.EOF):
-		return badField("", "the body is empty; send a JSON object")
-	case errors.As(err, &tooBig):
-		return &tooLarge{limit: tooBig.Limit}
-	case errors.As(err, &syn):
-		return badField("", "invalid JSON at byte %d", syn.Offset)
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return badField("", "the body must be a JSON object")
-		}
-		return badField(typ.Field, "%s has the wrong type (%s)", typ.Field, typ.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return badField(name, "unknown field %q", name)
-	}
-	return badField("", "invalid JSON body")
-}
-
-// tooLarge is a body over the limit (413).
-type tooLarge struct{ limit int64 }
-
-func (e *tooLarge) Error() string { return fmt.Sprintf("the body is larger than %d bytes", e.limit) }
-
 // present reports whether a raw field was sent with a value other than null.
-func present(raw json.RawMessage) bool {
-	return len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
-}
+func present(raw json.RawMessage) bool { return wire.Present(raw) }
 
 // check refuses what the box cannot honour.
 func (req *chatRequest) check() error {
@@ -322,6 +273,12 @@ func (req *chatRequest) messages() ([]agent.Message, error) {
 // contentText reads a message's content: null, a string, or an array of
 // text parts (joined with newlines).
 func contentText(raw json.RawMessage, param string) (string, error) {
+	return textParts(raw, param, "text")
+}
+
+// textParts reads null, a string, or an array of text parts of the given
+// types, joined with newlines.
+func textParts(raw json.RawMessage, param string, types ...string) (string, error) {
 	if !present(raw) {
 		return "", nil
 	}
@@ -338,8 +295,8 @@ func contentText(raw json.RawMessage, param string) (string, error) {
 	}
 	texts := make([]string, 0, len(parts))
 	for j, p := range parts {
-		if p.Type != "text" {
-			return "", badField(fmt.Sprintf("%s[%d].type", param, j), "only text content parts are supported (got %q)", p.Type)
+		if !slices.Contains(types, p.Type) {
+			return "", badField(fmt.Sprintf("%s[%d].type", param, j), "only %s content parts are supported (got %q)", strings.Join(types, " and "), p.Type)
 		}
 		if p.Text == nil {
 			return "", badField(fmt.Sprintf("%s[%d].text", param, j), "a text part needs text")
@@ -358,25 +315,34 @@ func (req *chatRequest) tools() ([]agent.Tool, error) {
 		if t.Type != "function" || t.Function == nil || present(t.Custom) {
 			return nil, badField(param+".type", "only tools of type function are supported")
 		}
-		f := t.Function
-		if !toolNameRe.MatchString(f.Name) {
-			return nil, badField(param+".function.name", "a function name is 1 to 64 letters, digits, _ or -")
-		}
-		if seen[f.Name] {
-			return nil, badField(param+".function.name", "the tool %q is declared twice", f.Name)
-		}
-		seen[f.Name] = true
-		tool := agent.Tool{Name: f.Name, Description: f.Description}
-		if present(f.Parameters) {
-			var obj map[string]json.RawMessage
-			if json.Unmarshal(f.Parameters, &obj) != nil {
-				return nil, badField(param+".function.parameters", "parameters must be a JSON Schema object")
-			}
-			tool.Parameters = f.Parameters
+		tool, err := functionTool(param+".function", t.Function.Name, t.Function.Description, t.Function.Parameters, seen)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, tool)
 	}
 	return out, nil
+}
+
+// functionTool checks one function tool (param names its fields) and
+// returns it as a client tool; seen holds the names declared before it.
+func functionTool(param, name, description string, parameters json.RawMessage, seen map[string]bool) (agent.Tool, error) {
+	if !toolNameRe.MatchString(name) {
+		return agent.Tool{}, badField(param+".name", "a function name is 1 to 64 letters, digits, _ or -")
+	}
+	if seen[name] {
+		return agent.Tool{}, badField(param+".name", "the tool %q is declared twice", name)
+	}
+	seen[name] = true
+	tool := agent.Tool{Name: name, Description: description}
+	if present(parameters) {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(parameters, &obj) != nil {
+			return agent.Tool{}, badField(param+".parameters", "parameters must be a JSON Schema object")
+		}
+		tool.Parameters = parameters
+	}
+	return tool, nil
 }
 
 // options are the sampling options passed through.

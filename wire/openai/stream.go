@@ -62,16 +62,35 @@ type streamer struct {
 	includeUsage bool
 	calls        map[string]*callState
 	err          error // the first write error; the client went away
+
+	wroteText bool // a step's text went out
+	separate  bool // the next text starts another step: separate it
 }
 
-func (s *streamer) emit(ev agent.Event) error {
+// Started reports whether the stream began.
+func (s *streamer) Started() bool { return s.sse != nil }
+
+// Broken is the first write error.
+func (s *streamer) Broken() error { return s.err }
+
+// Emit writes a turn's event. The texts of the turn's model steps (around
+// a tool the box runs itself) are one content, separated by
+// agent.StepSeparator, as in a plain answer.
+func (s *streamer) Emit(ev agent.Event) error {
 	if ev.Server {
 		return nil
 	}
 	switch ev.Kind {
+	case agent.EventTextStart:
+		s.separate = s.wroteText
 	case agent.EventTextDelta:
 		if ev.Text != "" {
-			return s.send(delta{Content: &ev.Text})
+			text := ev.Text
+			if s.separate {
+				text, s.separate = agent.StepSeparator+text, false
+			}
+			s.wroteText = true
+			return s.send(delta{Content: &text})
 		}
 	case agent.EventToolCallStart:
 		c := &callState{index: len(s.calls)}
@@ -90,7 +109,7 @@ func (s *streamer) emit(ev agent.Event) error {
 		// pieces did not carry.
 		c := s.calls[ev.ToolCall.ID]
 		if c == nil {
-			if err := s.emit(agent.Event{Kind: agent.EventToolCallStart, ToolCall: ev.ToolCall}); err != nil {
+			if err := s.Emit(agent.Event{Kind: agent.EventToolCallStart, ToolCall: ev.ToolCall}); err != nil {
 				return err
 			}
 			c = s.calls[ev.ToolCall.ID]
@@ -135,8 +154,8 @@ func (s *streamer) write(c chunkObject) error {
 	return s.err
 }
 
-// finish writes the finish chunk, the usage chunk when asked, and [DONE].
-func (s *streamer) finish(res agent.Result) {
+// Finish writes the finish chunk, the usage chunk when asked, and [DONE].
+func (s *streamer) Finish(res agent.Result) {
 	if err := s.start(); err != nil {
 		return
 	}
@@ -144,7 +163,7 @@ func (s *streamer) finish(res agent.Result) {
 	if res.Finish == agent.FinishToolCalls {
 		for _, tc := range res.ToolCalls {
 			if _, ok := s.calls[tc.ID]; !ok {
-				_ = s.emit(agent.Event{Kind: agent.EventToolCallEnd, ToolCall: tc})
+				_ = s.Emit(agent.Event{Kind: agent.EventToolCallEnd, ToolCall: tc})
 			}
 		}
 	}
@@ -159,11 +178,11 @@ func (s *streamer) finish(res agent.Result) {
 	}
 }
 
-// fail ends a stream that began with one error event.
-func (s *streamer) fail(e *apiError) {
+// Fail ends a stream that began with one error event.
+func (s *streamer) Fail(e wire.Error) {
 	if s.err != nil {
 		return
 	}
-	b, _ := json.Marshal(errorBody{Error: e})
+	b, _ := json.Marshal(errorBody{Error: e.(*apiError)})
 	_ = s.sse.Event("", b)
 }

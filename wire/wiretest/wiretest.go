@@ -7,9 +7,12 @@
 package wiretest
 
 import (
+	"errors"
 	"net/http/httptest"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/agent"
@@ -66,4 +69,42 @@ func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config)) 
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &Box{URL: hs.URL, Model: model, Pool: pool, Keys: keys, Runtime: rt}
+}
+
+// WaitFor polls cond every 5 ms until it holds, failing the test after 30
+// seconds or when the test's context ends.
+func WaitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met before the deadline")
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// RunStatus is the status of a run, "" while it is not recorded.
+func (b *Box) RunStatus(t testing.TB, id string) string {
+	t.Helper()
+	var status string
+	err := b.Pool.QueryRow(t.Context(), `SELECT status FROM stackbone_platform.runs WHERE id::text = $1`, id).Scan(&status)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		t.Fatal(err)
+	}
+	return status
+}
+
+// SessionIdle reports whether no turn runs on any session of the box.
+func (b *Box) SessionIdle(t testing.TB) bool {
+	t.Helper()
+	var running int
+	if err := b.Pool.QueryRow(t.Context(), `SELECT count(*) FROM stackbone_platform.sessions WHERE status = 'running'`).Scan(&running); err != nil {
+		t.Fatal(err)
+	}
+	return running == 0
 }
