@@ -520,6 +520,21 @@ func TestSessionLeaseOutlivesOnlyLiveTurns(t *testing.T) {
 	})
 	done := make(chan error, 1)
 	go func() { done <- turn(a, "live", "long") }()
+	// The long turn holds its session once its model request went out.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		asked := false
+		for _, r := range e.model.ChatRequests() {
+			if r.Messages[len(r.Messages)-1].Content == "long" {
+				asked = true
+			}
+		}
+		if asked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the long turn never reached the model")
+		}
+	}
 	if err := turn(b, "dead", "first"); err != nil {
 		t.Fatal(err)
 	}
