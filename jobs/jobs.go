@@ -69,8 +69,15 @@ type Client = river.Client[pgx.Tx]
 // NewClient returns a client working the registry's queues (call Start).
 // With no workers registered it can still insert jobs.
 func NewClient(pool *pgxpool.Pool, reg *Registry, logger *slog.Logger) (*Client, error) {
+	return NewBoxClient(pool, reg, logger, "")
+}
+
+// NewBoxClient is NewClient for the box boxID, whose jobs Heartbeat hands
+// back to the queue within seconds if the box dies ("" picks an id and
+// leaves the rescue to River's window).
+func NewBoxClient(pool *pgxpool.Pool, reg *Registry, logger *slog.Logger, boxID string) (*Client, error) {
 	cfg := &river.Config{Schema: Schema, Logger: logger, Workers: reg.workers, Queues: reg.queues,
-		RescueStuckJobsAfter: RescueAfter}
+		RescueStuckJobsAfter: RescueAfter, ID: boxID}
 	c, err := river.NewClient(riverpgxv5.New(pool), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
@@ -91,6 +92,14 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 		}
 	}
 	// Operators' signals: Prometheus series at /metrics (see package telemetry).
+	// This box's id in the calls it carries and the jobs it runs, so
+	// another box can finish what it leaves if it dies.
+	// Its leases (calls, jobs) are renewed until the drain ended (see
+	// below), and what a dead box left is finished by this box as by any.
+	boxID := "box_" + uuid.NewString()
+	leaseCtx, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLeases()
+	go jobs.Heartbeat(leaseCtx, pool, boxID, log)
 	metrics := telemetry.New()
 	metrics.WatchJobs(pool, jobs.Schema)
 	if cfg.Telemetry.OTLPEndpoint != "" {
@@ -143,15 +152,11 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	aguiwire.Register(handler, aguiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
-	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: runtime, Memory: mem, Settings: settings, Metrics: metrics,
+	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: runtime, Memory: mem, Settings: settings, Metrics: metrics, BoxID: boxID,
 		MaxDuration: cfg.SIP.MaxCallDuration,
 		Runs:        runStore, Speech: voice.ProviderSpeech(registry, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) }), Logger: log})
 	calls.Register(handler)
-	// Call leases are renewed until the drain ended (see below), and calls
-	// whose box died are closed as box_lost by this box as by any other.
-	leaseCtx, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopLeases()
-	go calls.Run(leaseCtx)
+	go calls.Run(leaseCtx) // call leases; calls of dead boxes closed as box_lost
 	memoryStores.Register(handler)
 	retrieval.Register(handler)
 	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: cfg.Rooms, Logger: log})
@@ -183,7 +188,7 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 		return err
 	}
 	retrieval.AddWorkers(queue)
-	jobClient, err := jobs.NewClient(pool, queue, log)
+	jobClient, err := jobs.NewBoxClient(pool, queue, log, boxID)
 	if err != nil {
 		return err
 	}
