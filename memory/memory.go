@@ -185,11 +185,13 @@ func (s *Service) Add(ctx context.Context, req AddRequest) (_ AddResult, err err
 		call.StartedAt = req.Call.StartedAt.UTC().Truncate(time.Microsecond)
 	}
 	result, err := s.commit(ctx, req, revision, facts, kept, updates, deletes, adds, call, run, now)
-	if errors.Is(err, errReplayed) {
+	if errors.Is(err, errReplayed) || (errors.Is(err, ErrConflict) && req.IdempotencyKey != "") {
 		// An add with the same key committed while this one asked the
-		// model: its result stands, this one changed nothing.
-		res, _, rerr := s.replay(ctx, req)
-		return res, rerr
+		// model (its revision bump or its key came first): its result
+		// stands, this one changed nothing.
+		if res, ok, rerr := s.replay(ctx, req); rerr != nil || ok {
+			return res, rerr
+		}
 	}
 	if err != nil {
 		if errors.Is(err, ErrConflict) || errors.Is(err, ErrPersistFailed) || errors.Is(err, ErrSchemaMissing) {
