@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stackbone/box/bench/storesbench"
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/stores"
-	"github.com/stackbone/box/bench/storesbench"
 )
 
 // benchStore is a store of 10,000 memories of about 600 bytes.

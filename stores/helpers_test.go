@@ -20,12 +20,12 @@ import (
 
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/bench/storesbench"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/stores"
-	"github.com/stackbone/box/bench/storesbench"
 )
 
 const testYAML = `

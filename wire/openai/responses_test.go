@@ -176,7 +176,9 @@ func TestResponsesRefusesABranch(t *testing.T) {
 	b := newBox(t)
 	b.model.Script(providertest.Reply{Content: "One."}, providertest.Reply{Content: "Two."}, providertest.Reply{Content: "Three."})
 	c := b.client()
-	in := func(s string) responses.ResponseNewParamsInputUnion { return responses.ResponseNewParamsInputUnion{OfString: openai.String(s)} }
+	in := func(s string) responses.ResponseNewParamsInputUnion {
+		return responses.ResponseNewParamsInputUnion{OfString: openai.String(s)}
+	}
 	first, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "plain", Input: in("1")})
 	if err != nil {
 		t.Fatal(err)
