@@ -21,6 +21,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // Schema holds River's tables.
@@ -77,7 +78,7 @@ func NewClient(pool *pgxpool.Pool, reg *Registry, logger *slog.Logger) (*Client,
 // leaves the rescue to River's window).
 func NewBoxClient(pool *pgxpool.Pool, reg *Registry, logger *slog.Logger, boxID string) (*Client, error) {
 	cfg := &river.Config{Schema: Schema, Logger: logger, Workers: reg.workers, Queues: reg.queues,
-		RescueStuckJobsAfter: RescueAfter, ID: boxID}
+		RescueStuckJobsAfter: RescueAfter, ID: boxID, Middleware: []rivertype.Middleware{&tracing{}}}
 	c, err := river.NewClient(riverpgxv5.New(pool), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)

@@ -447,6 +447,13 @@ func TestTracesReachAnOTLPCollector(t *testing.T) {
 			t.Fatalf("no %q span among %d", name, len(spans))
 		}
 	}
+	jobSpan := false
+	for _, s := range spans {
+		jobSpan = jobSpan || strings.HasPrefix(s.Name, "job ")
+	}
+	if !jobSpan {
+		t.Fatal("no span of a worked job")
+	}
 	ids := map[string]string{} // span id -> name
 	for _, s := range spans {
 		ids[string(s.SpanId)] = s.Name
