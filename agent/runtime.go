@@ -9,6 +9,7 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider"
+	"github.com/stackbone/box/telemetry"
 )
 
 // Models resolves provider/model ids. *provider.Registry implements it.
@@ -38,6 +39,8 @@ type Config struct {
 	MaxSteps int
 	// ModelTimeout bounds one turn. Defaults to 5 minutes.
 	ModelTimeout time.Duration
+	// Metrics records each finished turn by wire and finish (nil: none).
+	Metrics *telemetry.Metrics
 	// SessionLease is how long a running turn holds its session without a
 	// heartbeat from its box (default 15 s): a turn whose box died frees
 	// the session this long after the box's last heartbeat.

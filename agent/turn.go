@@ -588,7 +588,10 @@ func (t *turn) finish(ctx context.Context, res Result) error {
 		}
 		return err
 	}
-	t.rt.log.Info("turn", "agent", t.agentName, "run", t.run.ID, "finish", res.Finish, "ms", ms,
+	wireName, _ := t.run.Metadata["wire"].(string)
+	t.rt.cfg.Metrics.Turn(wireName, string(res.Finish), time.Duration(ms)*time.Millisecond)
+	// Per turn: debug only; operators watch stackbone_turns_seconds.
+	t.rt.log.Debug("turn", "agent", t.agentName, "run", t.run.ID, "finish", res.Finish, "ms", ms,
 		"in", t.usage.InputTokens, "out", t.usage.OutputTokens, "tools", len(t.toolCalls))
 	return nil
 }

@@ -36,6 +36,7 @@ type Metrics struct {
 	memoryOps    *prometheus.HistogramVec
 	httpRequests *prometheus.HistogramVec
 	pacing       prometheus.Histogram
+	turns        *prometheus.HistogramVec
 }
 
 // Buckets of latencies from a millisecond to a minute.
@@ -69,7 +70,10 @@ func New() *Metrics {
 	m.pacing = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "stackbone_sip_pacing_error_seconds",
 		Help:    "How far each interval between the agent's RTP packets strayed from 20 ms.",
 		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .5}})
-	reg.MustRegister(m.pacing)
+	m.turns = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "stackbone_turns_seconds",
+		Help: "Finished agent turns by wire (openai, anthropic, agui, voice...) and finish reason.", Buckets: latencyBuckets},
+		[]string{"wire", "finish"})
+	reg.MustRegister(m.pacing, m.turns)
 	reg.MustRegister(m.callsActive, m.callsTotal, m.callSetup, m.turnStage, m.provider, m.memoryOps, m.httpRequests)
 	return m
 }
@@ -98,6 +102,16 @@ func (m *Metrics) CallEnded(direction, outcome string) {
 	if m != nil {
 		m.callsActive.WithLabelValues(direction).Dec()
 		m.callsTotal.WithLabelValues(direction, outcome).Inc()
+	}
+}
+
+// Turn records one finished agent turn.
+func (m *Metrics) Turn(wire, finish string, d time.Duration) {
+	if m != nil {
+		if wire == "" {
+			wire = "other"
+		}
+		m.turns.WithLabelValues(wire, finish).Observe(d.Seconds())
 	}
 }
 

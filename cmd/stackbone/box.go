@@ -146,7 +146,7 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	listener.Subscribe("auth", keys.Invalidate)
 	listener.Subscribe("settings", settings.Invalidate)
 	go listener.Run(ctx)
-	runtime := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log,
+	runtime := agent.New(agent.Config{Metrics: metrics, Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log,
 		Tools: agent.Sources(memoryStores.Tools(), retrieval.Tools(cfg.Agents))})
 	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: runtime, Config: cfg, Logger: log, Metrics: metrics})
 	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})

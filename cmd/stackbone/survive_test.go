@@ -313,7 +313,8 @@ func TestMetricsMoveWithCallsAndTurns(t *testing.T) {
 	resp.Body.Close()
 	text := scrape()
 	if metricValue(text, `stackbone_http_request_seconds_count{route="POST /openai/v1/chat/completions",status="200"}`) < 1 ||
-		metricValue(text, `stackbone_provider_request_seconds_count{kind="chat",result="ok"}`) < 1 {
+		metricValue(text, `stackbone_provider_request_seconds_count{kind="chat",result="ok"}`) < 1 ||
+		metricValue(text, `stackbone_turns_seconds_count{finish="stop",wire="openai"}`) < 1 {
 		t.Fatalf("a chat turn moved no series:\n%s", grepLines(text, "stackbone_"))
 	}
 
