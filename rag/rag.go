@@ -19,6 +19,7 @@ import (
 	"github.com/stackbone/box/objectstore"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/telemetry"
 )
 
 // Defaults of a collection created without a model.
@@ -64,6 +65,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Hybrid fuses full-text ranking into retrievals that do not say.
 	Hybrid bool
+	// Metrics records retrievals and ingest attempts (nil: none).
+	Metrics *telemetry.Metrics
 	// IngestMaxAttempts is how often River tries an ingest job before it
 	// is failed for good (a retry route starts it again). Default 5.
 	IngestMaxAttempts int

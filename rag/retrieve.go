@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -97,7 +98,8 @@ type SearchRequest struct {
 // Search answers the chunks nearest req.Vector, best first. Errors:
 // ErrInvalidRequest, ErrCollectionNotFound, ErrModelMismatch (a vector of
 // another dimension), ErrUnavailable.
-func (s *Service) Search(ctx context.Context, req SearchRequest) ([]Hit, error) {
+func (s *Service) Search(ctx context.Context, req SearchRequest) (_ []Hit, err error) {
+	defer func(start time.Time) { s.cfg.Metrics.RAG("retrieve", err, time.Since(start)) }(time.Now())
 	c, err := s.collection(ctx, s.cfg.Pool, req.Collection)
 	if err != nil {
 		return nil, err

@@ -59,7 +59,8 @@ func (w *ingestWorker) NextRetry(job *river.Job[IngestArgs]) time.Time {
 // document's chunks in one transaction, so an attempt cut short by a crash
 // or a shutdown leaves the old chunks, and the next attempt (River retries
 // it, or rescues it from a dead box) does the whole work again.
-func (w *ingestWorker) Work(ctx context.Context, job *river.Job[IngestArgs]) error {
+func (w *ingestWorker) Work(ctx context.Context, job *river.Job[IngestArgs]) (err error) {
+	defer func(start time.Time) { w.s.cfg.Metrics.RAG("ingest", err, time.Since(start)) }(time.Now())
 	return w.s.runIngest(ctx, job.ID, job.Attempt, job.MaxAttempts, job.Args.DocumentID)
 }
 

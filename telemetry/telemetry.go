@@ -37,6 +37,7 @@ type Metrics struct {
 	httpRequests *prometheus.HistogramVec
 	pacing       prometheus.Histogram
 	turns        *prometheus.HistogramVec
+	rag          *prometheus.HistogramVec
 }
 
 // Buckets of latencies from a millisecond to a minute.
@@ -73,7 +74,10 @@ func New() *Metrics {
 	m.turns = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "stackbone_turns_seconds",
 		Help: "Finished agent turns by wire (openai, anthropic, agui, voice...) and finish reason.", Buckets: latencyBuckets},
 		[]string{"wire", "finish"})
-	reg.MustRegister(m.pacing, m.turns)
+	m.rag = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "stackbone_rag_seconds",
+		Help:    "Retrieval: retrieve (one search) and ingest (one attempt of a document's job), by result (ok or error).",
+		Buckets: latencyBuckets}, []string{"op", "result"})
+	reg.MustRegister(m.pacing, m.turns, m.rag)
 	reg.MustRegister(m.callsActive, m.callsTotal, m.callSetup, m.turnStage, m.provider, m.memoryOps, m.httpRequests)
 	return m
 }
@@ -112,6 +116,17 @@ func (m *Metrics) Turn(wire, finish string, d time.Duration) {
 			wire = "other"
 		}
 		m.turns.WithLabelValues(wire, finish).Observe(d.Seconds())
+	}
+}
+
+// RAG records one retrieval or ingest attempt.
+func (m *Metrics) RAG(op string, err error, d time.Duration) {
+	if m != nil {
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		m.rag.WithLabelValues(op, result).Observe(d.Seconds())
 	}
 }
 

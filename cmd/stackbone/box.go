@@ -137,7 +137,7 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	if err != nil {
 		return err
 	}
-	retrieval, err := rag.New(rag.Config{Pool: pool, Models: registry, Store: originals, Runs: runStore, Logger: log, Hybrid: cfg.RAG.Hybrid})
+	retrieval, err := rag.New(rag.Config{Metrics: metrics, Pool: pool, Models: registry, Store: originals, Runs: runStore, Logger: log, Hybrid: cfg.RAG.Hybrid})
 	if err != nil {
 		return err
 	}
