@@ -270,19 +270,7 @@ func (r *Runtime) persist(ctx context.Context, t turnRecord) error {
 	return nil
 }
 
-func queueRun(b *pgx.Batch, r runs.Run) {
-	meta, _ := json.Marshal(r.Metadata)
-	if r.Metadata == nil {
-		meta = []byte("{}")
-	}
-	b.Queue(`
-		INSERT INTO stackbone_platform.runs
-		  (id, kind, agent_id, status, model, input_tokens, output_tokens, cost_usd, error_code,
-		   started_at, finished_at, duration_ms, metadata)
-		VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, NULLIF($9, ''), $10, $11, $12, $13)`,
-		r.ID, r.Kind, r.AgentID, r.Status, r.Model, r.InputTokens, r.OutputTokens, r.CostUSD, r.ErrorCode,
-		r.StartedAt, r.FinishedAt, r.DurationMS, meta)
-}
+func queueRun(b *pgx.Batch, r runs.Run) { runs.QueueInsert(b, r) }
 
 // previewOf is the first user message of a conversation, clipped.
 func previewOf(msgs []Message) string {

@@ -383,19 +383,7 @@ func indexOf(facts []Fact, id uuid.UUID) int {
 	return -1
 }
 
-func queueRun(b *pgx.Batch, r runs.Run) {
-	if r.Metadata == nil {
-		r.Metadata = map[string]any{}
-	}
-	meta, _ := json.Marshal(r.Metadata)
-	b.Queue(`
-		INSERT INTO stackbone_platform.runs
-		  (id, kind, agent_id, status, model, input_tokens, output_tokens, cost_usd, error_code,
-		   started_at, finished_at, duration_ms, metadata)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11, $12, $13)`,
-		r.ID, r.Kind, r.AgentID, r.Status, r.Model, r.InputTokens, r.OutputTokens, r.CostUSD, r.ErrorCode,
-		r.StartedAt, r.FinishedAt, r.DurationMS, meta)
-}
+func queueRun(b *pgx.Batch, r runs.Run) { runs.QueueInsert(b, r) }
 
 func (s *Service) insertRun(ctx context.Context, r runs.Run) error {
 	var b pgx.Batch

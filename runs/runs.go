@@ -72,6 +72,32 @@ type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
+// The one statement that writes a run: every writer of the runs table goes
+// through InsertWith or QueueInsert.
+const insertSQL = `
+	INSERT INTO stackbone_platform.runs
+	  (id, kind, agent_id, status, model, input_tokens, output_tokens, cost_usd, error_code,
+	   started_at, finished_at, duration_ms, metadata)
+	VALUES ($1, $2, NULLIF($3, ''), $4, NULLIF($5, ''), $6, $7, $8, NULLIF($9, ''), $10, $11, $12, $13)`
+
+func insertArgs(r Run, meta []byte) []any {
+	return []any{r.ID, r.Kind, r.AgentID, r.Status, r.Model, r.InputTokens, r.OutputTokens, r.CostUSD, r.ErrorCode,
+		r.StartedAt, r.FinishedAt, r.DurationMS, meta}
+}
+
+// QueueInsert queues the write of a run on a batch, so it commits in the
+// same round trip and transaction as the work it records.
+func QueueInsert(b *pgx.Batch, r Run) {
+	if r.ID == uuid.Nil {
+		r.ID = uuid.New()
+	}
+	meta, err := json.Marshal(orEmpty(r.Metadata))
+	if err != nil {
+		meta = []byte("{}")
+	}
+	b.Queue(insertSQL, insertArgs(r, meta)...)
+}
+
 // InsertWith writes a run through db, so it can commit in the same
 // transaction as the work it records.
 func InsertWith(ctx context.Context, db Execer, r Run) error {
@@ -82,13 +108,7 @@ func InsertWith(ctx context.Context, db Execer, r Run) error {
 	if err != nil {
 		return fmt.Errorf("runs: metadata: %w", err)
 	}
-	_, err = db.Exec(ctx, `
-		INSERT INTO stackbone_platform.runs
-		  (id, kind, agent_id, status, model, input_tokens, output_tokens, cost_usd, error_code,
-		   started_at, finished_at, duration_ms, metadata)
-		VALUES ($1, $2, NULLIF($3, ''), $4, NULLIF($5, ''), $6, $7, $8, NULLIF($9, ''), $10, $11, $12, $13)`,
-		r.ID, r.Kind, r.AgentID, r.Status, r.Model, r.InputTokens, r.OutputTokens, r.CostUSD, r.ErrorCode,
-		r.StartedAt, r.FinishedAt, r.DurationMS, meta)
+	_, err = db.Exec(ctx, insertSQL, insertArgs(r, meta)...)
 	if err != nil {
 		return fmt.Errorf("runs: insert: %w", err)
 	}

@@ -66,21 +66,9 @@ func (s *Service) ask(ctx context.Context, modelID, system, user string) (asked,
 	return a, nil
 }
 
-// queueRun writes a run history row inside tx (the same columns as
-// runs.Store.Insert, so the run commits with what it did).
-func queueRun(ctx context.Context, tx pgx.Tx, r runs.Run) error {
-	meta, err := json.Marshal(r.Metadata)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO stackbone_platform.runs
-		  (id, kind, agent_id, status, model, input_tokens, output_tokens, cost_usd, error_code,
-		   started_at, finished_at, duration_ms, metadata)
-		VALUES ($1, $2, NULLIF($3, ''), $4, NULLIF($5, ''), $6, $7, $8, NULLIF($9, ''), $10, $11, $12, $13)`,
-		r.ID, r.Kind, r.AgentID, r.Status, r.Model, r.InputTokens, r.OutputTokens, r.CostUSD, r.ErrorCode,
-		r.StartedAt, r.FinishedAt, r.DurationMS, meta)
-	return err
-}
+// queueRun writes a run history row inside tx, so the run commits with
+// what it did.
+func queueRun(ctx context.Context, tx pgx.Tx, r runs.Run) error { return runs.InsertWith(ctx, tx, r) }
 
 func finishRun(r *runs.Run, a asked, err error) {
 	end := time.Now()
