@@ -162,7 +162,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL)
+	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
 	if err != nil {
 		return CallsReport{}, err
 	}

@@ -69,7 +69,7 @@ func Memory(ctx context.Context, cfg MemoryConfig) (Report, error) {
 	}
 	log := cfg.Logger
 
-	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL)
+	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
 	if err != nil {
 		return Report{}, err
 	}
@@ -254,9 +254,9 @@ func seed(ctx context.Context, pool *pgxpool.Pool, cfg MemoryConfig) error {
 	return err
 }
 
-// freshDatabase creates a database for the run on the server at adminURL and
+// FreshDatabase creates a database for the run on the server at adminURL and
 // returns its URL and a function that drops it.
-func freshDatabase(ctx context.Context, adminURL string) (string, func(), error) {
+func FreshDatabase(ctx context.Context, adminURL string) (string, func(), error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := "stackbone_bench_" + hex.EncodeToString(b[:])

@@ -89,7 +89,7 @@ func RAG(ctx context.Context, cfg RAGConfig) (RAGReport, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL)
+	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
 	if err != nil {
 		return RAGReport{}, err
 	}

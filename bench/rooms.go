@@ -88,7 +88,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	for _, n := range cfg.Steps {
 		maxN = max(maxN, n)
 	}
-	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL)
+	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
 	if err != nil {
 		return Report{}, nil, err
 	}

@@ -99,7 +99,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakReport, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL)
+	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
 	if err != nil {
 		return SoakReport{}, err
 	}

@@ -100,7 +100,7 @@ func Studio(ctx context.Context, cfg StudioConfig) (StudioReport, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL)
+	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
 	if err != nil {
 		return StudioReport{}, err
 	}

@@ -73,7 +73,7 @@ func Turns(ctx context.Context, cfg TurnsConfig) (Report, error) {
 		cfg.ChunkDelay = 20 * time.Millisecond
 	}
 	cfg.ChunkDelay = max(cfg.ChunkDelay, 0)
-	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL)
+	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
 	if err != nil {
 		return Report{}, err
 	}

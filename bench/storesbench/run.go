@@ -2,8 +2,6 @@ package storesbench
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -63,7 +61,7 @@ func Run(ctx context.Context, cfg Config) (bench.Report, error) {
 		return bench.Report{}, fmt.Errorf("storesbench: a store holds at most %d memories", stores.MaxMemories)
 	}
 	log := cfg.Logger
-	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL)
+	dbURL, drop, err := bench.FreshDatabase(ctx, cfg.AdminURL)
 	if err != nil {
 		return bench.Report{}, err
 	}
@@ -287,43 +285,3 @@ func drive(n, c int, rec *recorder, op func(worker, i int) error) {
 	wg.Wait()
 }
 
-// freshDatabase creates a database for the run and returns its URL and a
-// function that drops it.
-func freshDatabase(ctx context.Context, adminURL string) (string, func(), error) {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "stackbone_bench_" + hex.EncodeToString(b[:])
-	admin, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return "", nil, fmt.Errorf("storesbench: connect: %w", err)
-	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		admin.Close(ctx)
-		return "", nil, fmt.Errorf("storesbench: create database: %w", err)
-	}
-	drop := func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = admin.Exec(dctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		admin.Close(dctx)
-	}
-	u, err := withDatabase(adminURL, name)
-	if err != nil {
-		drop()
-		return "", nil, err
-	}
-	return u, drop, nil
-}
-
-// withDatabase returns the connection string with another database name.
-func withDatabase(connString, name string) (string, error) {
-	if strings.HasPrefix(connString, "postgres://") || strings.HasPrefix(connString, "postgresql://") {
-		u, err := url.Parse(connString)
-		if err != nil {
-			return "", fmt.Errorf("storesbench: database URL: %w", err)
-		}
-		u.Path = "/" + name
-		return u.String(), nil
-	}
-	return connString + " dbname=" + name, nil
-}
