@@ -75,6 +75,9 @@ type Config struct {
 	RetryBackoff func(attempt int) time.Duration
 	// IngestTimeout bounds one ingest attempt. Default 10 minutes.
 	IngestTimeout time.Duration
+	// Parse bounds what parsing one uploaded file may inflate (pages,
+	// bytes, text runs, time); zero fields take their defaults.
+	Parse ParseLimits
 	// EmbedBatch is how many texts go in one embeddings request. Default 128.
 	EmbedBatch int
 	// ChunkChars and OverlapChars shape the chunks of uploaded files.

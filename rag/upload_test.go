@@ -325,3 +325,19 @@ func TestDeleteRemovesChunksAndOriginal(t *testing.T) {
 		t.Fatalf("%d chunks left", n)
 	}
 }
+
+// A PDF bomb fails its document for its content, with the reason, and is
+// never tried again (it was a poison job: each rescue took the box down).
+func TestPDFBombFailsOnceWithItsReason(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var res rag.UploadResult
+	e.must(e.upload("default", "bomb.pdf", rag.BombPDF(t, 8<<20), ""), http.StatusAccepted, &res)
+	d := e.waitDocument(res.Document.ID, "failed")
+	if d.Error == nil || d.Error.Code != "rag_parse_failed" || !strings.Contains(d.Error.Message, "inflates to over") || d.Attempts != 1 {
+		t.Fatalf("document = %+v (error %+v)", d, d.Error)
+	}
+	if j := e.waitJob(*d.JobID, "cancelled"); j.Attempt != 1 {
+		t.Fatalf("a content failure was retried: %+v", j)
+	}
+}
