@@ -7,6 +7,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,7 +118,13 @@ func (s *Server) routes() {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-	s.mux.ServeHTTP(sw, r)
+	if err := checkURL(r.URL); err != nil {
+		// Before routing: a path value or query parameter with a NUL or
+		// invalid UTF-8 never reaches a handler or the database.
+		writeError(sw, http.StatusBadRequest, "invalid_request", err.Error())
+	} else {
+		s.mux.ServeHTTP(sw, r)
+	}
 	s.cfg.Metrics.HTTP(r.Pattern, sw.status, time.Since(start))
 	s.log.LogAttrs(r.Context(), slog.LevelDebug, "request", slog.String("method", r.Method),
 		slog.String("route", r.Pattern), slog.Int("status", sw.status), slog.Duration("duration", time.Since(start)))
@@ -332,7 +339,14 @@ func (e *decodeError) Error() string { return e.msg }
 // plain `curl -d` works; every route needs a bearer key, so a browser form
 // cannot forge a request.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	raw, err := ReadBody(w, r, limit)
+	if err != nil {
+		if isTextError(err) {
+			return &decodeError{err.Error()}
+		}
+		return &decodeError{describeDecode(err, limit)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return &decodeError{describeDecode(err, limit)}

@@ -136,6 +136,10 @@ func (s *Service) httpUpload(w http.ResponseWriter, r *http.Request) {
 		switch part.FormName() {
 		case "metadata":
 			b, err := io.ReadAll(io.LimitReader(part, MaxMetadataBytes+1))
+			if terr := api.CheckText(b); terr != nil {
+				s.fail(w, r, fmt.Errorf("%w: metadata: %v", ErrInvalidRequest, terr))
+				return
+			}
 			if err != nil || len(b) > MaxMetadataBytes || json.Unmarshal(b, &meta) != nil || meta == nil {
 				s.fail(w, r, fmt.Errorf("%w: metadata must be a JSON object of at most %d bytes", ErrInvalidRequest, MaxMetadataBytes))
 				return

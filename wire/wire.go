@@ -151,6 +151,7 @@ const (
 	DecodeNotObject                       // JSON, but not one object
 	DecodeType                            // a field of the wrong type
 	DecodeUnknown                         // a field the wire does not know
+	DecodeText                            // a string with a NUL or invalid UTF-8 (api.CheckText)
 )
 
 func (e *DecodeError) Error() string {
@@ -165,6 +166,8 @@ func (e *DecodeError) Error() string {
 		return fmt.Sprintf("%s has the wrong type (%s)", e.Field, e.Value)
 	case DecodeUnknown:
 		return fmt.Sprintf("unknown field %q", e.Field)
+	case DecodeText:
+		return (&api.TextError{Field: e.Field}).Error()
 	}
 	return "the body must be one JSON object"
 }
@@ -173,7 +176,20 @@ func (e *DecodeError) Error() string {
 // fields, trailing data and larger bodies are a *DecodeError. Errors of v's
 // own UnmarshalJSON methods are returned as they are.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	// The text is checked on the raw bytes, before decoding turns invalid
+	// UTF-8 into U+FFFD, and before anything reaches a model or PostgreSQL.
+	raw, err := api.ReadBody(w, r, limit)
+	var te *api.TextError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &te):
+		return &DecodeError{Kind: DecodeText, Field: te.Field}
+	case errors.As(err, &tooBig):
+		return &DecodeError{Kind: DecodeTooLarge, Limit: tooBig.Limit}
+	case err != nil:
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var syn *json.SyntaxError
