@@ -87,6 +87,22 @@ type HTTP struct {
 	Addr string `yaml:"addr"`
 	// CORS lets browser clients call the text wires; off by default.
 	CORS CORS `yaml:"cors"`
+	// HeaderTimeout bounds reading a request's headers (default 10s).
+	HeaderTimeout time.Duration `yaml:"headerTimeout"`
+	// BodyTimeout bounds reading a JSON request body (default 30s).
+	BodyTimeout time.Duration `yaml:"bodyTimeout"`
+	// UploadTimeout bounds reading a multipart upload body (default 10m).
+	UploadTimeout time.Duration `yaml:"uploadTimeout"`
+	// WriteTimeout bounds writing a response that is not a stream
+	// (default 6m: longer than a turn). Streams (server-sent events) have
+	// no write deadline; the turn timeout and the provider timeouts bound them.
+	WriteTimeout time.Duration `yaml:"writeTimeout"`
+	// IdleTimeout closes a keep-alive connection that sends no request
+	// (default 60s).
+	IdleTimeout time.Duration `yaml:"idleTimeout"`
+	// MaxConnections caps open connections; more wait to be accepted.
+	// Default: half the process's open-file limit, at most 4096.
+	MaxConnections int `yaml:"maxConnections"`
 }
 
 // CORS lists the origins (scheme://host[:port], or "*" for any) allowed to

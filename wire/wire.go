@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stackbone/box/agent"
@@ -101,6 +102,9 @@ func NewSSE(w http.ResponseWriter) *SSE {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
+	// A stream has no write deadline: the server's is for answers that are
+	// not streams; the turn's timeout bounds a stream.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	f, _ := w.(http.Flusher)
 	return &SSE{w: w, f: f}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -201,11 +200,11 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	}
 	defer jobClient.Stop(context.WithoutCancel(ctx))
 
-	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
+	ln, err := api.Listen(cfg.HTTP.Addr, cfg.HTTP.MaxConnections)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	srv := &http.Server{Handler: telemetry.Handler(wire.CORS(cfg.HTTP.CORS.AllowedOrigins, handler)), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := api.HTTPServer(telemetry.Handler(wire.CORS(cfg.HTTP.CORS.AllowedOrigins, handler)), cfg.HTTP, log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("the box is serving", "http", "http://"+ln.Addr().String(), "agents", cfg.AgentNames())
