@@ -5,9 +5,14 @@ import (
 	"compress/zlib"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -90,6 +95,48 @@ func TestPDFBombIsBounded(t *testing.T) {
 		_, err := parse(kindPDF, small, tc.lim)
 		if !errors.Is(err, ErrParseFailed) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want %q", tc.lim, err, tc.want)
+		}
+	}
+}
+
+type fullDisk struct{}
+
+func (fullDisk) Write([]byte) (int, error) { return 0, &os.PathError{Op: "write", Path: "/var/tmp/stackbone-upload-1", Err: syscall.ENOSPC} }
+
+// A full disk is the box's failure (5xx), a cut upload the client's (4xx),
+// and neither message carries a path or the OS's text.
+func TestUploadCopyTellsBoxFailuresFromClientFailures(t *testing.T) {
+	t.Parallel()
+	_, err := copyUpload(fullDisk{}, strings.NewReader("hello"))
+	if !errors.Is(err, ErrUnavailable) || strings.Contains(err.Error(), "/var/tmp") || strings.Contains(err.Error(), "no space") {
+		t.Fatalf("full disk: %v", err)
+	}
+	if _, status := classify(err); status < 500 {
+		t.Fatalf("full disk answered %d", status)
+	}
+	_, err = copyUpload(io.Discard, io.MultiReader(strings.NewReader("he"), iotest.ErrReader(errors.New("read tcp 10.0.0.1:4242: connection reset"))))
+	if !errors.Is(err, ErrInvalidRequest) || strings.Contains(err.Error(), "10.0.0.1") {
+		t.Fatalf("cut upload: %v", err)
+	}
+}
+
+// Spool files a killed box left are swept; fresh ones (a live upload) stay.
+func TestSweepSpool(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old, fresh := filepath.Join(dir, "stackbone-upload-old"), filepath.Join(dir, "stackbone-upload-new")
+	os.WriteFile(old, []byte("x"), 0o600)
+	os.WriteFile(fresh, []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(dir, "other"), []byte("x"), 0o600)
+	past := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(old, past, past)
+	os.Chtimes(filepath.Join(dir, "other"), past, past)
+	if n, err := sweepSpool(dir, time.Hour); err != nil || n != 1 {
+		t.Fatalf("swept %d, %v", n, err)
+	}
+	for name, want := range map[string]bool{old: false, fresh: true, filepath.Join(dir, "other"): true} {
+		if _, err := os.Stat(name); (err == nil) != want {
+			t.Errorf("%s exists = %v, want %v", name, err == nil, want)
 		}
 	}
 }
