@@ -81,7 +81,13 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	if err := validateMessages(req.Messages); err != nil {
 		return Result{}, err
 	}
-	mem, sel, err := r.memorySnapshotFor(ctx, req.Agent, req.Identities)
+	// The caller's key decides whom it may act for (identity.Policy): every
+	// wire's turn passes here, so none can name another person.
+	ids, err := identity.PolicyFrom(ctx).Admit(req.Identities)
+	if err != nil {
+		return Result{}, err
+	}
+	mem, sel, err := r.memorySnapshotFor(ctx, req.Agent, ids)
 	if err != nil {
 		return Result{}, err
 	}

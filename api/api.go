@@ -24,6 +24,7 @@ import (
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/telemetry"
@@ -171,7 +172,33 @@ func (s *Server) Guard(r *http.Request, scope string, xAPIKey bool) (*http.Reque
 	if scope != "" && !key.Has(scope) {
 		return nil, &Refusal{http.StatusForbidden, "forbidden", "the API key lacks the scope " + scope}
 	}
-	return r.WithContext(context.WithValue(r.Context(), keyCtx{}, key)), nil
+	if key.Restricted() && !personRoutes[r.Pattern] {
+		return nil, &Refusal{http.StatusForbidden, "forbidden",
+			"the API key is restricted to its own identities; this route spans persons and needs a key trusted to name any identity"}
+	}
+	ctx := context.WithValue(r.Context(), keyCtx{}, key)
+	return r.WithContext(identity.WithPolicy(ctx, key.Policy())), nil
+}
+
+// personRoutes are the routes a restricted key may use: each acts for one
+// person, whose identities are admitted against the key's policy (a turn
+// on a text wire, a person's memory, a call start). Every other route
+// (runs, sessions, calls lists, settings, stores, RAG) spans persons.
+var personRoutes = map[string]bool{
+	"POST /openai/v1/chat/completions": true,
+	"GET /openai/v1/models":            true,
+	"GET /openai/v1/models/{model}":    true,
+	"POST /anthropic/v1/messages":      true,
+	"POST /agui/{agent}":               true,
+	"POST /api/memory/add":             true,
+	"POST /api/memory/recall":          true,
+	"POST /api/memory/delete-all":      true,
+	"POST /api/voice/rooms":            true,
+	"GET /api/voice/rooms/{id}":        true,
+	"DELETE /api/voice/rooms/{id}":     true,
+	"POST /api/voice/rooms/{id}/offer": true,
+	"POST /api/voice/calls":            true,
+	"GET /api/capabilities":            true,
 }
 
 // Authed wraps h: a valid bearer key is required (401 otherwise), holding
@@ -305,6 +332,7 @@ var errorStatus = map[string]int{
 	"memory_unavailable":          http.StatusServiceUnavailable,
 	"memory_identity_key_fixed":   http.StatusConflict,
 	"agent_not_found":             http.StatusNotFound,
+	"identity_forbidden":          http.StatusForbidden,
 	"not_found":                   http.StatusNotFound,
 	"invalid_request":             http.StatusBadRequest,
 }
@@ -315,6 +343,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := memory.Code(err)
 	if code == "" && errors.Is(err, runs.ErrNotFound) {
 		code = "not_found"
+	}
+	if code == "" && errors.Is(err, identity.ErrForbidden) {
+		code = "identity_forbidden"
 	}
 	status, ok := errorStatus[code]
 	if !ok {

@@ -474,6 +474,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusConflict, "rooms_already_joined"
 	case errors.Is(err, ErrEnded):
 		return http.StatusConflict, "room_ended"
+	case errors.Is(err, identity.ErrForbidden):
+		return http.StatusForbidden, "identity_forbidden"
 	case errors.Is(err, ErrBadOffer), errors.Is(err, identity.ErrInvalid):
 		return http.StatusBadRequest, "rooms_invalid_request"
 	case errors.Is(err, ErrBackend):

@@ -45,6 +45,7 @@ var turnErrors = []struct {
 	{agent.ErrStorage, http.StatusServiceUnavailable, "storage_unavailable", "session storage is unavailable", false},
 	{identity.ErrInvalid, http.StatusBadRequest, "invalid_identities", "", false},
 	{identity.ErrConflict, http.StatusBadRequest, "invalid_identities", "", false},
+	{identity.ErrForbidden, http.StatusForbidden, "identity_forbidden", "", true},
 	{ErrBadHeaders, http.StatusBadRequest, "invalid_headers", "", false},
 	{context.DeadlineExceeded, http.StatusGatewayTimeout, "timeout", "the turn took longer than the box allows", false},
 }

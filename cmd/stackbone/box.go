@@ -86,8 +86,22 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 
 	keys := auth.NewStore(pool)
 	if opt.devKey {
-		if err := keys.Ensure(ctx, auth.DevKey, auth.DevKey, auth.AllScopes); err != nil {
+		err := keys.Ensure(ctx, auth.DevKey, auth.DevKey, auth.AllScopes)
+		switch {
+		case errors.Is(err, auth.ErrRevoked):
+			log.Warn("the dev key local-dev was revoked in this database and stays revoked; create a key with `stackbone keys create`")
+		case err != nil:
 			return err
+		}
+	} else {
+		// The dev key's secret is public: a database that ran `dev` must
+		// not serve production with it.
+		live, err := keys.Live(ctx, auth.DevKey)
+		if err != nil {
+			return err
+		}
+		if live {
+			return fmt.Errorf("the dev key %s (whose secret is public) is valid in this database; revoke it before serving: stackbone keys revoke %s", auth.DevKey, auth.DevKey)
 		}
 	}
 	// Operators' signals: Prometheus series at /metrics (see package telemetry).

@@ -69,6 +69,7 @@ var errorMap = []struct {
 	{agent.ErrInvalidRequest, http.StatusBadRequest, "invalid_request"},
 	{identity.ErrInvalid, http.StatusBadRequest, "invalid_request"},
 	{identity.ErrConflict, http.StatusBadRequest, "invalid_request"},
+	{identity.ErrForbidden, http.StatusForbidden, "identity_forbidden"},
 	{agent.ErrSessionBusy, http.StatusConflict, "session_busy"},
 	{agent.ErrDecisionPending, http.StatusConflict, "decision_pending"},
 	{agent.ErrProvider, http.StatusBadGateway, "provider_failed"},

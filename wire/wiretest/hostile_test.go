@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/identity"
+	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/wire"
 	aguiwire "github.com/stackbone/box/wire/agui"
 	anthropicwire "github.com/stackbone/box/wire/anthropic"
@@ -29,19 +32,7 @@ func allWires(mux wire.Mux, cfg wire.Config) {
 
 func post(t *testing.T, b *wiretest.Box, path, body string, headers ...string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", b.URL+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+wiretest.Key)
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(raw)
+	return do(t, b, wiretest.Key, "POST", path, body, headers...)
 }
 
 // NUL characters and bytes that are not UTF-8 are refused at the edge of
@@ -83,5 +74,92 @@ func TestBadBytesAreRefusedAtEveryWire(t *testing.T) {
 	}
 	if n := len(b.Model.Requests()); n != 0 {
 		t.Fatalf("the model was called %d times for refused requests", n)
+	}
+}
+
+// do sends method path with the given key and returns the status and body.
+func do(t *testing.T, b *wiretest.Box, key, method, path, body string, headers ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, b.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
+}
+
+// A key restricted to one person cannot reach another person's memory
+// through any wire, the memory routes, a tool or a route that spans
+// persons; naming no identity, it acts as its own person.
+func TestRestrictedKeyReachesOnlyItsPerson(t *testing.T) {
+	t.Parallel()
+	b := wiretest.New(t, agents, allWires)
+	ctx := t.Context()
+	for _, p := range []struct{ user, fact string }{{"cust_A", "A drinks green tea."}, {"cust_B", "B is allergic to nuts."}} {
+		b.Model.Script(providertest.Reply{Content: `{"operations":[{"op":"add","content":"` + p.fact + `"}],"summary":"A first call."}`})
+		if status, body := do(t, b, wiretest.Key, "POST", "/api/memory/add",
+			`{"agentId":"support","userId":"`+p.user+`","content":"hello"}`); status != http.StatusOK {
+			t.Fatalf("seed %s: %d %s", p.user, status, body)
+		}
+	}
+	secret, _, err := b.Keys.CreateRestricted(ctx, "browser-a", []string{auth.ScopeAgentsRun, auth.ScopeMemoryRead, auth.ScopeRunsRead},
+		map[string]string{identity.CustomerID: "cust_A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(b.Model.Requests())
+	chat := `{"model":"support","messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		name, method, path, body string
+		headers                  []string
+	}{
+		{"openai user", "POST", "/openai/v1/chat/completions", `{"model":"support","user":"cust_B","messages":[{"role":"user","content":"hi"}]}`, nil},
+		{"openai identities header", "POST", "/openai/v1/chat/completions", chat, []string{wire.HeaderIdentities, `{"customerId":"cust_B"}`}},
+		{"openai other field", "POST", "/openai/v1/chat/completions", chat, []string{wire.HeaderIdentities, `{"email":"b@example.com"}`}},
+		{"anthropic metadata.user_id", "POST", "/anthropic/v1/messages",
+			`{"model":"support","max_tokens":10,"metadata":{"user_id":"cust_B"},"messages":[{"role":"user","content":"hi"}]}`, nil},
+		{"agui forwardedProps", "POST", "/agui/support",
+			`{"threadId":"t","runId":"r","messages":[{"id":"m","role":"user","content":"hi"}],"forwardedProps":{"customerId":"cust_B"}}`, nil},
+		{"memory recall", "POST", "/api/memory/recall", `{"agentId":"support","userId":"cust_B"}`, nil},
+		{"runs span persons", "GET", "/api/runs", "", nil},
+	} {
+		status, body := do(t, b, secret, tc.method, tc.path, tc.body, tc.headers...)
+		if status != http.StatusForbidden {
+			t.Errorf("%s: %d %s, want 403", tc.name, status, body)
+		}
+		if strings.Contains(body, "nuts") {
+			t.Errorf("%s: B's fact reached the restricted key: %s", tc.name, body)
+		}
+	}
+	if n := len(b.Model.Requests()); n != before {
+		t.Fatalf("refused requests reached the model (%d calls)", n-before)
+	}
+
+	// Its own person: the recall route, and a turn with no identity named,
+	// whose memory tool reads A's facts only.
+	if status, body := do(t, b, secret, "POST", "/api/memory/recall", `{"agentId":"support","userId":"cust_A"}`); status != http.StatusOK ||
+		!strings.Contains(body, "green tea") {
+		t.Fatalf("own recall: %d %s", status, body)
+	}
+	b.Model.Script(providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("c1", "memory_read", map[string]any{})}},
+		providertest.Reply{Content: "Hello A."})
+	if status, body := do(t, b, secret, "POST", "/openai/v1/chat/completions", chat); status != http.StatusOK {
+		t.Fatalf("own turn: %d %s", status, body)
+	}
+	reqs := b.Model.ChatRequests()
+	last := reqs[len(reqs)-1]
+	var sent strings.Builder
+	for _, m := range last.Messages {
+		sent.WriteString(m.Content + "\n")
+	}
+	if !strings.Contains(sent.String(), "green tea") || strings.Contains(sent.String(), "nuts") {
+		t.Fatalf("the memory tool answered for the wrong person: %s", sent.String())
 	}
 }
