@@ -172,7 +172,11 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	go calls.Run(leaseCtx) // call leases; calls of dead boxes closed as box_lost
 	memoryStores.Register(handler)
 	retrieval.Register(handler)
-	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: cfg.Rooms, Logger: log})
+	devKey := ""
+	if opt.devKey {
+		devKey = auth.DevKey
+	}
+	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: cfg.Rooms, Logger: log, DevKey: devKey})
 	if err != nil {
 		return err
 	}
