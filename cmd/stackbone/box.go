@@ -225,7 +225,12 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	srv := api.HTTPServer(telemetry.Handler(wire.CORS(cfg.HTTP.CORS.AllowedOrigins, handler)), cfg.HTTP, log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("the box is serving", "http", "http://"+ln.Addr().String(), "agents", cfg.AgentNames())
+	base := "http://" + ln.Addr().String()
+	serving := []any{"http", base, "call", base + "/call", "agents", cfg.AgentNames()}
+	if opt.devKey {
+		serving = append(serving, "key", auth.DevKey)
+	}
+	log.Info("the box is serving", serving...)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http: %w", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -18,22 +20,25 @@ import (
 
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/store/pgcluster"
 )
 
 func keysCmd() *cobra.Command {
-	var configPath string
+	var configPath, dataDir string
 	cmd := &cobra.Command{Use: "keys", Short: "Manage API keys (talks to the database directly)"}
 	cmd.PersistentFlags().StringVar(&configPath, "config", "", "config file holding database.url (else STACKBONE_DATABASE_URL)")
+	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", ".stackbone", "where `stackbone dev` keeps its private PostgreSQL, used when no database URL is given")
 	open := func(cmd *cobra.Command) (*auth.Store, func(), error) {
-		u, err := databaseURL(configPath)
+		u, stop, err := devAwareDatabaseURL(cmd.Context(), configPath, dataDir)
 		if err != nil {
 			return nil, nil, err
 		}
 		pool, err := pgxpool.New(cmd.Context(), u)
 		if err != nil {
+			stop()
 			return nil, nil, err
 		}
-		return auth.NewStore(pool), pool.Close, nil
+		return auth.NewStore(pool), func() { pool.Close(); stop() }, nil
 	}
 	var (
 		scopes, idents []string
@@ -120,6 +125,30 @@ func keysCmd() *cobra.Command {
 	}
 	cmd.AddCommand(create, list, revoke)
 	return cmd
+}
+
+// devAwareDatabaseURL is databaseURL, else the private cluster `stackbone
+// dev` keeps under dataDir (reused while dev runs, started and afterwards
+// stopped when it does not), so the CLI finds the dev database on its own.
+func devAwareDatabaseURL(ctx context.Context, configPath, dataDir string) (string, func(), error) {
+	u, err := databaseURL(configPath)
+	if err == nil {
+		return u, func() {}, nil
+	}
+	pgDir := filepath.Join(dataDir, "postgres")
+	if _, serr := os.Stat(filepath.Join(pgDir, "data", "PG_VERSION")); serr != nil {
+		return "", nil, fmt.Errorf("%w (and no dev database under %s)", err, pgDir)
+	}
+	cluster, cerr := pgcluster.Start(ctx, pgcluster.Config{Dir: pgDir})
+	if cerr != nil {
+		return "", nil, fmt.Errorf("the dev database under %s: %w", pgDir, cerr)
+	}
+	stop := func() {
+		if cluster.Started() {
+			_ = cluster.Stop(context.WithoutCancel(ctx))
+		}
+	}
+	return cluster.URL(pgcluster.DefaultDatabase), stop, nil
 }
 
 // keySpec turns the flags of `keys create` into scopes and an identity
