@@ -1,4 +1,4 @@
-package voice_test
+package voice
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stackbone/box/identity"
-	"github.com/stackbone/box/voice"
 )
 
 // A call started through a key restricted to one person cannot be a call
@@ -16,10 +15,10 @@ func TestRestrictedKeyCannotStartAnotherPersonsCall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := identity.WithPolicy(context.Background(), identity.Policy{Allowed: map[string]string{"email": "a@example.com"}})
-	for _, info := range []voice.CallInfo{
-		{Direction: voice.Browser, Agent: "mailer", Identities: identity.Set{"email": "b@example.com"}},
-		{Direction: voice.Browser, Agent: "receptionist", Identities: identity.Set{identity.PhoneNumber: "+15550002"}},
-		{Direction: voice.Outbound, Agent: "receptionist", PhoneNumber: "+15550002"},
+	for _, info := range []CallInfo{
+		{Direction: Browser, Agent: "mailer", Identities: identity.Set{"email": "b@example.com"}},
+		{Direction: Browser, Agent: "receptionist", Identities: identity.Set{identity.PhoneNumber: "+15550002"}},
+		{Direction: Outbound, Agent: "receptionist", PhoneNumber: "+15550002"},
 	} {
 		if call, err := e.mgr.Open(ctx, info); !errors.Is(err, identity.ErrForbidden) {
 			t.Errorf("%+v: call %v, err %v; want ErrForbidden", info, call, err)
