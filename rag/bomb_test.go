@@ -101,7 +101,9 @@ func TestPDFBombIsBounded(t *testing.T) {
 
 type fullDisk struct{}
 
-func (fullDisk) Write([]byte) (int, error) { return 0, &os.PathError{Op: "write", Path: "/var/tmp/stackbone-upload-1", Err: syscall.ENOSPC} }
+func (fullDisk) Write([]byte) (int, error) {
+	return 0, &os.PathError{Op: "write", Path: "/var/tmp/stackbone-upload-1", Err: syscall.ENOSPC}
+}
 
 // A full disk is the box's failure (5xx), a cut upload the client's (4xx),
 // and neither message carries a path or the OS's text.
