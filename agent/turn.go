@@ -361,6 +361,17 @@ func (t *turn) loop(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
+// providerFailed is a provider failure in the box's words (kind, status):
+// the provider's own text, which can quote its key, goes only to the debug
+// log, redacted.
+func (t *turn) providerFailed(err error) error {
+	t.rt.log.Debug("provider failed", "agent", t.agentName, "run", t.run.ID, "detail", provider.Detail(err))
+	if errors.Is(err, provider.ErrTimeout) {
+		return fmt.Errorf("%w: %s", ErrProviderTimeout, provider.Describe(err))
+	}
+	return fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
+}
+
 // callModel streams one model step, emitting text and tool call events.
 func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, error) {
 	req := openai.ChatCompletionRequest{
@@ -391,7 +402,7 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 		if ctx.Err() != nil {
 			return Message{}, "", ctx.Err()
 		}
-		return Message{}, "", fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
+		return Message{}, "", t.providerFailed(err)
 	}
 	defer stream.Close()
 	msg := Message{ID: "msg_" + uuid.NewString(), Role: RoleAssistant}
@@ -414,7 +425,7 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 			if ctx.Err() != nil {
 				return Message{}, "", ctx.Err() // the client went away: cancelled, not a provider failure
 			}
-			return Message{}, "", fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
+			return Message{}, "", t.providerFailed(err)
 		}
 		if chunk.Usage != nil {
 			t.usage.InputTokens += chunk.Usage.PromptTokens
@@ -468,6 +479,12 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 				}
 			}
 		}
+	}
+	if finish == "" {
+		// Every complete answer ends with a finish reason; a stream (or a
+		// 200 body that is not a stream at all) that ends without one was
+		// cut, and its partial text is not an answer.
+		return Message{}, "", fmt.Errorf("%w: the provider's answer ended without finishing", ErrProvider)
 	}
 	if textOpen {
 		if err := t.emit(Event{Kind: EventTextEnd, MessageID: msg.ID}); err != nil {
@@ -689,7 +706,7 @@ func ErrorCode(err error) string {
 	}{
 		{ErrUnknownAgent, "agent_not_found"}, {ErrInvalidRequest, "invalid_request"}, {ErrSessionBusy, "session_busy"},
 		{ErrDecisionPending, "decision_pending"}, {ErrNoDecisionPending, "no_decision_pending"},
-		{ErrSessionNotFound, "session_not_found"}, {ErrProvider, "provider_failed"}, {ErrMemory, "memory_unavailable"},
+		{ErrSessionNotFound, "session_not_found"}, {ErrProviderTimeout, "provider_timeout"}, {ErrProvider, "provider_failed"}, {ErrMemory, "memory_unavailable"},
 		{ErrStorage, "storage_unavailable"}, {context.Canceled, "cancelled"}, {context.DeadlineExceeded, "timeout"},
 	} {
 		if errors.Is(err, c.err) {

@@ -131,6 +131,14 @@ type Provider struct {
 	// Prices per million tokens by model, used to record the cost of runs.
 	// A model without a price records no cost.
 	Prices map[string]Price `yaml:"prices"`
+	// ConnectTimeout bounds connecting to the provider (default 10s).
+	ConnectTimeout time.Duration `yaml:"connectTimeout"`
+	// FirstByteTimeout bounds the wait for the answer's headers once the
+	// request is sent (default 60s).
+	FirstByteTimeout time.Duration `yaml:"firstByteTimeout"`
+	// ChunkTimeout bounds the silence between two reads of an answer's
+	// body, such as the chunks of a stream (default 60s).
+	ChunkTimeout time.Duration `yaml:"chunkTimeout"`
 }
 
 // Price of one model in US dollars per million tokens.

@@ -72,6 +72,7 @@ var errorMap = []struct {
 	{identity.ErrForbidden, http.StatusForbidden, "identity_forbidden"},
 	{agent.ErrSessionBusy, http.StatusConflict, "session_busy"},
 	{agent.ErrDecisionPending, http.StatusConflict, "decision_pending"},
+	{agent.ErrProviderTimeout, http.StatusGatewayTimeout, "provider_timeout"},
 	{agent.ErrProvider, http.StatusBadGateway, "provider_failed"},
 	{agent.ErrMemory, http.StatusServiceUnavailable, "memory_unavailable"},
 	{agent.ErrStorage, http.StatusServiceUnavailable, "storage_unavailable"},

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/identity"
@@ -161,5 +162,69 @@ func TestRestrictedKeyReachesOnlyItsPerson(t *testing.T) {
 	}
 	if !strings.Contains(sent.String(), "green tea") || strings.Contains(sent.String(), "nuts") {
 		t.Fatalf("the memory tool answered for the wrong person: %s", sent.String())
+	}
+}
+
+// A misbehaving provider is the wire's error on all three wires, never a
+// complete answer: a 200 that is not the API's JSON, a stream cut without
+// its finish, a 401 quoting its key (never relayed), a stream that hangs
+// between chunks (504 within the chunk timeout, not the turn's 5 minutes).
+func TestMisbehavingProviderIsAnErrorOnEveryWire(t *testing.T) {
+	t.Parallel()
+	const key = "sk-live-0123456789abcdefghijklmnop"
+	for _, tc := range []struct {
+		name   string
+		reply  providertest.Reply
+		status int
+	}{
+		{"non-JSON 200", providertest.Reply{Raw: "<html><body>502 Bad Gateway</body></html>"}, http.StatusBadGateway},
+		{"stream cut", providertest.Reply{Content: "The first half of an answer and then", Cut: true}, http.StatusBadGateway},
+		{"401 quoting the key", providertest.Reply{Status: 401, Message: "Incorrect API key provided: " + key}, http.StatusBadGateway},
+		{"hang between chunks", providertest.Reply{Content: "Hello there, this stalls", Stall: time.Minute}, http.StatusGatewayTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// The provider's chunk timeout, from config, bounds the hang.
+			b := wiretest.New(t, agents+"providers:\n  openai: {chunkTimeout: 500ms}\n", allWires)
+			for _, w := range []struct{ path, body, terminal string }{
+				{"/openai/v1/chat/completions", `{"model":"support","messages":[{"role":"user","content":"hi"}]}`, ""},
+				{"/openai/v1/chat/completions", `{"model":"support","stream":true,"messages":[{"role":"user","content":"hi"}]}`, "data: [DONE]"},
+				{"/anthropic/v1/messages", `{"model":"support","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`, ""},
+				{"/anthropic/v1/messages", `{"model":"support","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "message_stop"},
+				{"/agui/support", `{"threadId":"t","runId":"r","messages":[{"id":"m","role":"user","content":"hi"}]}`, "RUN_FINISHED"},
+			} {
+				b.Model.Script(tc.reply)
+				began := time.Now()
+				status, body := post(t, b, w.path, w.body, wire.HeaderSession, "s-"+tc.name)
+				if strings.Contains(body, key[10:]) || strings.Contains(body, "Incorrect API key") {
+					t.Errorf("%s: the provider's text reached the client: %s", w.path, body)
+				}
+				if time.Since(began) > 20*time.Second {
+					t.Errorf("%s: took %s", w.path, time.Since(began))
+				}
+				switch {
+				case status == http.StatusOK && w.terminal != "":
+					// A stream that already started ends with the wire's error
+					// event, never its normal end.
+					if strings.Contains(body, w.terminal) || !strings.Contains(strings.ToLower(body), "error") {
+						t.Errorf("%s (stream): ended as complete: %s", w.path, body)
+					}
+				case status != tc.status:
+					t.Errorf("%s: %d %s, want %d", w.path, status, body, tc.status)
+				}
+			}
+			rows, err := b.Pool.Query(t.Context(), `SELECT status FROM stackbone_platform.runs WHERE kind = 'agent_turn'`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var st string
+				rows.Scan(&st)
+				if st == "succeeded" {
+					t.Errorf("a run succeeded on a broken answer")
+				}
+			}
+		})
 	}
 }
