@@ -244,7 +244,16 @@ func (r *Runtime) Decide(ctx context.Context, sessionID string, d Decision, emit
 func (r *Runtime) newTurn(ctx context.Context, name string, ag config.Agent, emit Emit, sel identity.Selection, mem memorySnapshot, clientTools []Tool) (*turn, error) {
 	m, err := r.cfg.Models.Resolve(ag.Model)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrProvider, err)
+		// Every turn is a run, also one refused for want of a provider.
+		err = fmt.Errorf("%w: %v", ErrProvider, err)
+		now := r.cfg.Now()
+		zero := 0
+		run := runs.Run{ID: uuid.New(), Kind: KindAgentTurn, AgentID: name, Model: ag.Model, StartedAt: now, FinishedAt: &now,
+			DurationMS: &zero, Status: runs.StatusFailed, ErrorCode: ErrorCode(err), Metadata: map[string]any{}}
+		if rerr := r.cfg.Pool.SendBatch(context.WithoutCancel(ctx), runsBatch(run)).Close(); rerr != nil {
+			r.log.Warn("agent: record failed run", "run", run.ID, "error", rerr)
+		}
+		return nil, err
 	}
 	t := &turn{rt: r, agentName: name, agent: ag, model: m, sel: sel, mem: mem,
 		server: map[string]ServerTool{}, held: map[string]bool{}}

@@ -228,3 +228,18 @@ func TestMisbehavingProviderIsAnErrorOnEveryWire(t *testing.T) {
 		})
 	}
 }
+
+// A turn refused for want of a provider still leaves its run, failed.
+func TestTurnWithoutProviderIsARun(t *testing.T) {
+	t.Parallel()
+	b := wiretest.New(t, agents+"  ghost:\n    model: nowhere/model\n", allWires)
+	status, body := post(t, b, "/openai/v1/chat/completions", `{"model":"ghost","messages":[{"role":"user","content":"hi"}]}`)
+	if status != http.StatusBadGateway {
+		t.Fatalf("%d %s", status, body)
+	}
+	var n int
+	if err := b.Pool.QueryRow(t.Context(), `SELECT count(*) FROM stackbone_platform.runs
+		WHERE kind = 'agent_turn' AND agent_id = 'ghost' AND status = 'failed' AND error_code = 'provider_failed'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("failed runs = %d, %v", n, err)
+	}
+}
