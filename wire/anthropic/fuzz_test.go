@@ -17,17 +17,6 @@ func FuzzRequestBody(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		w := httptest.NewRecorder()
-		req, err := decodeRequest(w, httptest.NewRequest("POST", "/anthropic/v1/messages", strings.NewReader(body)))
-		if err != nil {
-			return
-		}
-		if req.check() != nil {
-			return
-		}
-		_ = req.userID()
-		_, _ = req.messages()
-		_, _ = req.tools()
-		_ = req.options()
+		_, _ = protocol{}.Decode(httptest.NewRecorder(), httptest.NewRequest("POST", "/anthropic/v1/messages", strings.NewReader(body)))
 	})
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // FuzzRequestBody runs the wire's whole request reading (decode, checks,
-// messages, tools, options) on any body: it must answer an error or a
-// request, never panic.
+// messages, tools, options, headers) on any body: it must answer an error
+// or a turn, never panic.
 func FuzzRequestBody(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"support","messages":[{"role":"user","content":"hi"}]}`,
@@ -19,16 +19,16 @@ func FuzzRequestBody(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		w := httptest.NewRecorder()
-		req, err := decodeRequest(w, httptest.NewRequest("POST", "/openai/v1/chat/completions", strings.NewReader(body)))
-		if err != nil {
-			return
-		}
-		if req.check() != nil {
-			return
-		}
-		_, _ = req.messages()
-		_, _ = req.tools()
-		_ = req.options()
+		_, _ = chat{}.Decode(httptest.NewRecorder(), httptest.NewRequest("POST", "/openai/v1/chat/completions", strings.NewReader(body)))
+	})
+}
+
+// FuzzResponsesBody is FuzzRequestBody for the Responses API route.
+func FuzzResponsesBody(f *testing.F) {
+	f.Add(`{"model":"support","input":"hi"}`)
+	f.Add(`{"model":"support","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"stream":true}`)
+	f.Add("{\"model\":\"a\",\"input\":\"\xff\"}")
+	f.Fuzz(func(t *testing.T, body string) {
+		_, _ = responses{}.Decode(httptest.NewRecorder(), httptest.NewRequest("POST", "/openai/v1/responses", strings.NewReader(body)))
 	})
 }
