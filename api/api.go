@@ -80,7 +80,6 @@ func (s *Server) routes() {
 		// never personal data).
 		s.mux.Handle("GET /metrics", s.Authed(auth.ScopeRunsRead, s.cfg.Metrics.Handler().ServeHTTP))
 	}
-	s.mux.HandleFunc("GET /{$}", index)
 
 	s.route("POST /api/memory/add", auth.ScopeMemoryWrite, s.memoryAdd)
 	s.route("POST /api/memory/recall", auth.ScopeMemoryRead, s.memoryRecall)
@@ -114,17 +113,6 @@ func (s *Server) routes() {
 	s.route("/api/", "", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 	})
-}
-
-// index answers GET / for a person who opens the box's address: where the
-// call page, the API and the health check are. It names no secret.
-func index(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = io.WriteString(w, "This is a Stackbone box.\n\n"+
-		"  /call      a test call from this browser (WebRTC)\n"+
-		"  /api/...   the API: send Authorization: Bearer <API key> (see the README's tour)\n"+
-		"  /openai/v1, /anthropic/v1, /agui/{agent}   the text wires\n"+
-		"  /healthz   health\n")
 }
 
 // ServeHTTP logs and serves one request.

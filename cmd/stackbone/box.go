@@ -226,7 +226,7 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
-	serving := []any{"http", base, "call", base + "/call", "agents", cfg.AgentNames()}
+	serving := []any{"http", base, "studio", base + "/studio/", "call", base + "/call", "agents", cfg.AgentNames()}
 	if opt.devKey {
 		serving = append(serving, "key", auth.DevKey)
 	}
