@@ -81,7 +81,13 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	if err := validateMessages(req.Messages); err != nil {
 		return Result{}, err
 	}
-	mem, sel, err := r.memorySnapshotFor(ctx, req.Agent, req.Identities)
+	// The caller's key decides whom it may act for (identity.Policy): every
+	// wire's turn passes here, so none can name another person.
+	ids, err := identity.PolicyFrom(ctx).Admit(req.Identities)
+	if err != nil {
+		return Result{}, err
+	}
+	mem, sel, err := r.memorySnapshotFor(ctx, req.Agent, ids)
 	if err != nil {
 		return Result{}, err
 	}
@@ -238,7 +244,16 @@ func (r *Runtime) Decide(ctx context.Context, sessionID string, d Decision, emit
 func (r *Runtime) newTurn(ctx context.Context, name string, ag config.Agent, emit Emit, sel identity.Selection, mem memorySnapshot, clientTools []Tool) (*turn, error) {
 	m, err := r.cfg.Models.Resolve(ag.Model)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrProvider, err)
+		// Every turn is a run, also one refused for want of a provider.
+		err = fmt.Errorf("%w: %v", ErrProvider, err)
+		now := r.cfg.Now()
+		zero := 0
+		run := runs.Run{ID: uuid.New(), Kind: KindAgentTurn, AgentID: name, Model: ag.Model, StartedAt: now, FinishedAt: &now,
+			DurationMS: &zero, Status: runs.StatusFailed, ErrorCode: ErrorCode(err), Metadata: map[string]any{}}
+		if rerr := r.cfg.Pool.SendBatch(context.WithoutCancel(ctx), runsBatch(run)).Close(); rerr != nil {
+			r.log.Warn("agent: record failed run", "run", run.ID, "error", rerr)
+		}
+		return nil, err
 	}
 	t := &turn{rt: r, agentName: name, agent: ag, model: m, sel: sel, mem: mem,
 		server: map[string]ServerTool{}, held: map[string]bool{}}
@@ -355,6 +370,17 @@ func (t *turn) loop(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
+// providerFailed is a provider failure in the box's words (kind, status):
+// the provider's own text, which can quote its key, goes only to the debug
+// log, redacted.
+func (t *turn) providerFailed(err error) error {
+	t.rt.log.Debug("provider failed", "agent", t.agentName, "run", t.run.ID, "detail", provider.Detail(err))
+	if errors.Is(err, provider.ErrTimeout) {
+		return fmt.Errorf("%w: %s", ErrProviderTimeout, provider.Describe(err))
+	}
+	return fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
+}
+
 // callModel streams one model step, emitting text and tool call events.
 func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, error) {
 	req := openai.ChatCompletionRequest{
@@ -385,7 +411,7 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 		if ctx.Err() != nil {
 			return Message{}, "", ctx.Err()
 		}
-		return Message{}, "", fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
+		return Message{}, "", t.providerFailed(err)
 	}
 	defer stream.Close()
 	msg := Message{ID: "msg_" + uuid.NewString(), Role: RoleAssistant}
@@ -408,7 +434,7 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 			if ctx.Err() != nil {
 				return Message{}, "", ctx.Err() // the client went away: cancelled, not a provider failure
 			}
-			return Message{}, "", fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
+			return Message{}, "", t.providerFailed(err)
 		}
 		if chunk.Usage != nil {
 			t.usage.InputTokens += chunk.Usage.PromptTokens
@@ -462,6 +488,12 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 				}
 			}
 		}
+	}
+	if finish == "" {
+		// Every complete answer ends with a finish reason; a stream (or a
+		// 200 body that is not a stream at all) that ends without one was
+		// cut, and its partial text is not an answer.
+		return Message{}, "", fmt.Errorf("%w: the provider's answer ended without finishing", ErrProvider)
 	}
 	if textOpen {
 		if err := t.emit(Event{Kind: EventTextEnd, MessageID: msg.ID}); err != nil {
@@ -683,7 +715,7 @@ func ErrorCode(err error) string {
 	}{
 		{ErrUnknownAgent, "agent_not_found"}, {ErrInvalidRequest, "invalid_request"}, {ErrSessionBusy, "session_busy"},
 		{ErrDecisionPending, "decision_pending"}, {ErrNoDecisionPending, "no_decision_pending"},
-		{ErrSessionNotFound, "session_not_found"}, {ErrProvider, "provider_failed"}, {ErrMemory, "memory_unavailable"},
+		{ErrSessionNotFound, "session_not_found"}, {ErrProviderTimeout, "provider_timeout"}, {ErrProvider, "provider_failed"}, {ErrMemory, "memory_unavailable"},
 		{ErrStorage, "storage_unavailable"}, {context.Canceled, "cancelled"}, {context.DeadlineExceeded, "timeout"},
 	} {
 		if errors.Is(err, c.err) {

@@ -25,6 +25,9 @@ var (
 	ErrSessionNotFound = errors.New("agent: session not found")
 	// ErrProvider: the model provider failed or is not configured (502).
 	ErrProvider = errors.New("agent: model provider failed")
+	// ErrProviderTimeout: the model provider did not connect, answer or go
+	// on streaming in time (504).
+	ErrProviderTimeout = errors.New("agent: model provider timed out")
 	// ErrMemory: memory storage failed; memory is never silently omitted (503).
 	ErrMemory = errors.New("agent: memory unavailable")
 	// ErrStorage: the session store failed (503).

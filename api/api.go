@@ -7,6 +7,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/telemetry"
@@ -117,7 +119,13 @@ func (s *Server) routes() {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-	s.mux.ServeHTTP(sw, r)
+	if err := checkURL(r.URL); err != nil {
+		// Before routing: a path value or query parameter with a NUL or
+		// invalid UTF-8 never reaches a handler or the database.
+		writeError(sw, http.StatusBadRequest, "invalid_request", err.Error())
+	} else {
+		s.mux.ServeHTTP(sw, r)
+	}
 	s.cfg.Metrics.HTTP(r.Pattern, sw.status, time.Since(start))
 	s.log.LogAttrs(r.Context(), slog.LevelDebug, "request", slog.String("method", r.Method),
 		slog.String("route", r.Pattern), slog.Int("status", sw.status), slog.Duration("duration", time.Since(start)))
@@ -164,7 +172,33 @@ func (s *Server) Guard(r *http.Request, scope string, xAPIKey bool) (*http.Reque
 	if scope != "" && !key.Has(scope) {
 		return nil, &Refusal{http.StatusForbidden, "forbidden", "the API key lacks the scope " + scope}
 	}
-	return r.WithContext(context.WithValue(r.Context(), keyCtx{}, key)), nil
+	if key.Restricted() && !personRoutes[r.Pattern] {
+		return nil, &Refusal{http.StatusForbidden, "forbidden",
+			"the API key is restricted to its own identities; this route spans persons and needs a key trusted to name any identity"}
+	}
+	ctx := context.WithValue(r.Context(), keyCtx{}, key)
+	return r.WithContext(identity.WithPolicy(ctx, key.Policy())), nil
+}
+
+// personRoutes are the routes a restricted key may use: each acts for one
+// person, whose identities are admitted against the key's policy (a turn
+// on a text wire, a person's memory, a call start). Every other route
+// (runs, sessions, calls lists, settings, stores, RAG) spans persons.
+var personRoutes = map[string]bool{
+	"POST /openai/v1/chat/completions": true,
+	"GET /openai/v1/models":            true,
+	"GET /openai/v1/models/{model}":    true,
+	"POST /anthropic/v1/messages":      true,
+	"POST /agui/{agent}":               true,
+	"POST /api/memory/add":             true,
+	"POST /api/memory/recall":          true,
+	"POST /api/memory/delete-all":      true,
+	"POST /api/voice/rooms":            true,
+	"GET /api/voice/rooms/{id}":        true,
+	"DELETE /api/voice/rooms/{id}":     true,
+	"POST /api/voice/rooms/{id}/offer": true,
+	"POST /api/voice/calls":            true,
+	"GET /api/capabilities":            true,
 }
 
 // Authed wraps h: a valid bearer key is required (401 otherwise), holding
@@ -298,6 +332,7 @@ var errorStatus = map[string]int{
 	"memory_unavailable":          http.StatusServiceUnavailable,
 	"memory_identity_key_fixed":   http.StatusConflict,
 	"agent_not_found":             http.StatusNotFound,
+	"identity_forbidden":          http.StatusForbidden,
 	"not_found":                   http.StatusNotFound,
 	"invalid_request":             http.StatusBadRequest,
 }
@@ -308,6 +343,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := memory.Code(err)
 	if code == "" && errors.Is(err, runs.ErrNotFound) {
 		code = "not_found"
+	}
+	if code == "" && errors.Is(err, identity.ErrForbidden) {
+		code = "identity_forbidden"
 	}
 	status, ok := errorStatus[code]
 	if !ok {
@@ -332,7 +370,14 @@ func (e *decodeError) Error() string { return e.msg }
 // plain `curl -d` works; every route needs a bearer key, so a browser form
 // cannot forge a request.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	raw, err := ReadBody(w, r, limit)
+	if err != nil {
+		if isTextError(err) {
+			return &decodeError{err.Error()}
+		}
+		return &decodeError{describeDecode(err, limit)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return &decodeError{describeDecode(err, limit)}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/memory"
 )
 
@@ -96,6 +98,10 @@ func (s *Server) memoryAdd(w http.ResponseWriter, r *http.Request) {
 	}
 	// A retried add with the same Idempotency-Key returns the first result.
 	req.IdempotencyKey = r.Header.Get("Idempotency-Key")
+	if err := s.admitPerson(r.Context(), req.AgentID, req.UserID); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	res, err := s.cfg.Memory.Add(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, err)
@@ -242,6 +248,10 @@ func (s *Server) memoryRecall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Calls = calls
+	if err := s.admitPerson(r.Context(), req.AgentID, req.UserID); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	res, err := s.cfg.Memory.Recall(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, err)
@@ -257,6 +267,10 @@ func (s *Server) memoryDeleteAll(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := decode(w, r, 64<<10, &b); err != nil {
 		writeError(w, http.StatusBadRequest, "memory_invalid_request", err.Error())
+		return
+	}
+	if err := s.admitPerson(r.Context(), b.AgentID.V, b.UserID.V); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	n, err := s.cfg.Memory.DeleteAll(r.Context(), b.AgentID.V, b.UserID.V)
@@ -412,4 +426,26 @@ func queryInt(r *http.Request, name string, def, min, max int) (int, error) {
 		return 0, fmt.Errorf("%s must be an integer from %d to %d", name, min, max)
 	}
 	return n, nil
+}
+
+// admitPerson checks, before any memory is read or written, that the agent
+// is declared (404 agent_not_found, as the settings routes answer) and that
+// the caller's key may act for userId: a restricted key only for the person
+// its identity policy allows, under the agent's fixed identity key.
+func (s *Server) admitPerson(ctx context.Context, agentID, userID string) error {
+	if s.cfg.Settings == nil || agentID == "" {
+		return nil // the memory service reports a missing agentId
+	}
+	v, err := s.cfg.Settings.Get(ctx, agentID)
+	if err != nil {
+		return err
+	}
+	p := identity.PolicyFrom(ctx)
+	if !p.Restricted() {
+		return nil
+	}
+	if v.Binding == nil {
+		return fmt.Errorf("%w: agent %s has no fixed identity key, so a restricted key cannot reach its memory", identity.ErrForbidden, agentID)
+	}
+	return p.AdmitValue(v.Binding.IdentityKey, userID)
 }

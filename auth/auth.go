@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/store/notify"
 )
 
@@ -40,6 +41,9 @@ var (
 	ErrExists = errors.New("auth: key exists")
 	// ErrInvalidName: a key name that is empty, too long or not printable.
 	ErrInvalidName = errors.New("auth: a key name must be 1 to 100 printable characters")
+	// ErrRevoked: Ensure met a key of that name that was revoked; a
+	// revocation sticks, so it is not brought back.
+	ErrRevoked = errors.New("auth: key revoked")
 )
 
 // Scopes.
@@ -71,20 +75,48 @@ const (
 var AllScopes = []string{ScopeMemoryRead, ScopeMemoryWrite, ScopeConfigRead, ScopeConfigWrite, ScopeRunsRead,
 	ScopeAgentsRun, ScopeSessionsRead, ScopeSessionsWrite, ScopeRAGRead, ScopeRAGWrite, ScopeStoresRead, ScopeStoresWrite, ScopeVoice, ScopeKeysAdmin}
 
+// Roles name sets of scopes for `stackbone keys create --role`.
+var Roles = map[string][]string{
+	// admin: every scope (an operator's key).
+	"admin": AllScopes,
+	// readonly: reads everything, changes nothing (a dashboard).
+	"readonly": {ScopeMemoryRead, ScopeConfigRead, ScopeRunsRead, ScopeSessionsRead, ScopeRAGRead, ScopeStoresRead},
+	// app: talks to agents and calls for one person (a browser or a
+	// customer-facing app; give it --identity).
+	"app": {ScopeAgentsRun, ScopeMemoryRead, ScopeVoice},
+	// backend: a server that talks to agents for many persons and manages
+	// their memory and sessions.
+	"backend": {ScopeAgentsRun, ScopeMemoryRead, ScopeMemoryWrite, ScopeSessionsRead, ScopeSessionsWrite, ScopeRAGRead, ScopeStoresRead, ScopeVoice},
+}
+
+// PersonScopes let a key act for a person (a turn, memory, a call): a key
+// holding one must say whom it may act for (restricted or trusted).
+var PersonScopes = []string{ScopeAgentsRun, ScopeMemoryRead, ScopeMemoryWrite, ScopeVoice}
+
 // DevKey is the key `stackbone dev` creates; `serve` never does.
 const DevKey = "local-dev"
 
 // Key is an API key without its secret.
 type Key struct {
-	ID        uuid.UUID  `json:"id"`
-	Name      string     `json:"name"`
-	Scopes    []string   `json:"scopes"`
-	CreatedAt time.Time  `json:"createdAt"`
-	RevokedAt *time.Time `json:"revokedAt"`
+	ID     uuid.UUID `json:"id"`
+	Name   string    `json:"name"`
+	Scopes []string  `json:"scopes"`
+	// Identities restricts the persons the key may act for: identity field
+	// to fixed value or pattern (identity.Policy). Nil: the key is trusted
+	// to name any identity.
+	Identities map[string]string `json:"identities,omitempty"`
+	CreatedAt  time.Time         `json:"createdAt"`
+	RevokedAt  *time.Time        `json:"revokedAt"`
 }
 
 // Has reports whether the key holds scope.
 func (k Key) Has(scope string) bool { return slices.Contains(k.Scopes, scope) }
+
+// Policy is the key's identity policy.
+func (k Key) Policy() identity.Policy { return identity.Policy{Allowed: k.Identities} }
+
+// Restricted reports a key that may act only for the identities it allows.
+func (k Key) Restricted() bool { return k.Identities != nil }
 
 // Store reads and writes keys. Authenticated keys are cached in memory for
 // at most cacheTTL; any change to keys clears the cache of this box at once
@@ -127,23 +159,35 @@ func Hash(secret string) []byte {
 	return h[:]
 }
 
-// Create makes a key with a fresh random secret, returned once.
-// It returns ErrInvalidScope or ErrExists.
+// Create makes a key trusted to name any identity, with a fresh random
+// secret, returned once. It returns ErrInvalidScope or ErrExists.
 func (s *Store) Create(ctx context.Context, name string, scopes []string) (string, Key, error) {
+	return s.CreateRestricted(ctx, name, scopes, nil)
+}
+
+// CreateRestricted makes a key that may act only for the identities of
+// allowed (identity field to fixed value or pattern; nil: any identity).
+// It returns ErrInvalidScope or ErrExists.
+func (s *Store) CreateRestricted(ctx context.Context, name string, scopes []string, allowed map[string]string) (string, Key, error) {
 	if err := checkScopes(scopes); err != nil {
 		return "", Key{}, err
 	}
 	if !validName(name) {
 		return "", Key{}, ErrInvalidName
 	}
+	for f, v := range allowed {
+		if f == "" || v == "" || v == "*" {
+			return "", Key{}, fmt.Errorf("auth: an identity restriction needs a field and a value or pattern other than *")
+		}
+	}
 	var b [20]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", Key{}, fmt.Errorf("auth: random: %w", err)
 	}
 	secret := "sbk_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
-	k := Key{ID: uuid.New(), Name: name, Scopes: scopes}
-	err := s.pool.QueryRow(ctx, `INSERT INTO stackbone_platform.api_keys (id, name, key_hash, scopes) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (name) DO NOTHING RETURNING created_at`, k.ID, name, Hash(secret), scopes).Scan(&k.CreatedAt)
+	k := Key{ID: uuid.New(), Name: name, Scopes: scopes, Identities: allowed}
+	err := s.pool.QueryRow(ctx, `INSERT INTO stackbone_platform.api_keys (id, name, key_hash, scopes, identities) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (name) DO NOTHING RETURNING created_at`, k.ID, name, Hash(secret), scopes, allowed).Scan(&k.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", Key{}, fmt.Errorf("%w: %s", ErrExists, name)
 	}
@@ -154,21 +198,37 @@ func (s *Store) Create(ctx context.Context, name string, scopes []string) (strin
 	return secret, k, nil
 }
 
-// Ensure makes the key name hold exactly secret and scopes, creating or
-// un-revoking it. `stackbone dev` uses it for the well-known dev key.
+// Ensure makes the live key name hold exactly secret and scopes, creating
+// it if it does not exist. `stackbone dev` uses it for the well-known dev
+// key. A revoked key stays revoked: Ensure returns ErrRevoked.
 func (s *Store) Ensure(ctx context.Context, name, secret string, scopes []string) error {
 	if err := checkScopes(scopes); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, `
-		INSERT INTO stackbone_platform.api_keys (id, name, key_hash, scopes) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (name) DO UPDATE SET key_hash = $3, scopes = $4, revoked_at = NULL`,
-		uuid.New(), name, Hash(secret), scopes)
+	var revoked bool
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO stackbone_platform.api_keys AS k (id, name, key_hash, scopes) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (name) DO UPDATE SET key_hash = $3, scopes = $4, identities = NULL WHERE k.revoked_at IS NULL
+		RETURNING false`,
+		uuid.New(), name, Hash(secret), scopes).Scan(&revoked)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %s was revoked; revocation sticks", ErrRevoked, name)
+	}
 	if err != nil {
 		return fmt.Errorf("auth: ensure %s: %w", name, err)
 	}
 	s.changed(ctx)
 	return nil
+}
+
+// Live reports whether a live (unrevoked) key has that name.
+func (s *Store) Live(ctx context.Context, name string) (bool, error) {
+	var live bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stackbone_platform.api_keys WHERE name = $1 AND revoked_at IS NULL)`, name).Scan(&live)
+	if err != nil {
+		return false, fmt.Errorf("auth: lookup %s: %w", name, err)
+	}
+	return live, nil
 }
 
 // Authenticate returns the live key whose secret this is, or ErrUnauthenticated.
@@ -184,8 +244,8 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Key, error) {
 		return c.key, nil
 	}
 	var k Key
-	err := s.pool.QueryRow(ctx, `SELECT id, name, scopes, created_at FROM stackbone_platform.api_keys
-		WHERE key_hash = $1 AND revoked_at IS NULL`, h).Scan(&k.ID, &k.Name, &k.Scopes, &k.CreatedAt)
+	err := s.pool.QueryRow(ctx, `SELECT id, name, scopes, identities, created_at FROM stackbone_platform.api_keys
+		WHERE key_hash = $1 AND revoked_at IS NULL`, h).Scan(&k.ID, &k.Name, &k.Scopes, &k.Identities, &k.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Key{}, ErrUnauthenticated
 	}
@@ -216,13 +276,13 @@ func (s *Store) Revoke(ctx context.Context, name string) error {
 
 // List returns every key, newest first.
 func (s *Store) List(ctx context.Context) ([]Key, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, name, scopes, created_at, revoked_at FROM stackbone_platform.api_keys ORDER BY created_at DESC`)
+	rows, err := s.pool.Query(ctx, `SELECT id, name, scopes, identities, created_at, revoked_at FROM stackbone_platform.api_keys ORDER BY created_at DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("auth: list: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Key, error) {
 		var k Key
-		err := r.Scan(&k.ID, &k.Name, &k.Scopes, &k.CreatedAt, &k.RevokedAt)
+		err := r.Scan(&k.ID, &k.Name, &k.Scopes, &k.Identities, &k.CreatedAt, &k.RevokedAt)
 		return k, err
 	})
 }

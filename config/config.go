@@ -87,6 +87,22 @@ type HTTP struct {
 	Addr string `yaml:"addr"`
 	// CORS lets browser clients call the text wires; off by default.
 	CORS CORS `yaml:"cors"`
+	// HeaderTimeout bounds reading a request's headers (default 10s).
+	HeaderTimeout time.Duration `yaml:"headerTimeout"`
+	// BodyTimeout bounds reading a JSON request body (default 30s).
+	BodyTimeout time.Duration `yaml:"bodyTimeout"`
+	// UploadTimeout bounds reading a multipart upload body (default 10m).
+	UploadTimeout time.Duration `yaml:"uploadTimeout"`
+	// WriteTimeout bounds writing a response that is not a stream
+	// (default 6m: longer than a turn). Streams (server-sent events) have
+	// no write deadline; the turn timeout and the provider timeouts bound them.
+	WriteTimeout time.Duration `yaml:"writeTimeout"`
+	// IdleTimeout closes a keep-alive connection that sends no request
+	// (default 60s).
+	IdleTimeout time.Duration `yaml:"idleTimeout"`
+	// MaxConnections caps open connections; more wait to be accepted.
+	// Default: half the process's open-file limit, at most 4096.
+	MaxConnections int `yaml:"maxConnections"`
 }
 
 // CORS lists the origins (scheme://host[:port], or "*" for any) allowed to
@@ -115,6 +131,14 @@ type Provider struct {
 	// Prices per million tokens by model, used to record the cost of runs.
 	// A model without a price records no cost.
 	Prices map[string]Price `yaml:"prices"`
+	// ConnectTimeout bounds connecting to the provider (default 10s).
+	ConnectTimeout time.Duration `yaml:"connectTimeout"`
+	// FirstByteTimeout bounds the wait for the answer's headers once the
+	// request is sent (default 60s).
+	FirstByteTimeout time.Duration `yaml:"firstByteTimeout"`
+	// ChunkTimeout bounds the silence between two reads of an answer's
+	// body, such as the chunks of a stream (default 60s).
+	ChunkTimeout time.Duration `yaml:"chunkTimeout"`
 }
 
 // Price of one model in US dollars per million tokens.

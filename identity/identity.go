@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -75,6 +76,11 @@ func ParseJSONValue(v json.RawMessage, scalar *string) (Set, error) {
 }
 
 func parseMap(raw []byte) (Set, error) {
+	// encoding/json turns invalid bytes into U+FFFD: two identities that
+	// differ only in such bytes would name one person. Refuse them.
+	if !utf8.Valid(raw) {
+		return nil, fmt.Errorf("%w: identities must be UTF-8 text", ErrInvalid)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('{') {
@@ -87,6 +93,9 @@ func parseMap(raw []byte) (Set, error) {
 			return nil, fmt.Errorf("%w: identities must be a JSON object of strings", ErrInvalid)
 		}
 		name := tok.(string)
+		if strings.IndexByte(name, 0) >= 0 {
+			return nil, fmt.Errorf("%w: a field name must not contain NUL", ErrInvalid)
+		}
 		if n := utf8.RuneCountInString(name); n < 1 || n > MaxNameChars {
 			return nil, fmt.Errorf("%w: a field name must be 1 to %d characters", ErrInvalid, MaxNameChars)
 		}

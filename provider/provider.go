@@ -9,6 +9,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -42,8 +43,9 @@ type entry struct {
 }
 
 // NewRegistry builds clients for every provider in cfg. httpClient may be nil
-// for http.DefaultClient; calls are bounded by their context, not a client
-// timeout, because streams can be long.
+// for a transport of the provider's own connect and first-byte timeouts;
+// either way each answer's body is bounded by the provider's chunk timeout
+// (see newHTTPClient), and calls by their context, because streams can be long.
 func NewRegistry(cfg map[string]config.Provider, httpClient *http.Client) *Registry {
 	r := &Registry{providers: map[string]*entry{}}
 	for name, p := range cfg {
@@ -51,9 +53,7 @@ func NewRegistry(cfg map[string]config.Provider, httpClient *http.Client) *Regis
 		if p.BaseURL != "" {
 			cc.BaseURL = p.BaseURL
 		}
-		if httpClient != nil {
-			cc.HTTPClient = httpClient
-		}
+		cc.HTTPClient = newHTTPClient(p, httpClient)
 		r.providers[name] = &entry{
 			client:     openai.NewClientWithConfig(cc),
 			configured: p.BaseURL != "" || p.APIKey != "",
@@ -117,16 +117,22 @@ func (r *Registry) names() []string {
 	return n
 }
 
-// Describe says why a provider call failed without echoing request content:
-// the status and the provider's own message, a timeout, or unreachable.
+// Describe says why a provider call failed, in the box's own words: the
+// kind, the provider's status and its error type. The provider's message is
+// never relayed (it can quote the key it was sent); Detail gives it,
+// redacted, for a debug log.
 func Describe(err error) string {
 	var apiErr *openai.APIError
 	if errors.As(err, &apiErr) {
-		return fmt.Sprintf("provider answered %d: %s", apiErr.HTTPStatusCode, clip(apiErr.Message, 200))
+		return fmt.Sprintf("provider answered %d (%s)", apiErr.HTTPStatusCode, kindOf(apiErr.HTTPStatusCode))
 	}
 	var reqErr *openai.RequestError
 	if errors.As(err, &reqErr) {
-		return fmt.Sprintf("provider answered %d", reqErr.HTTPStatusCode)
+		return fmt.Sprintf("provider answered %d (%s)", reqErr.HTTPStatusCode, kindOf(reqErr.HTTPStatusCode))
+	}
+	var te *timeoutError
+	if errors.As(err, &te) {
+		return "the provider did not answer in time (" + te.phase + ")"
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "the provider did not answer in time"
@@ -134,7 +140,33 @@ func Describe(err error) string {
 	if errors.Is(err, context.Canceled) {
 		return "the request was cancelled"
 	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) || errors.Is(err, openai.ErrTooManyEmptyStreamMessages) {
+		return "the provider's answer was not the API's JSON"
+	}
 	return "the provider could not be reached"
+}
+
+// Detail is the provider's own error text with credentials masked, for a
+// debug log only.
+func Detail(err error) string {
+	return clip(Redact(err.Error()), 500)
+}
+
+func kindOf(status int) string {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return "authentication failed"
+	case status == http.StatusTooManyRequests:
+		return "rate limited"
+	case status == http.StatusNotFound:
+		return "model or endpoint not found"
+	case status >= 500:
+		return "provider error"
+	case status >= 400:
+		return "request refused"
+	}
+	return "unexpected answer"
 }
 
 func clip(s string, n int) string {

@@ -102,11 +102,11 @@ func TestParseRejectsTextlessFiles(t *testing.T) {
 		{kindText, "bad \xff utf8"},
 		{kindPDF, "%PDF-1.4 garbage"},
 	} {
-		if _, err := parse(tc.kind, []byte(tc.b)); !errors.Is(err, ErrParseFailed) {
+		if _, err := parse(tc.kind, []byte(tc.b), ParseLimits{}); !errors.Is(err, ErrParseFailed) {
 			t.Errorf("%s %q: %v", tc.kind, tc.b, err)
 		}
 	}
-	pages, err := parse(kindText, []byte("\ufeffhello"))
+	pages, err := parse(kindText, []byte("\ufeffhello"), ParseLimits{})
 	if err != nil || pages[0].text != "hello" {
 		t.Fatalf("BOM: %+v %v", pages, err)
 	}

@@ -43,7 +43,11 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 		api.WriteError(w, http.StatusInternalServerError, "internal", "internal error")
 		return
 	}
-	if status >= 500 {
+	var h *hidden
+	if errors.As(err, &h) {
+		// The cause (OS text, paths) is for the operator, not the client.
+		s.log.Warn("request failed", "route", r.Pattern, "code", code, "cause", h.cause)
+	} else if status >= 500 {
 		s.log.Warn("request failed", "route", r.Pattern, "code", code)
 	}
 	api.WriteError(w, status, code, err.Error())
@@ -136,6 +140,10 @@ func (s *Service) httpUpload(w http.ResponseWriter, r *http.Request) {
 		switch part.FormName() {
 		case "metadata":
 			b, err := io.ReadAll(io.LimitReader(part, MaxMetadataBytes+1))
+			if terr := api.CheckText(b); terr != nil {
+				s.fail(w, r, fmt.Errorf("%w: metadata: %v", ErrInvalidRequest, terr))
+				return
+			}
 			if err != nil || len(b) > MaxMetadataBytes || json.Unmarshal(b, &meta) != nil || meta == nil {
 				s.fail(w, r, fmt.Errorf("%w: metadata must be a JSON object of at most %d bytes", ErrInvalidRequest, MaxMetadataBytes))
 				return
@@ -150,7 +158,7 @@ func (s *Service) httpUpload(w http.ResponseWriter, r *http.Request) {
 				s.fail(w, r, fmt.Errorf("%w: %q; upload .txt, .md or .pdf", ErrUnsupportedType, clip(part.FileName(), 100)))
 				return
 			}
-			tmp, size, sum, err := spool(part)
+			tmp, size, sum, err := spool(s.cfg.SpoolDir, part)
 			if err != nil {
 				s.fail(w, r, err)
 				return

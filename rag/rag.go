@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -75,6 +76,12 @@ type Config struct {
 	RetryBackoff func(attempt int) time.Duration
 	// IngestTimeout bounds one ingest attempt. Default 10 minutes.
 	IngestTimeout time.Duration
+	// Parse bounds what parsing one uploaded file may inflate (pages,
+	// bytes, text runs, time); zero fields take their defaults.
+	Parse ParseLimits
+	// SpoolDir holds uploads while they arrive (default os.TempDir()).
+	// Start removes spool files a killed box left there.
+	SpoolDir string
 	// EmbedBatch is how many texts go in one embeddings request. Default 128.
 	EmbedBatch int
 	// ChunkChars and OverlapChars shape the chunks of uploaded files.
@@ -89,6 +96,10 @@ type Config struct {
 	// version, in case a notification was missed. Default 30 seconds.
 	SyncInterval time.Duration
 }
+
+// spoolSweepAge is how long a spool file must have been untouched before
+// Start takes it for a killed box's: far past any upload's read timeout.
+const spoolSweepAge = time.Hour
 
 // Service holds collections, documents and chunks, ingests and retrieves.
 // It is safe for concurrent use.
@@ -113,6 +124,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Runs == nil {
 		cfg.Runs = runs.NewStore(cfg.Pool)
+	}
+	if cfg.SpoolDir == "" {
+		cfg.SpoolDir = os.TempDir()
 	}
 	setDefault(&cfg.IngestMaxAttempts, 5)
 	setDefault(&cfg.EmbedBatch, 128)
@@ -150,6 +164,11 @@ func (s *Service) Start(ctx context.Context, client *jobs.Client) error {
 	s.mu.Lock()
 	s.jobs = client
 	s.mu.Unlock()
+	if n, err := sweepSpool(s.cfg.SpoolDir, spoolSweepAge); err != nil {
+		s.log.Warn("sweep upload spool", "error", err)
+	} else if n > 0 {
+		s.log.Info("removed upload spool files a stopped box left", "files", n)
+	}
 	var pgvector bool
 	if err := s.cfg.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')`).Scan(&pgvector); err == nil && pgvector {
 		// Measured: the in-memory graph answers in about a millisecond at

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -52,7 +53,7 @@ func (s *Service) Upload(ctx context.Context, up Upload) (Document, error) {
 	if err != nil {
 		return Document{}, err
 	}
-	tmp, size, sum, err := spool(up.File)
+	tmp, size, sum, err := spool(s.cfg.SpoolDir, up.File)
 	if err != nil {
 		return Document{}, err
 	}
@@ -60,23 +61,23 @@ func (s *Service) Upload(ctx context.Context, up Upload) (Document, error) {
 	return s.uploadSpooled(ctx, c, name, up.Metadata, tmp, size, sum)
 }
 
-// spool copies r (at most MaxUploadBytes) to a temporary file, hashing it.
-// The caller removes the file with removeSpool. Errors: ErrFileTooLarge,
-// ErrInvalidRequest, ErrUnavailable.
-func spool(r io.Reader) (*os.File, int64, string, error) {
-	tmp, err := os.CreateTemp("", "stackbone-upload-*")
+// spoolPattern names spool files, so a box can sweep the ones a killed
+// process left (sweepSpool).
+const spoolPattern = "stackbone-upload-*"
+
+// spool copies r (at most MaxUploadBytes) to a temporary file in dir,
+// hashing it. The caller removes the file with removeSpool. Errors:
+// ErrFileTooLarge, ErrInvalidRequest (the client's upload failed),
+// ErrUnavailable (the box's temporary storage failed or is full). Messages
+// hold neither paths nor the OS's error text: they reach clients.
+func spool(dir string, r io.Reader) (*os.File, int64, string, error) {
+	tmp, err := os.CreateTemp(dir, spoolPattern)
 	if err != nil {
-		return nil, 0, "", fmt.Errorf("%w: spool upload: %v", ErrUnavailable, err)
+		return nil, 0, "", &hidden{fmt.Errorf("%w: the box could not keep the upload (temporary storage failed)", ErrUnavailable), err}
 	}
 	h := sha256.New()
-	size, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, MaxUploadBytes+1))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig) || size > MaxUploadBytes:
-		err = fmt.Errorf("%w: the limit is %d MB", ErrFileTooLarge, MaxUploadBytes>>20)
-	case err != nil:
-		err = fmt.Errorf("%w: read upload: %v", ErrInvalidRequest, err)
-	case size == 0:
+	size, err := copyUpload(io.MultiWriter(tmp, h), r)
+	if err == nil && size == 0 {
 		err = fmt.Errorf("%w: the file is empty", ErrInvalidRequest)
 	}
 	if err != nil {
@@ -84,6 +85,67 @@ func spool(r io.Reader) (*os.File, int64, string, error) {
 		return nil, 0, "", err
 	}
 	return tmp, size, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// copyUpload copies at most MaxUploadBytes of r to w, and tells the
+// client's failures (a cut or oversized upload: 4xx) from the box's (a full
+// or failing disk: 5xx).
+func copyUpload(w io.Writer, r io.Reader) (int64, error) {
+	fw := &failWriter{w: w}
+	size, err := io.Copy(fw, io.LimitReader(r, MaxUploadBytes+1))
+	var tooBig *http.MaxBytesError
+	switch {
+	case fw.err != nil:
+		return size, &hidden{fmt.Errorf("%w: the box could not keep the upload (temporary storage is full or failing)", ErrUnavailable), fw.err}
+	case errors.As(err, &tooBig) || size > MaxUploadBytes:
+		return size, fmt.Errorf("%w: the limit is %d MB", ErrFileTooLarge, MaxUploadBytes>>20)
+	case err != nil:
+		return size, &hidden{fmt.Errorf("%w: the upload was cut short", ErrInvalidRequest), err}
+	}
+	return size, nil
+}
+
+// failWriter remembers a write error, so a copy can tell it from a read error.
+type failWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil {
+		f.err = err
+	}
+	return n, err
+}
+
+// hidden is an error whose message is for clients and whose cause (OS or
+// library text, paths) is only for the log.
+type hidden struct {
+	public error
+	cause  error
+}
+
+func (h *hidden) Error() string { return h.public.Error() }
+func (h *hidden) Unwrap() error { return h.public }
+
+// sweepSpool removes spool files in dir older than age: ones a killed box
+// left behind (a live upload's file is written to as it arrives, and
+// removed when its request ends).
+func sweepSpool(dir string, age time.Duration) (int, error) {
+	names, err := filepath.Glob(filepath.Join(dir, spoolPattern))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > age {
+			if os.Remove(name) == nil {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
 
 func removeSpool(f *os.File) {
@@ -103,10 +165,10 @@ func (s *Service) uploadSpooled(ctx context.Context, c Collection, name string, 
 	id := uuid.NewString()
 	key := fmt.Sprintf("rag/%d/%s/%s", c.id, id, name)
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return Document{}, fmt.Errorf("%w: spool upload: %v", ErrUnavailable, err)
+		return Document{}, &hidden{fmt.Errorf("%w: the box could not read back the upload", ErrUnavailable), err}
 	}
 	if err := s.cfg.Store.Put(ctx, key, tmp, size, kind); err != nil {
-		return Document{}, fmt.Errorf("%w: keep the original: %v", ErrUnavailable, err)
+		return Document{}, &hidden{fmt.Errorf("%w: the object store could not keep the original", ErrUnavailable), err}
 	}
 	var doc Document
 	err = pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error {

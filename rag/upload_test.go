@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -324,4 +328,56 @@ func TestDeleteRemovesChunksAndOriginal(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM stackbone_platform.rag_chunks`); n != 0 {
 		t.Fatalf("%d chunks left", n)
 	}
+}
+
+// A PDF bomb fails its document for its content, with the reason, and is
+// never tried again (it was a poison job: each rescue took the box down).
+func TestPDFBombFailsOnceWithItsReason(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var res rag.UploadResult
+	e.must(e.upload("default", "bomb.pdf", rag.BombPDF(t, 8<<20), ""), http.StatusAccepted, &res)
+	d := e.waitDocument(res.Document.ID, "failed")
+	if d.Error == nil || d.Error.Code != "rag_parse_failed" || !strings.Contains(d.Error.Message, "inflates to over") || d.Attempts != 1 {
+		t.Fatalf("document = %+v (error %+v)", d, d.Error)
+	}
+	if j := e.waitJob(*d.JobID, "cancelled"); j.Attempt != 1 {
+		t.Fatalf("a content failure was retried: %+v", j)
+	}
+}
+
+// Upload errors carry neither the server's paths nor the OS's text, and a
+// box that cannot spool answers 5xx.
+func TestUploadStorageFailureIsTheBoxs(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "gone", "spool")
+	e := newEnv(t, withConfig(func(c *rag.Config) { c.SpoolDir = missing }))
+	v := e.upload("default", "notes.txt", []byte("hello"), "")
+	if v.status != http.StatusServiceUnavailable || v.code() != "rag_unavailable" || strings.Contains(v.Error.Message, missing) ||
+		strings.Contains(v.Error.Message, "no such file") {
+		t.Fatalf("upload with no spool dir: %d %+v", v.status, v.Error)
+	}
+	if !e.logs.contains("no such file") {
+		t.Fatal("the cause was not logged for the operator")
+	}
+}
+
+// A client killed in the middle of its upload leaves no spool file.
+func TestKilledUploadLeavesNoSpoolFile(t *testing.T) {
+	t.Parallel()
+	spoolDir := t.TempDir()
+	e := newEnv(t, withConfig(func(c *rag.Config) { c.SpoolDir = spoolDir }))
+	u, _ := url.Parse(e.srv.URL)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\n" + strings.Repeat("x", 64<<10)
+	fmt.Fprintf(conn, "POST /api/rag/collections/default/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: %d\r\n\r\n%s", e.key, 10<<20, body)
+	waitFor(t, 10*time.Second, func() bool { m, _ := filepath.Glob(filepath.Join(spoolDir, "*")); return len(m) == 1 },
+		func() string { return "the upload never reached its spool file" })
+	conn.Close()
+	waitFor(t, 10*time.Second, func() bool { m, _ := filepath.Glob(filepath.Join(spoolDir, "*")); return len(m) == 0 },
+		func() string { return "the killed upload's spool file stayed" })
 }

@@ -185,7 +185,7 @@ func (s *Service) ingestFile(ctx context.Context, d Document, c Collection, meta
 		return nil, 0, fmt.Errorf("%w: the original is over %d MB", ErrFileTooLarge, MaxUploadBytes>>20)
 	}
 	meta["bytes"] = len(b)
-	pages, err := parse(d.ContentType, b)
+	pages, err := parse(d.ContentType, b, s.cfg.Parse)
 	if err != nil {
 		return nil, 0, err
 	}

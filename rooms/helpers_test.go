@@ -92,7 +92,7 @@ func newBox(t *testing.T, rc config.Rooms) *box {
 	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
 		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: log})
 	calls.Register(h)
-	rs, err := rooms.New(rooms.Config{Manager: calls, Rooms: rc, Logger: log})
+	rs, err := rooms.New(rooms.Config{Manager: calls, Rooms: rc, Logger: log, DevKey: devKey}) // the page as `stackbone dev` serves it
 	if err != nil {
 		t.Fatal(err)
 	}

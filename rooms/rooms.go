@@ -32,6 +32,9 @@ type Config struct {
 	// Logger receives ids, codes and timings, never what was said.
 	// Defaults to slog.Default().
 	Logger *slog.Logger
+	// DevKey pre-fills the call page's key field; set only under
+	// `stackbone dev`, whose key's secret is public.
+	DevKey string
 }
 
 // Backends.
@@ -126,8 +129,13 @@ func (s *Service) Register(srv *api.Server) {
 	srv.Route("GET /api/voice/rooms/{id}", auth.ScopeVoice, s.get)
 	srv.Route("DELETE /api/voice/rooms/{id}", auth.ScopeVoice, s.end)
 	srv.Route("POST /api/voice/rooms/{id}/offer", auth.ScopeVoice, s.offer)
-	srv.Handle("GET /call", pageHandler())
-	srv.Handle("GET /call/", pageHandler())
+	browserURL := s.cfg.Rooms.LiveKit.PublicURL // what browsers join
+	if browserURL == "" {
+		browserURL = s.cfg.Rooms.LiveKit.URL
+	}
+	page := pageHandler(s.cfg.DevKey, browserURL)
+	srv.Handle("GET /call", page)
+	srv.Handle("GET /call/", page)
 }
 
 // Close ends every room (outcome shutdown) and waits until each call
@@ -474,6 +482,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusConflict, "rooms_already_joined"
 	case errors.Is(err, ErrEnded):
 		return http.StatusConflict, "room_ended"
+	case errors.Is(err, identity.ErrForbidden):
+		return http.StatusForbidden, "identity_forbidden"
 	case errors.Is(err, ErrBadOffer), errors.Is(err, identity.ErrInvalid):
 		return http.StatusBadRequest, "rooms_invalid_request"
 	case errors.Is(err, ErrBackend):

@@ -53,6 +53,8 @@ func dialStatus(err error) (int, string) {
 	switch {
 	case errors.Is(err, voice.ErrUnknownAgent):
 		return http.StatusNotFound, "agent_not_found"
+	case errors.Is(err, identity.ErrForbidden):
+		return http.StatusForbidden, "identity_forbidden"
 	case errors.Is(err, ErrInvalidDial):
 		return http.StatusBadRequest, "voice_invalid_request"
 	case errors.Is(err, ErrNoTrunk):

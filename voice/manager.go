@@ -182,6 +182,23 @@ func (m *Manager) Open(ctx context.Context, info CallInfo) (*Call, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownAgent, info.Agent)
 	}
+	// A call started through a restricted key acts only for the person the
+	// key allows: its explicit identities, and on an outbound call the
+	// number dialled (the call's phoneNumber identity).
+	if p := identity.PolicyFrom(ctx); p.Restricted() {
+		if info.Direction == Outbound {
+			if err := p.AdmitValue(identity.PhoneNumber, info.PhoneNumber); err != nil {
+				return nil, err
+			}
+		}
+		ids, err := p.Admit(info.Identities)
+		if err != nil && info.Direction != Outbound {
+			return nil, err
+		}
+		if err == nil {
+			info.Identities = ids
+		}
+	}
 	if info.ID == "" {
 		info.ID = "call_" + uuid.NewString()
 	}

@@ -40,11 +40,13 @@ var turnErrors = []struct {
 	{agent.ErrDecisionPending, http.StatusConflict, "decision_pending", "", true},
 	{agent.ErrNoDecisionPending, http.StatusConflict, "no_decision_pending", "", true},
 	{agent.ErrSessionNotFound, http.StatusNotFound, "session_not_found", "", false},
+	{agent.ErrProviderTimeout, http.StatusGatewayTimeout, "provider_timeout", "", false},
 	{agent.ErrProvider, http.StatusBadGateway, "provider_error", "", false},
 	{agent.ErrMemory, http.StatusServiceUnavailable, "memory_unavailable", "memory storage is unavailable; the turn did not run without it", false},
 	{agent.ErrStorage, http.StatusServiceUnavailable, "storage_unavailable", "session storage is unavailable", false},
 	{identity.ErrInvalid, http.StatusBadRequest, "invalid_identities", "", false},
 	{identity.ErrConflict, http.StatusBadRequest, "invalid_identities", "", false},
+	{identity.ErrForbidden, http.StatusForbidden, "identity_forbidden", "", true},
 	{ErrBadHeaders, http.StatusBadRequest, "invalid_headers", "", false},
 	{context.DeadlineExceeded, http.StatusGatewayTimeout, "timeout", "the turn took longer than the box allows", false},
 }

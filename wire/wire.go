@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stackbone/box/agent"
@@ -101,6 +102,9 @@ func NewSSE(w http.ResponseWriter) *SSE {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
+	// A stream has no write deadline: the server's is for answers that are
+	// not streams; the turn's timeout bounds a stream.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	f, _ := w.(http.Flusher)
 	return &SSE{w: w, f: f}
 }
@@ -151,6 +155,7 @@ const (
 	DecodeNotObject                       // JSON, but not one object
 	DecodeType                            // a field of the wrong type
 	DecodeUnknown                         // a field the wire does not know
+	DecodeText                            // a string with a NUL or invalid UTF-8 (api.CheckText)
 )
 
 func (e *DecodeError) Error() string {
@@ -165,6 +170,8 @@ func (e *DecodeError) Error() string {
 		return fmt.Sprintf("%s has the wrong type (%s)", e.Field, e.Value)
 	case DecodeUnknown:
 		return fmt.Sprintf("unknown field %q", e.Field)
+	case DecodeText:
+		return (&api.TextError{Field: e.Field}).Error()
 	}
 	return "the body must be one JSON object"
 }
@@ -173,7 +180,20 @@ func (e *DecodeError) Error() string {
 // fields, trailing data and larger bodies are a *DecodeError. Errors of v's
 // own UnmarshalJSON methods are returned as they are.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	// The text is checked on the raw bytes, before decoding turns invalid
+	// UTF-8 into U+FFFD, and before anything reaches a model or PostgreSQL.
+	raw, err := api.ReadBody(w, r, limit)
+	var te *api.TextError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &te):
+		return &DecodeError{Kind: DecodeText, Field: te.Field}
+	case errors.As(err, &tooBig):
+		return &DecodeError{Kind: DecodeTooLarge, Limit: tooBig.Limit}
+	case err != nil:
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var syn *json.SyntaxError

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -87,8 +86,22 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 
 	keys := auth.NewStore(pool)
 	if opt.devKey {
-		if err := keys.Ensure(ctx, auth.DevKey, auth.DevKey, auth.AllScopes); err != nil {
+		err := keys.Ensure(ctx, auth.DevKey, auth.DevKey, auth.AllScopes)
+		switch {
+		case errors.Is(err, auth.ErrRevoked):
+			log.Warn("the dev key local-dev was revoked in this database and stays revoked; create a key with `stackbone keys create`")
+		case err != nil:
 			return err
+		}
+	} else {
+		// The dev key's secret is public: a database that ran `dev` must
+		// not serve production with it.
+		live, err := keys.Live(ctx, auth.DevKey)
+		if err != nil {
+			return err
+		}
+		if live {
+			return fmt.Errorf("the dev key %s (whose secret is public) is valid in this database; revoke it before serving: stackbone keys revoke %s", auth.DevKey, auth.DevKey)
 		}
 	}
 	// Operators' signals: Prometheus series at /metrics (see package telemetry).
@@ -159,7 +172,11 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	go calls.Run(leaseCtx) // call leases; calls of dead boxes closed as box_lost
 	memoryStores.Register(handler)
 	retrieval.Register(handler)
-	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: cfg.Rooms, Logger: log})
+	devKey := ""
+	if opt.devKey {
+		devKey = auth.DevKey
+	}
+	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: cfg.Rooms, Logger: log, DevKey: devKey})
 	if err != nil {
 		return err
 	}
@@ -201,14 +218,19 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	}
 	defer jobClient.Stop(context.WithoutCancel(ctx))
 
-	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
+	ln, err := api.Listen(cfg.HTTP.Addr, cfg.HTTP.MaxConnections)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	srv := &http.Server{Handler: telemetry.Handler(wire.CORS(cfg.HTTP.CORS.AllowedOrigins, handler)), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := api.HTTPServer(telemetry.Handler(wire.CORS(cfg.HTTP.CORS.AllowedOrigins, handler)), cfg.HTTP, log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("the box is serving", "http", "http://"+ln.Addr().String(), "agents", cfg.AgentNames())
+	base := "http://" + ln.Addr().String()
+	serving := []any{"http", base, "studio", base + "/studio/", "call", base + "/call", "agents", cfg.AgentNames()}
+	if opt.devKey {
+		serving = append(serving, "key", auth.DevKey)
+	}
+	log.Info("the box is serving", serving...)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http: %w", err)

@@ -105,6 +105,30 @@ func TestDevStartsServesAndStopsCleanly(t *testing.T) {
 		!strings.Contains(body, `"facts":[]`) {
 		t.Fatalf("recall: %d %s", code, body)
 	}
+	// A newcomer's first hour: the start-up log names the call page and the
+	// dev key, / opens Studio, recall of an agent the config does
+	// not declare is a 404, `keys list` finds the dev database on its own,
+	// and the dev config has an agent with a held tool.
+	if !strings.Contains(logs.String(), base+"/call") || !strings.Contains(logs.String(), "key=local-dev") {
+		t.Fatalf("the start-up log names neither the call page nor the dev key:\n%s", logs.String())
+	}
+	if code, _ := get("GET", "/", "", ""); code != 200 { // Studio
+		t.Fatalf("GET /: %d", code)
+	}
+	if code, body := get("POST", "/api/memory/recall", "local-dev", `{"agentId":"nobody","userId":"u"}`); code != 404 ||
+		!strings.Contains(body, "agent_not_found") {
+		t.Fatalf("recall of an undeclared agent: %d %s", code, body)
+	}
+	keysList := exec.Command(bin, "keys", "list")
+	keysList.Dir = dir
+	keysList.Env = filteredEnv()
+	if out, err := keysList.CombinedOutput(); err != nil || !strings.Contains(string(out), "local-dev") {
+		t.Fatalf("keys list without a database URL: %v\n%s", err, out)
+	}
+	if code, body := get("GET", "/api/agents", "local-dev", ""); code != 200 || !strings.Contains(body, "careful") {
+		t.Fatalf("no agent with a held tool in the dev config: %d %s", code, body)
+	}
+
 	// Without a provider, add says so clearly.
 	if code, body := get("POST", "/api/memory/add", "local-dev", `{"agentId":"support","userId":"u","content":"hi"}`); code != 502 ||
 		!strings.Contains(body, "OPENAI_BASE_URL") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/store/storetest"
 )
 
@@ -92,5 +96,44 @@ func TestServeNeedsDatabaseAndMakesNoDevKey(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := <-exited; err != nil {
 		t.Fatalf("serve exit: %v", err)
+	}
+
+	// A database that once ran `dev` holds the public dev key: serve
+	// refuses it until it is revoked, and revocation sticks.
+	pool, err := pgxpool.New(t.Context(), empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := auth.NewStore(pool).Ensure(t.Context(), auth.DevKey, auth.DevKey, auth.AllScopes); err != nil {
+		t.Fatal(err)
+	}
+	dbEnv := []string{"STACKBONE_DATABASE_URL=" + empty, "STACKBONE_HTTP_ADDR=" + freeAddr(t), "STACKBONE_SIP_ADDR=127.0.0.1:0"}
+	if out, err := run(dbEnv, "serve", "--config", cfgPath); err == nil || !strings.Contains(out, "keys revoke local-dev") {
+		t.Fatalf("serve with a live dev key: %v %s", err, out)
+	}
+	if out, err := run(dbEnv, "keys", "revoke", "local-dev"); err != nil {
+		t.Fatalf("revoke: %v %s", err, out)
+	}
+	if err := auth.NewStore(pool).Ensure(t.Context(), auth.DevKey, auth.DevKey, auth.AllScopes); !errors.Is(err, auth.ErrRevoked) {
+		t.Fatalf("dev brought the revoked key back: %v", err)
+	}
+
+	// keys create never implies scopes, and a key that acts for persons
+	// says whom.
+	for _, args := range [][]string{
+		{"keys", "create", "noscope"},
+		{"keys", "create", "chat", "--scope", "agents:run"},
+		{"keys", "create", "bad", "--role", "root"},
+	} {
+		if out, err := run(dbEnv, args...); err == nil {
+			t.Fatalf("%v was taken: %s", args, out)
+		}
+	}
+	if out, err := run(dbEnv, "keys", "create", "web", "--role", "app", "--identity", "customerId=cust_42"); err != nil {
+		t.Fatalf("app key: %v %s", err, out)
+	}
+	if out, err := run(dbEnv, "keys", "list"); err != nil || !strings.Contains(out, "customerId=cust_42") {
+		t.Fatalf("keys list: %v %s", err, out)
 	}
 }

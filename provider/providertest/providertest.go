@@ -44,6 +44,16 @@ type Reply struct {
 	ToolCalls []Call
 	// Finish overrides the finish reason ("length" for a cut answer).
 	Finish string
+	// Raw, when set, is the whole answer: status 200 with this body as it
+	// is (a misbehaving provider: HTML, truncated JSON, anything).
+	Raw string
+	// Cut closes a streamed answer cleanly after its content chunks,
+	// without the finish chunk or [DONE] (a stream cut in the middle).
+	Cut bool
+	// Stall holds a streamed answer this long after its first content
+	// chunk (a provider that hangs mid-stream); the wait ends early if the
+	// client goes away.
+	Stall time.Duration
 	// ChunkDelay paces a streamed answer: the wait between content chunks,
 	// as a real model generates tokens over time.
 	ChunkDelay time.Duration
@@ -212,6 +222,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, reply.Status, reply.Message)
 		return
 	}
+	if reply.Raw != "" {
+		_, _ = io.WriteString(w, reply.Raw)
+		return
+	}
 	pt, ct := reply.PromptTokens, reply.CompletionTokens
 	if pt == 0 && ct == 0 {
 		pt, ct = 10, 5
@@ -271,6 +285,16 @@ func streamChat(ctx context.Context, w http.ResponseWriter, model string, reply 
 			}
 		}
 		send(chunk(openai.ChatCompletionStreamChoiceDelta{Content: piece}, ""))
+		if i == 0 && reply.Stall > 0 {
+			select {
+			case <-time.After(reply.Stall):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+	if reply.Cut {
+		return
 	}
 	finish := openai.FinishReasonStop
 	for i, c := range reply.ToolCalls {

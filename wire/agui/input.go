@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/wire"
 )
@@ -74,7 +75,15 @@ func badInput(format string, args ...any) error {
 
 // decodeInput reads one JSON object of at most maxBodyBytes.
 func decodeInput(w http.ResponseWriter, r *http.Request) (*runInput, error) {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	raw, err := api.ReadBody(w, r, maxBodyBytes)
+	var te *api.TextError
+	if errors.As(err, &te) {
+		return nil, badInput("%s", te)
+	}
+	if err != nil {
+		return nil, badInput("%s", describeDecode(err))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	var in runInput
 	if err := dec.Decode(&in); err != nil {
 		return nil, badInput("%s", describeDecode(err))

@@ -353,13 +353,13 @@ func TestFailuresAfterTheStartAreRunErrors(t *testing.T) {
 	}{
 		{"provider before any text", "support", userHello,
 			func(*testing.T) { b.model.Script(providerFailed) },
-			"provider_failed", "agent: model provider failed: provider answered 500: upstream exploded",
+			"provider_failed", "agent: model provider failed: provider answered 500 (provider error)",
 			[]string{"RUN_STARTED", "RUN_ERROR"}},
 		{"provider after text and a server tool", "support", strings.Replace(customerHello, `"t1"`, `"t2"`, 1),
 			func(*testing.T) {
 				b.model.Script(providertest.Reply{Content: "Let me look.", ToolCalls: memoryRead("call_m")}, providerFailed)
 			},
-			"provider_failed", "agent: model provider failed: provider answered 500: upstream exploded",
+			"provider_failed", "agent: model provider failed: provider answered 500 (provider error)",
 			[]string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
 				"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT", "RUN_ERROR"}},
 		// A refusal the runtime can only make once the model has spoken: a

@@ -52,7 +52,7 @@ func classify(err error) (e *apiError, ok bool) {
 		switch de.Kind {
 		case wire.DecodeTooLarge:
 			return newError(http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "", de.Error()), true
-		case wire.DecodeType, wire.DecodeUnknown:
+		case wire.DecodeType, wire.DecodeUnknown, wire.DecodeText:
 			return newError(http.StatusBadRequest, "invalid_request_error", "", de.Field, de.Error()), true
 		}
 		return newError(http.StatusBadRequest, "invalid_request_error", "", "", de.Error()), true

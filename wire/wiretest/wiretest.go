@@ -51,7 +51,11 @@ func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
+	// The scripted model is the provider "openai"; the YAML may set its
+	// other settings (timeouts).
+	p := cfg.Providers["openai"]
+	p.BaseURL = model.URL()
+	cfg.Providers = map[string]config.Provider{"openai": p}
 	reg := provider.NewRegistry(cfg.Providers, nil)
 	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})
 	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
