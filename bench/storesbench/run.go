@@ -284,4 +284,3 @@ func drive(n, c int, rec *recorder, op func(worker, i int) error) {
 	}
 	wg.Wait()
 }
-
