@@ -43,6 +43,9 @@ agents:
   mailer:
     model: openai/chat
     memory: {identityKey: email, read: true, save: true}
+  mute:
+    model: openai/chat
+    voice: {tts: espeak}
 `
 
 // What the caller says in the recorded speech, what the scripted model

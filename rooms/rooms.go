@@ -182,6 +182,7 @@ type View struct {
 	CreatedAt       time.Time           `json:"createdAt"`
 	Join            *Join               `json:"join,omitempty"`
 	Outcome         *voice.Outcome      `json:"outcome"`
+	EndReason       *string             `json:"endReason,omitempty"`
 	DurationSeconds *float64            `json:"durationSeconds"`
 	Transcript      []voice.Entry       `json:"transcript"`
 	Memory          *voice.MemoryReport `json:"memory,omitempty"`
@@ -405,7 +406,7 @@ func (s *Service) Get(ctx context.Context, id string) (View, error) {
 	if status == "ringing" {
 		status = StatusWaiting
 	}
-	return View{ID: id, CallID: rec.ID, Agent: rec.Agent, Status: status, CreatedAt: rec.StartedAt, Outcome: rec.Outcome,
+	return View{ID: id, CallID: rec.ID, Agent: rec.Agent, Status: status, CreatedAt: rec.StartedAt, Outcome: rec.Outcome, EndReason: rec.EndReason,
 		DurationSeconds: rec.DurationSeconds, Transcript: nonNil(rec.Transcript), Memory: rec.Memory}, nil
 }
 
@@ -418,6 +419,7 @@ func (s *Service) view(ctx context.Context, r *room) View {
 		v.Memory = rec.Memory
 		if rec.Status == "ended" {
 			v.Status, v.Outcome, v.DurationSeconds, v.Transcript = StatusEnded, rec.Outcome, rec.DurationSeconds, nonNil(rec.Transcript)
+			v.EndReason = rec.EndReason
 		}
 	}
 	return v

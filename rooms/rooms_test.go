@@ -257,3 +257,35 @@ func TestMediaTimeoutCapacityAndShutdown(t *testing.T) {
 		t.Fatalf("after Close: %d %s", st, code)
 	}
 }
+
+// A call that cannot run says why, on its record and on the room the call
+// page polls: here the agent's voice is the offline engine, which this
+// test box does not have.
+func TestFailedCallSaysWhy(t *testing.T) {
+	t.Parallel()
+	b := newBox(t, config.Rooms{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var room rooms.View
+	if st, code := b.do("POST", "/api/voice/rooms", map[string]any{"agent": "mute"}, &room); st != 201 {
+		t.Fatalf("open: %d %s", st, code)
+	}
+	c, err := roomstest.Join(ctx, roomstest.Options{BaseURL: b.url, Key: devKey, OfferURL: room.Join.OfferURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var v rooms.View
+	waitUntil(t, "the room to end", 20*time.Second, func() bool {
+		b.do("GET", "/api/voice/rooms/"+room.ID, nil, &v)
+		return v.Status == rooms.StatusEnded
+	})
+	if v.Outcome == nil || *v.Outcome != voice.OutcomeFailed || v.EndReason == nil || !strings.Contains(*v.EndReason, "speech") {
+		t.Fatalf("ended room: outcome %v reason %v", v.Outcome, v.EndReason)
+	}
+	var rec voice.CallRecord
+	b.do("GET", "/api/voice/calls/"+room.CallID, nil, &rec)
+	if rec.EndReason == nil || *rec.EndReason != *v.EndReason {
+		t.Fatalf("call record reason %v", rec.EndReason)
+	}
+}

@@ -170,7 +170,7 @@ async function poll() {
     const room = await api("GET", "/api/voice/rooms/" + state.roomId);
     render(room);
     if (room.status === "ended") {
-      setStatus("ended (" + room.outcome + ")");
+      setStatus("ended (" + room.outcome + ")" + (room.endReason ? ": " + room.endReason : ""));
       state.status = "ended";
       teardown();
       finish();
