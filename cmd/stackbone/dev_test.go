@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net"
@@ -40,11 +39,11 @@ func TestDevStartsServesAndStopsCleanly(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	addr := freeAddr(t)
-	var logs bytes.Buffer
+	logs := &syncBuffer{}
 	cmd := exec.Command(bin, "dev", "--data-dir", filepath.Join(dir, ".stackbone"))
 	cmd.Dir = dir // no configs/dev.yaml here: the embedded copy is used
 	cmd.Env = append(filteredEnv(), "STACKBONE_HTTP_ADDR="+addr, "STACKBONE_SIP_ADDR=127.0.0.1:0")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

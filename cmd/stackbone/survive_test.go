@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -211,7 +212,7 @@ func startBox(t *testing.T, bin, cfgPath, providerURL string) *runningBox {
 			t.Logf("box output:\n%s", out.String())
 		}
 	})
-	siptest.Eventually(t, "the box to be ready", 60*time.Second, func() bool {
+	siptest.Eventually(t, "the box to be ready", 120*time.Second, func() bool {
 		resp, err := http.Get("http://" + httpAddr + "/readyz")
 		if err != nil {
 			return false
@@ -425,6 +426,44 @@ func TestTracesReachAnOTLPCollector(t *testing.T) {
 	fmt.Fprintf(f, "telemetry: {otlpEndpoint: %q}\n", collector.URL)
 	f.Close()
 	box := startBox(t, bin, cfgPath, model.URL())
+	// A job: a document's ingest, worked before the box stops.
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	const secret = "trace-test-key"
+	if err := auth.NewStore(pool).Ensure(ctx, "tracer", secret, []string{auth.ScopeRAGWrite, auth.ScopeRAGRead}); err != nil {
+		t.Fatal(err)
+	}
+	send := func(req *http.Request) int {
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	req, _ := http.NewRequest("POST", "http://"+box.httpAddr+"/api/rag/collections", strings.NewReader(`{"name":"faq"}`))
+	if code := send(req); code != 201 {
+		t.Fatalf("collection: %d", code)
+	}
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	fw, _ := mw.CreateFormFile("file", "faq.md")
+	fw.Write([]byte("# Returns\n\nReturns are accepted within 30 days.\n"))
+	mw.Close()
+	req, _ = http.NewRequest("POST", "http://"+box.httpAddr+"/api/rag/collections/faq/documents", &form)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	if code := send(req); code != 202 {
+		t.Fatalf("upload: %d", code)
+	}
+	siptest.Eventually(t, "the ingest job", 30*time.Second, func() bool {
+		var n int
+		pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.river_job WHERE kind LIKE '%ingest%' AND state = 'completed'`).Scan(&n)
+		return n > 0
+	})
 	call, err := siptest.NewCaller(t).Call(ctx, "100", box.sipAddr, "+34600999111")
 	if err != nil {
 		t.Fatal(err)
