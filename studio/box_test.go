@@ -113,7 +113,7 @@ func newBox(t *testing.T) *box {
 		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: log})
 	calls.Register(h)
 	memoryStores.Register(h)
-	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: config.Rooms{}, Logger: log})
+	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: config.Rooms{}, Logger: log, DevKey: auth.DevKey}) // the page as dev serves it
 	if err != nil {
 		t.Fatal(err)
 	}
