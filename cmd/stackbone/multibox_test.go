@@ -1,0 +1,376 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/sip/siptest"
+)
+
+// Two boxes on one PostgreSQL behind Kamailio's dispatcher (the config in
+// deploy/kamailio, as shipped) are one system: 100 calls through the proxy
+// (at most 10 at once: the machine has 2 cores) spread over both; a box
+// killed (-9) mid-load has its calls closed as box_lost by the other, each
+// heard transcript saved once, and every new call reaches the survivor; a
+// box that drains (SIGTERM) finishes its calls while new ones go to the
+// other.
+func TestTwoBoxesBehindKamailio(t *testing.T) {
+	kamailio, err := exec.LookPath("kamailio")
+	if err != nil {
+		if kamailio, err = exec.LookPath("/usr/sbin/kamailio"); err != nil {
+			t.Skip("kamailio is not installed (scripts/test installs it)")
+		}
+	}
+	bin := buildBox(t)
+	ctx := context.Background()
+	dbURL, pool := testDatabase(t)
+	model := providertest.New(t)
+	model.RespondTranscripts(func([]byte) string { return "Please call me back in the morning." })
+	model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+		if strings.Contains(req.Messages[0].Content, `"operations"`) {
+			return providertest.Reply{Content: `{"operations":[{"op":"add","content":"Wants a call back in the morning."}],"summary":"Asked for a call back."}`}
+		}
+		return providertest.Reply{Content: "Noted, a call back in the morning."}
+	})
+	// Calls in progress may end on their own for up to 30 s of a drain.
+	cfgPath := writeConfig(t, dbURL)
+	raw, _ := os.ReadFile(cfgPath)
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(raw), "drain: 1s", "drain: 30s", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	boxA := startBox(t, bin, cfgPath, model.URL())
+	boxB := startBox(t, bin, cfgPath, model.URL())
+	proxy := startKamailio(t, kamailio, boxA.sipAddr, boxB.sipAddr)
+
+	load := &callLoad{t: t, pool: pool, proxy: proxy, caller: siptest.NewCaller(t), slots: make(chan struct{}, 10)}
+
+	// 1. Spread, then a crash mid-load.
+	var idA, idB string
+	var killedAfter atomic.Int32 // calls started before the kill, 0 before it
+	for n := range 60 {
+		load.start(n)
+		if killedAfter.Load() > 0 || n < 20 {
+			continue
+		}
+		if idA == "" {
+			idA, idB = boxID(t, pool, boxA), boxID(t, pool, boxB)
+		}
+		// Kill A once it carries a call whose caller was heard.
+		var heard int
+		pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls
+			WHERE box_id = $1 AND status = 'active' AND transcript @> '[{"role":"user"}]'`, idA).Scan(&heard)
+		if heard > 0 && idB != "" {
+			boxA.cmd.Process.Signal(syscall.SIGKILL)
+			boxA.wait(t, 10*time.Second)
+			load.lost.Store(idA)
+			killedAfter.Store(int32(n + 1))
+		}
+	}
+	load.wait()
+	after := int(killedAfter.Load())
+	if after == 0 {
+		t.Fatalf("box A never carried a heard call during the first 60 calls\n%s", load.summary())
+	}
+	rows := load.records(0, 60)
+	perBox := map[string]int{}
+	for _, r := range rows[:after] {
+		perBox[r.box]++
+	}
+	if perBox[idA] == 0 || perBox[idB] == 0 {
+		t.Fatalf("the calls before the kill did not spread over both boxes: %v (A %s, B %s)", perBox, idA, idB)
+	}
+	for n := after; n < 60; n++ {
+		if r := rows[n]; r.box != idB || !load.results[n].completed {
+			t.Fatalf("call %d after the kill: box %q (survivor %s), completed %v: %v", n, r.box, idB, load.results[n].completed, load.results[n].err)
+		}
+	}
+	// The survivor closes the dead box's calls as box_lost and saves what
+	// each caller heard, once.
+	siptest.Eventually(t, "the killed box's calls to be recovered", 60*time.Second, func() bool {
+		var open int
+		pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls c WHERE box_id = $1
+			AND (status <> 'ended' OR (outcome = 'box_lost' AND jsonb_array_length(transcript) > 0
+				AND NOT coalesce((memory->>'saved')::bool, false)))`, idA).Scan(&open)
+		return open == 0
+	})
+	var lost, lostHeard, lostSaves, lostDup int
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE c.transcript @> '[{"role":"user"}]'),
+		coalesce(sum((SELECT count(*) FROM stackbone_platform.memory_calls m WHERE m.run_id = c.id)), 0),
+		count(*) FILTER (WHERE (SELECT count(*) FROM stackbone_platform.memory_calls m WHERE m.run_id = c.id) <> 1)
+		FROM stackbone_platform.voice_calls c WHERE box_id = $1 AND outcome = 'box_lost'`, idA).
+		Scan(&lost, &lostHeard, &lostSaves, &lostDup); err != nil {
+		t.Fatal(err)
+	}
+	if lost == 0 || lostHeard == 0 || lostDup != 0 {
+		t.Fatalf("%d calls box_lost (%d with the caller heard), %d saves, %d not saved exactly once", lost, lostHeard, lostSaves, lostDup)
+	}
+	t.Logf("crash: %d calls before the kill (A %d, B %d), %d after, all on the survivor; %d box_lost (%d with a heard turn), each saved once",
+		after, perBox[idA], perBox[idB], 60-after, lost, lostHeard)
+
+	// 2. A box takes A's place; it drains (SIGTERM) while calls go on.
+	boxC := startBoxAt(t, bin, cfgPath, model.URL(), boxA.sipAddr)
+	var idC string
+	drainedAfter := 0
+	for n := 60; n < 100; n++ {
+		load.start(n)
+		if drainedAfter > 0 {
+			continue
+		}
+		if idC == "" {
+			idC = boxID(t, pool, boxC)
+			continue
+		}
+		var carried int
+		pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls WHERE box_id = $1 AND status = 'active'`,
+			idC).Scan(&carried)
+		if carried > 0 {
+			boxC.cmd.Process.Signal(syscall.SIGTERM)
+			drainedAfter = n + 1
+		}
+	}
+	load.wait()
+	if drainedAfter == 0 {
+		t.Fatalf("the new box carried no call\n%s", load.summary())
+	}
+	if code := boxC.wait(t, 40*time.Second); code != 0 {
+		t.Fatalf("the drained box exited with %d", code)
+	}
+	rows = load.records(0, 100)
+	onC := 0
+	for n := 60; n < 100; n++ {
+		r, res := rows[n], load.results[n]
+		if !res.completed {
+			t.Fatalf("call %d (box %s, %s %s) did not complete: %v", n, r.box, r.status, r.outcome, res.err)
+		}
+		if n >= drainedAfter && r.box != idB {
+			t.Fatalf("call %d after the drain began went to %q, not the other box %s", n, r.box, idB)
+		}
+		if r.box == idC {
+			onC++
+			// It went on until the caller hung up, and was saved.
+			var saved bool
+			pool.QueryRow(ctx, `SELECT coalesce((memory->>'saved')::bool, false) FROM stackbone_platform.voice_calls WHERE id = $1`,
+				r.id).Scan(&saved)
+			if r.outcome != "caller_hangup" || !saved {
+				t.Fatalf("call %d on the drained box ended %s %s, saved %v; want caller_hangup, saved", n, r.status, r.outcome, saved)
+			}
+		}
+	}
+	var total, spread int
+	pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT box_id) FROM stackbone_platform.voice_calls`).Scan(&total, &spread)
+	if total != 100 {
+		t.Fatalf("%d call records for 100 calls", total)
+	}
+	t.Logf("drain: %d calls before SIGTERM (%d on the drained box, each finished by its caller and saved), %d after, all on the other box",
+		drainedAfter-60, onC, 100-drainedAfter)
+}
+
+// callLoad runs calls through the proxy, each from its own number: the
+// caller waits for the greeting, speaks once, waits for the answer and
+// hangs up.
+type callLoad struct {
+	t      *testing.T
+	pool   *pgxpool.Pool
+	proxy  string
+	caller *siptest.Caller
+	slots  chan struct{}
+	wg     sync.WaitGroup
+	// lost is the id of a killed box: its callers give up at once.
+	lost atomic.Value
+
+	mu      sync.Mutex
+	results [100]callResult
+}
+
+type callResult struct {
+	started, completed bool
+	box                string // the box that answered
+	err                error
+}
+
+func loadNumber(n int) string { return fmt.Sprintf("+34600100%03d", n) }
+
+// start starts call n once a slot is free.
+func (l *callLoad) start(n int) {
+	l.slots <- struct{}{}
+	l.wg.Add(1)
+	l.mu.Lock()
+	l.results[n].started = true
+	l.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		defer func() { <-l.slots }()
+		box, err := l.call(n)
+		l.mu.Lock()
+		l.results[n].completed, l.results[n].box, l.results[n].err = err == nil, box, err
+		l.mu.Unlock()
+	}()
+}
+
+func (l *callLoad) wait() { l.wg.Wait() }
+
+func (l *callLoad) call(n int) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	call, err := l.caller.Call(ctx, "100", l.proxy, loadNumber(n))
+	if err != nil {
+		return "", fmt.Errorf("call: %w (status %d)", err, siptest.Status(err))
+	}
+	defer func() {
+		// Bounded: a BYE towards a killed box gets no answer.
+		hctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = call.Hangup(hctx)
+	}()
+	var box string
+	if err := l.pool.QueryRow(ctx, `SELECT coalesce(box_id, '') FROM stackbone_platform.voice_calls WHERE phone_number = $1`,
+		loadNumber(n)).Scan(&box); err != nil {
+		return "", fmt.Errorf("the answered call's record: %w", err)
+	}
+	hear := func(what string, cond func() bool) error {
+		for !cond() {
+			if lost, _ := l.lost.Load().(string); lost != "" && lost == box {
+				return fmt.Errorf("%s: the box was killed", what)
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s: %w", what, ctx.Err())
+			case <-call.Ended():
+				return fmt.Errorf("%s: the box hung up", what)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		return nil
+	}
+	if err := hear("the greeting", func() bool { return call.Voiced() > 25 }); err != nil {
+		return box, err
+	}
+	greeted := call.Voiced()
+	call.Talk(1)
+	if err := hear("the answer", func() bool { return call.Voiced() > greeted+20 }); err != nil {
+		return box, err
+	}
+	return box, nil
+}
+
+// callRecord is one load call's record.
+type callRecord struct {
+	id, box, status, outcome string
+}
+
+// records are the records of calls from..to-1 by call number.
+func (l *callLoad) records(from, to int) []callRecord {
+	l.t.Helper()
+	out := make([]callRecord, to)
+	for n := from; n < to; n++ {
+		l.pool.QueryRow(context.Background(), `SELECT id, coalesce(box_id, ''), status, coalesce(outcome, '')
+			FROM stackbone_platform.voice_calls WHERE phone_number = $1`, loadNumber(n)).
+			Scan(&out[n].id, &out[n].box, &out[n].status, &out[n].outcome)
+	}
+	return out
+}
+
+func (l *callLoad) summary() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for n, r := range l.results {
+		if r.started {
+			fmt.Fprintf(&b, "call %d: box %s completed %v %v\n", n, r.box, r.completed, r.err)
+		}
+	}
+	return b.String()
+}
+
+var answeredRe = regexp.MustCompile(`msg="sip: answered".* callId=(\S+)`)
+
+// boxID is the id a running box writes in its calls' records, found from a
+// call its log says it answered ("" before it answered one).
+func boxID(t *testing.T, pool *pgxpool.Pool, b *runningBox) string {
+	t.Helper()
+	m := answeredRe.FindStringSubmatch(b.logs())
+	if m == nil {
+		return ""
+	}
+	var id string
+	pool.QueryRow(context.Background(), `SELECT coalesce(box_id, '') FROM stackbone_platform.voice_calls WHERE id = $1`, m[1]).Scan(&id)
+	return id
+}
+
+// startKamailio runs deploy/kamailio/kamailio.cfg in the foreground on a
+// free loopback port, dispatching to the boxes' SIP addresses, probing
+// them every second; the test's end stops it. It returns its SIP address.
+func startKamailio(t *testing.T, kamailio string, boxes ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	var list strings.Builder
+	for _, b := range boxes {
+		fmt.Fprintf(&list, "1 sip:%s\n", b)
+	}
+	listPath := filepath.Join(dir, "dispatcher.list")
+	if err := os.WriteFile(listPath, []byte(list.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := filepath.Abs("../../deploy/kamailio/kamailio.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeUDPAddr(t)
+	out := &syncBuffer{}
+	cmd := exec.Command(kamailio, "-DD", "-E", "-f", cfg, "-Y", dir, "-P", filepath.Join(dir, "kamailio.pid"),
+		"-w", dir, "-m", "64", "-M", "8",
+		"-A", "LISTEN_UDP=udp:"+addr, "-A", "LISTEN_TCP=tcp:"+addr,
+		"-A", fmt.Sprintf("DISPATCHER_LIST=%q", listPath), "-A", "PING_INTERVAL=1", "-A", "BOX_TIMEOUT=1500")
+	cmd.Stdout, cmd.Stderr = out, out
+	// Its own process group: the test's end stops its children too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			t.Logf("kamailio output:\n%s", out.String())
+		}
+	})
+	siptest.Eventually(t, "kamailio to listen", 20*time.Second, func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("kamailio exited\n%s", out.String())
+		default:
+		}
+		return listens(addr)
+	})
+	return addr
+}
+
+// listens reports whether something accepts TCP connections at addr.
+func listens(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
+}
