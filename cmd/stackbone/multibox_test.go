@@ -57,7 +57,7 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 	boxB := startBox(t, bin, cfgPath, model.URL())
 	proxy := startKamailio(t, kamailio, boxA.sipAddr, boxB.sipAddr)
 
-	load := &callLoad{t: t, pool: pool, proxy: proxy, caller: siptest.NewCaller(t), slots: make(chan struct{}, 10)}
+	load := &callLoad{t: t, pool: pool, proxy: proxy.addr, caller: siptest.NewCaller(t), slots: make(chan struct{}, 10)}
 
 	// 1. Spread, then a crash mid-load.
 	var idA, idB string
@@ -139,8 +139,17 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 		pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls WHERE box_id = $1 AND status = 'active'`,
 			idC).Scan(&carried)
 		if carried > 0 {
+			downs := proxy.downs(boxC.sipAddr)
 			boxC.cmd.Process.Signal(syscall.SIGTERM)
 			drainedAfter = n + 1
+			// The proxy's probe finds the box down while it still drains
+			// (it answers OPTIONS 503), not only once it exited.
+			siptest.Eventually(t, "the proxy to mark the draining box down", 20*time.Second, func() bool {
+				return proxy.downs(boxC.sipAddr) > downs
+			})
+			if strings.Contains(boxC.logs(), `msg=stopping`) {
+				t.Fatal("the proxy marked the box down only once its drain had ended")
+			}
 		}
 	}
 	load.wait()
@@ -312,10 +321,21 @@ func boxID(t *testing.T, pool *pgxpool.Pool, b *runningBox) string {
 	return id
 }
 
+// sipProxy is a running Kamailio.
+type sipProxy struct {
+	addr string // its SIP address
+	out  *syncBuffer
+}
+
+// downs is how many times the proxy logged box addr as down.
+func (p *sipProxy) downs(addr string) int {
+	return strings.Count(p.out.String(), "box sip:"+addr+" is down")
+}
+
 // startKamailio runs deploy/kamailio/kamailio.cfg in the foreground on a
 // free loopback port, dispatching to the boxes' SIP addresses, probing
-// them every second; the test's end stops it. It returns its SIP address.
-func startKamailio(t *testing.T, kamailio string, boxes ...string) string {
+// them every second; the test's end stops it.
+func startKamailio(t *testing.T, kamailio string, boxes ...string) *sipProxy {
 	t.Helper()
 	dir := t.TempDir()
 	var list strings.Builder
@@ -363,7 +383,7 @@ func startKamailio(t *testing.T, kamailio string, boxes ...string) string {
 		}
 		return listens(addr)
 	})
-	return addr
+	return &sipProxy{addr: addr, out: out}
 }
 
 // listens reports whether something accepts TCP connections at addr.
