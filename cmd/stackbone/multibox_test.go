@@ -47,10 +47,11 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 		}
 		return providertest.Reply{Content: "Noted, a call back in the morning."}
 	})
-	// Calls in progress may end on their own for up to 30 s of a drain.
+	// Calls in progress may end on their own for up to 15 s of a drain
+	// (the load's calls take about 5 s).
 	cfgPath := writeConfig(t, dbURL)
 	raw, _ := os.ReadFile(cfgPath)
-	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(raw), "drain: 1s", "drain: 30s", 1)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(raw), "drain: 1s", "drain: 15s", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	boxA := startBox(t, bin, cfgPath, model.URL())
@@ -187,13 +188,41 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 			}
 		}
 	}
-	var total, spread int
-	pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT box_id) FROM stackbone_platform.voice_calls`).Scan(&total, &spread)
+	var total int
+	pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls`).Scan(&total)
 	if total != 100 {
 		t.Fatalf("%d call records for 100 calls", total)
 	}
 	t.Logf("drain: %d calls before SIGTERM (%d on the drained box, each finished by its caller and saved), %d after, all on the other box",
 		drainedAfter-60, onC, 100-drainedAfter)
+
+	// 3. The box's own BYE finds its way back through the proxy (the
+	// route set Kamailio's Record-Route made): the last box stops while a
+	// caller stays on the line past the drain.
+	call, err := load.caller.Call(ctx, "100", proxy.addr, loadNumber(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	siptest.Eventually(t, "the last call's greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
+	boxB.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-call.Ended():
+	case <-time.After(40 * time.Second):
+		t.Fatal("the caller got no BYE through the proxy from the stopping box")
+	}
+	if code := boxB.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("the last box exited with %d", code)
+	}
+	if !strings.Contains(proxy.out.String(), "BYE within a dialog from "+boxB.sipAddr) {
+		t.Fatal("the box's BYE did not go through the proxy")
+	}
+	var box, outcome string
+	var saved bool
+	pool.QueryRow(ctx, `SELECT coalesce(box_id, ''), coalesce(outcome, ''), coalesce((memory->>'saved')::bool, false)
+		FROM stackbone_platform.voice_calls WHERE phone_number = $1`, loadNumber(100)).Scan(&box, &outcome, &saved)
+	if box != idB || outcome != "shutdown" || !saved {
+		t.Fatalf("the last call: box %q outcome %q saved %v; want %s, shutdown, saved", box, outcome, saved, idB)
+	}
 }
 
 // callLoad runs calls through the proxy, each from its own number: the
@@ -362,7 +391,7 @@ func startKamailio(t *testing.T, kamailio string, boxes ...string) *sipProxy {
 	cmd := exec.Command(kamailio, "-DD", "-E", "-f", cfg, "-Y", dir, "-P", filepath.Join(dir, "kamailio.pid"),
 		"-w", dir, "-m", "64", "-M", "8",
 		"-A", "LISTEN_UDP=udp:"+addr, "-A", "LISTEN_TCP=tcp:"+addr,
-		"-A", fmt.Sprintf("DISPATCHER_LIST=%q", listPath), "-A", "PING_INTERVAL=1", "-A", "BOX_TIMEOUT=1500")
+		"-A", fmt.Sprintf("DISPATCHER_LIST=%q", listPath), "-A", "PING_INTERVAL=1", "-A", "BOX_TIMEOUT=1500", "-A", "LOG_DIALOG")
 	cmd.Stdout, cmd.Stderr = out, out
 	// Its own process group: the test's end stops its children too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
