@@ -23,12 +23,13 @@ import (
 )
 
 // Two boxes on one PostgreSQL behind Kamailio's dispatcher (the config in
-// deploy/kamailio, as shipped) are one system: 100 calls through the proxy
-// (at most 10 at once: the machine has 2 cores) spread over both; a box
-// killed (-9) mid-load has its calls closed as box_lost by the other, each
-// heard transcript saved once, and every new call reaches the survivor; a
-// box that drains (SIGTERM) finishes its calls while new ones go to the
-// other.
+// deploy/kamailio, as shipped) are one system: SIPp's calls and then 100
+// calls of siptest callers through the proxy (at most 10 at once: the
+// machine has 2 cores) spread over both; a box killed (-9) mid-load has its
+// calls closed as box_lost by the other, each heard transcript saved once,
+// and every new call reaches the survivor; a box that drains (SIGTERM)
+// finishes its calls while new ones go to the other; a box's own BYE
+// reaches the caller through the proxy.
 func TestTwoBoxesBehindKamailio(t *testing.T) {
 	kamailio, err := exec.LookPath("kamailio")
 	if err != nil {
@@ -57,6 +58,16 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 	boxA := startBox(t, bin, cfgPath, model.URL())
 	boxB := startBox(t, bin, cfgPath, model.URL())
 	proxy := startKamailio(t, kamailio, boxA.sipAddr, boxB.sipAddr)
+
+	// 0. An independent SIP peer: SIPp's calls through the proxy reach
+	// both boxes; their ACK and BYE follow the proxy's route set.
+	sippThrough(t, proxy.addr, 20)
+	var sippCalls, sippBoxes, sippHungUp int
+	pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT box_id), count(*) FILTER (WHERE outcome = 'caller_hangup')
+		FROM stackbone_platform.voice_calls WHERE phone_number LIKE '+34600200%'`).Scan(&sippCalls, &sippBoxes, &sippHungUp)
+	if sippCalls != 20 || sippBoxes != 2 || sippHungUp != 20 {
+		t.Fatalf("SIPp's 20 calls: %d records on %d boxes, %d hung up by the caller", sippCalls, sippBoxes, sippHungUp)
+	}
 
 	load := &callLoad{t: t, pool: pool, proxy: proxy.addr, caller: siptest.NewCaller(t), slots: make(chan struct{}, 10)}
 
@@ -189,7 +200,7 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 		}
 	}
 	var total int
-	pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls`).Scan(&total)
+	pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls WHERE phone_number LIKE '+34600100%'`).Scan(&total)
 	if total != 100 {
 		t.Fatalf("%d call records for 100 calls", total)
 	}
@@ -355,6 +366,46 @@ func boxID(t *testing.T, pool *pgxpool.Pool, b *runningBox) string {
 	var id string
 	pool.QueryRow(context.Background(), `SELECT coalesce(box_id, '') FROM stackbone_platform.voice_calls WHERE id = $1`, m[1]).Scan(&id)
 	return id
+}
+
+// sippThrough places calls through the proxy with SIPp and
+// deploy/kamailio/sipp-call.xml, 5 at once, each held 3 s; every one must
+// succeed.
+func sippThrough(t *testing.T, proxy string, calls int) {
+	t.Helper()
+	bin, err := exec.LookPath("sipp")
+	if err != nil {
+		t.Skip("sipp is not installed (Debian package sip-tester; scripts/test installs it)")
+	}
+	scenario, err := filepath.Abs("../../deploy/kamailio/sipp-call.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-sf", scenario, "-m", fmt.Sprint(calls), "-l", "5", "-r", "5", "-d", "3000",
+		"-s", "100", "-t", "u1", "-i", "127.0.0.1", "-p", portOf(t, freeUDPAddr(t)), "-mp", portOf(t, freeUDPAddr(t)),
+		"-timeout", "50s", "-timeout_error", "-recv_timeout", "15s", "-nostdin", "-trace_err", proxy)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		errs, _ := filepath.Glob(filepath.Join(dir, "*_errors.log"))
+		var detail []byte
+		for _, f := range errs {
+			b, _ := os.ReadFile(f)
+			detail = append(detail, b...)
+		}
+		t.Fatalf("sipp: %v\n%s\n%s", err, out, detail)
+	}
+}
+
+func portOf(t *testing.T, addr string) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
 }
 
 // sipProxy is a running Kamailio.
