@@ -63,6 +63,14 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 	// both boxes; their ACK and BYE follow the proxy's route set.
 	sippThrough(t, proxy.addr, 20)
 	var sippCalls, sippBoxes, sippHungUp int
+	// A box records a call's end once it completed it, just after its 200
+	// to the BYE.
+	siptest.Eventually(t, "SIPp's calls to be recorded as ended", 30*time.Second, func() bool {
+		var open int
+		pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls
+			WHERE phone_number LIKE '+34600200%' AND status <> 'ended'`).Scan(&open)
+		return open == 0
+	})
 	pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT box_id), count(*) FILTER (WHERE outcome = 'caller_hangup')
 		FROM stackbone_platform.voice_calls WHERE phone_number LIKE '+34600200%'`).Scan(&sippCalls, &sippBoxes, &sippHungUp)
 	if sippCalls != 20 || sippBoxes != 2 || sippHungUp != 20 {
