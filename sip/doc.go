@@ -13,8 +13,9 @@
 // first trunk whose sources accept its address (403 otherwise; digest
 // credentials are challenged with 401), routed by the dialled number to an
 // agent (404 without a route), admitted under the call limit (503 with
-// Retry-After beyond it, so a proxy in front of several boxes tries
-// another), rung (100, 180), opened on the controller before the answer
+// Retry-After beyond it and while the box drains, so a proxy in front of
+// several boxes tries another; a draining box also answers out-of-dialog
+// OPTIONS 503, so a proxy's probes leave it out), rung (100, 180), opened on the controller before the answer
 // (the memory recall happens then, so the greeting plays at once) and
 // answered with PCMU, PCMA and telephone-event (the first usable audio
 // stream of the offer; other streams are refused with port 0; an INVITE

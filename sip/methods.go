@@ -19,8 +19,17 @@ var knownMethods = map[string]bool{
 }
 
 // onOptions answers OPTIONS (out of or within a dialog) with what the box
-// serves, the same Allow as on its INVITE answers.
+// serves, the same Allow as on its INVITE answers. Out of a dialog, a
+// draining box answers 503 with Retry-After as it would an INVITE (RFC 3261
+// section 11.2), so a proxy probing its boxes (Kamailio's dispatcher) stops
+// sending it new calls; within a dialog it answers 200, the call goes on.
 func (s *Server) onOptions(req *sip.Request, tx sip.ServerTransaction) {
+	if to := req.To(); s.calls.Draining() && (to == nil || to.Params == nil || !to.Params.Has("tag")) {
+		res := sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Service Unavailable", nil)
+		res.AppendHeader(sip.NewHeader("Retry-After", "5"))
+		_ = tx.Respond(res)
+		return
+	}
 	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil)
 	res.AppendHeader(sip.NewHeader("Allow", allowHeader))
 	res.AppendHeader(sip.NewHeader("Accept", "application/sdp"))

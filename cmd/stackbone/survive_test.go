@@ -45,12 +45,7 @@ func TestCallsSurviveStopAndCrash(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			dbURL := storetest.URL(t)
-			pool, err := pgxpool.New(ctx, dbURL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(pool.Close)
+			dbURL, pool := testDatabase(t)
 			model := providertest.New(t)
 			model.RespondTranscripts(func([]byte) string { return "I prefer to be called in the morning." })
 			var mu sync.Mutex
@@ -132,6 +127,19 @@ func TestCallsSurviveStopAndCrash(t *testing.T) {
 	}
 }
 
+// testDatabase is a fresh database: its URL for a box, a pool for the
+// test's checks.
+func testDatabase(t *testing.T) (string, *pgxpool.Pool) {
+	t.Helper()
+	dbURL := storetest.URL(t)
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return dbURL, pool
+}
+
 func buildBox(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "stackbone")
@@ -191,8 +199,14 @@ func (b *runningBox) wait(t *testing.T, limit time.Duration) int {
 // startBox runs `serve` and waits until it is ready; the test's end kills it.
 func startBox(t *testing.T, bin, cfgPath, providerURL string) *runningBox {
 	t.Helper()
+	return startBoxAt(t, bin, cfgPath, providerURL, freeUDPAddr(t))
+}
+
+// startBoxAt is startBox with the SIP address given (a box that takes the
+// place of another behind a proxy).
+func startBoxAt(t *testing.T, bin, cfgPath, providerURL, sipAddr string) *runningBox {
+	t.Helper()
 	httpAddr := freeAddr(t)
-	sipAddr := freeUDPAddr(t)
 	out := &syncBuffer{}
 	cmd := exec.Command(bin, "serve", "--config", cfgPath, "--migrate", "--data-dir", t.TempDir())
 	cmd.Env = append(filteredEnv(), "STACKBONE_HTTP_ADDR="+httpAddr, "STACKBONE_SIP_ADDR="+sipAddr,
@@ -266,12 +280,7 @@ func TestMetricsMoveWithCallsAndTurns(t *testing.T) {
 	t.Parallel()
 	bin := buildBox(t)
 	ctx := context.Background()
-	dbURL := storetest.URL(t)
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	dbURL, pool := testDatabase(t)
 	const secret = "metrics-test-key"
 	if err := auth.NewStore(pool).Ensure(ctx, "scraper", secret, []string{auth.ScopeRunsRead, auth.ScopeAgentsRun}); err != nil {
 		t.Fatal(err)
