@@ -211,12 +211,19 @@ type page struct {
 
 func (b *box) open(t *testing.T) *page {
 	t.Helper()
+	return b.openWithMic(t, "")
+}
+
+// openWithMic opens Studio in a Chromium whose fake microphone plays wav
+// once ("" for none).
+func (b *box) openWithMic(t *testing.T, wav string) *page {
+	t.Helper()
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skip("chromium is not installed (scripts/test installs it): Studio's browser tests need it")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	t.Cleanup(cancel)
-	br, err := cdp.Start(ctx, cdp.Options{UserDataDir: t.TempDir(), Logf: t.Logf})
+	br, err := cdp.Start(ctx, cdp.Options{UserDataDir: t.TempDir(), FakeAudio: wav, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
