@@ -113,7 +113,9 @@ func newBox(t *testing.T) *box {
 		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: log})
 	calls.Register(h)
 	memoryStores.Register(h)
-	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: config.Rooms{}, Logger: log})
+	// The call page pre-fills the dev key, as under `stackbone dev`
+	// (TestSaveOffBetweenTwoCalls signs its calls in with it).
+	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: config.Rooms{}, Logger: log, DevKey: auth.DevKey})
 	if err != nil {
 		t.Fatal(err)
 	}
