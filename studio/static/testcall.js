@@ -94,7 +94,11 @@ export function testCallPanel(agent, identities) {
     timer = setTimeout(settle, 500);
   };
   const watch = async () => {
-    if (!panel.isConnected) { teardown(); return; }
+    if (!panel.isConnected) { // the operator left the Playground: hang up
+      teardown();
+      api("DELETE", "/api/voice/rooms/" + encodeURIComponent(state.roomId)).catch(() => {});
+      return;
+    }
     try {
       const room = await api("GET", "/api/voice/rooms/" + encodeURIComponent(state.roomId));
       paint(room.transcript);
