@@ -93,6 +93,7 @@ func (s *Server) routes() {
 	s.route("PUT /api/system/memory-extraction/prompt", auth.ScopeConfigWrite, s.promptPut)
 	s.route("POST /api/system/memory-extraction/prompt/publish", auth.ScopeConfigWrite, s.promptPublish)
 	s.route("DELETE /api/system/memory-extraction/prompt", auth.ScopeConfigWrite, s.promptReset)
+	s.route("GET /api/system/models", auth.ScopeConfigRead, s.systemModels)
 
 	s.route("GET /api/agents", auth.ScopeConfigRead, s.agentsList)
 	s.route("GET /api/capabilities", "", s.capabilities)

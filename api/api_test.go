@@ -49,7 +49,8 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
+	cfg.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL(),
+		Prices: map[string]config.Price{"gpt-4o": {Input: 2.5, Output: 10}}}}
 	keys := auth.NewStore(pool)
 	if err := keys.Ensure(ctx, auth.DevKey, devKey, auth.AllScopes); err != nil {
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestAuthAndScopes(t *testing.T) {
 	routes := [][2]string{
 		{"POST", "/api/memory/add"}, {"POST", "/api/memory/recall"}, {"POST", "/api/memory/delete-all"},
 		{"GET", "/api/memory/settings/support"}, {"PUT", "/api/memory/settings/support"}, {"DELETE", "/api/memory/settings/support"},
-		{"GET", "/api/system/memory-extraction"}, {"PUT", "/api/system/memory-extraction"},
+		{"GET", "/api/system/memory-extraction"}, {"PUT", "/api/system/memory-extraction"}, {"GET", "/api/system/models"},
 		{"GET", "/api/runs"}, {"GET", "/api/agents"}, {"GET", "/api/activity"}, {"GET", "/api/nothing-here"},
 	}
 	for _, r := range routes {
@@ -158,6 +159,23 @@ func TestAuthAndScopes(t *testing.T) {
 		devKey, reader).Scan(&plain); err != nil || plain != 0 {
 		t.Fatalf("plain keys stored: %d %v", plain, err)
 	}
+}
+
+// The models a client may offer for memory extraction: the configured
+// providers and the models the config names (priced or used by an agent),
+// for a key that may read the config; nothing of a provider but its name.
+func TestSystemModels(t *testing.T) {
+	t.Parallel()
+	b := newBox(t)
+	env := b.expect("GET", "/api/system/models", devKey, "", 200, "")
+	if got := string(env.Data); got != `{"providers":["openai"],"models":["openai/gpt-4o","openai/gpt-4o-mini"]}` {
+		t.Fatalf("models %s", got)
+	}
+	runsOnly, _, err := b.keys.Create(context.Background(), "runs-only", []string{auth.ScopeRunsRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.expect("GET", "/api/system/models", runsOnly, "", 403, "forbidden")
 }
 
 func TestMemoryRoutes(t *testing.T) {

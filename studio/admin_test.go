@@ -90,14 +90,24 @@ func TestPeopleScreen(t *testing.T) {
 	}
 }
 
-// An operator picks the extraction model, saves a guidance draft (which
-// does not run), publishes it, and resets back to the built-in guidance.
-// A malformed model id is refused on the screen with nothing stored.
+// An operator picks the extraction model from the configured providers'
+// models (or types another), saves a guidance draft (which does not run),
+// publishes it, and resets back to the built-in guidance. A malformed
+// model id is refused on the screen with nothing stored.
 func TestSystemScreen(t *testing.T) {
 	b := newBox(t)
 	p := b.open(t)
 	p.signIn(adminKey)
 	p.goTo("#/system")
+	var choices []string
+	p.js(`[...document.querySelectorAll("#selection select[name=modelChoice] option")].map(o => o.value)`, &choices)
+	if strings.Join(choices, "|") != "|openai/chat|other" {
+		t.Fatalf("model choices %q", choices)
+	}
+	p.set("#selection select[name=modelChoice]", "openai/chat")
+	p.js(`document.getElementById("selection").requestSubmit()`)
+	p.waitFor(`document.getElementById("model-in-force").textContent === "openai/chat"`, "the chosen model in force")
+	p.set("#selection select[name=modelChoice]", "other")
 	p.set("#selection input[name=model]", "not a model")
 	p.js(`document.getElementById("selection").requestSubmit()`)
 	p.waitFor(`document.querySelector("#extraction .status").textContent.includes("provider/model")`, "the refusal")
@@ -107,9 +117,10 @@ func TestSystemScreen(t *testing.T) {
 		Prompt         struct{ Draft, Published *string }
 	}
 	b.do(adminKey, "GET", "/api/system/memory-extraction", nil, &v)
-	if v.Selection.Model != nil {
-		t.Fatalf("the refused model was stored: %q", *v.Selection.Model)
+	if v.Selection.Model == nil || *v.Selection.Model != "openai/chat" {
+		t.Fatalf("the refused model changed the selection: %v", v.Selection.Model)
 	}
+	p.set("#selection select[name=modelChoice]", "other")
 	p.set("#selection input[name=model]", "openai/gpt-4o-mini")
 	p.set("#selection select[name=reasoningEffort]", "low")
 	p.js(`document.getElementById("selection").requestSubmit()`)

@@ -113,7 +113,9 @@ func newBox(t *testing.T) *box {
 		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: log})
 	calls.Register(h)
 	memoryStores.Register(h)
-	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: config.Rooms{}, Logger: log, DevKey: auth.DevKey}) // the page as dev serves it
+	// The call page pre-fills the dev key, as under `stackbone dev`
+	// (TestSaveOffBetweenTwoCalls signs its calls in with it).
+	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: config.Rooms{}, Logger: log, DevKey: auth.DevKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,12 +213,19 @@ type page struct {
 
 func (b *box) open(t *testing.T) *page {
 	t.Helper()
+	return b.openWithMic(t, "")
+}
+
+// openWithMic opens Studio in a Chromium whose fake microphone plays wav
+// once ("" for none).
+func (b *box) openWithMic(t *testing.T, wav string) *page {
+	t.Helper()
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skip("chromium is not installed (scripts/test installs it): Studio's browser tests need it")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	t.Cleanup(cancel)
-	br, err := cdp.Start(ctx, cdp.Options{UserDataDir: t.TempDir(), Logf: t.Logf})
+	br, err := cdp.Start(ctx, cdp.Options{UserDataDir: t.TempDir(), FakeAudio: wav, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,15 +95,21 @@ export async function callScreen(main, id) {
   };
   paint(c);
   // A live call updates by itself until it has ended and its memory is settled.
-  if (c.status !== "ended" || !(c.memory && (c.memory.saved || c.memory.saveError || c.memory.notSavedReason || !c.memory.save)))
+  if (c.status !== "ended" || !memorySettled(c.memory))
     poll(main, 1000, async () => {
       const n = await api("GET", "/api/voice/calls/" + encodeURIComponent(id));
       paint(n);
-      return n.status === "ended" && (n.memory.saved || n.memory.saveError || n.memory.notSavedReason || !n.memory.save);
+      return n.status === "ended" && memorySettled(n.memory);
     });
 }
 
-function memoryReport(m, status) {
+// memorySettled says whether an ended call's memory has nothing more to
+// do: saved, failed, refused with a reason, or save off.
+export function memorySettled(m) {
+  return !!m && !!(m.saved || m.saveError || m.notSavedReason || !m.save);
+}
+
+export function memoryReport(m, status) {
   const yes = (b) => (b ? "on" : "off");
   let saved = "—";
   if (m.saved) saved = "saved";

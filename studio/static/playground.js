@@ -4,6 +4,7 @@
 // session (listed under Sessions); New conversation starts another.
 import { h, api, can, session, field, explain, clear, readOnlyNote, ApiError } from "./lib.js";
 import { agentOptions } from "./sessions.js";
+import { testCallPanel } from "./testcall.js";
 
 const THREADS = "stackbone.studio.threads";
 
@@ -74,13 +75,25 @@ export async function playgroundScreen(main, params) {
   const status = h("p", { class: "status", id: "chat-status", role: "status" });
   const form = h("form", { id: "composer", novalidate: true }, text, h("div", { class: "actions" }, send,
     h("button", { type: "button", id: "new-conversation", class: "link", onclick: () => { if (agentSel.value) newThread(agentSel.value); render(); status.textContent = "New conversation."; } }, "New conversation")), status);
-  // A voice test call runs on the box's call page for now (it asks for the
-  // key itself; nothing is passed in the address but the agent's name).
-  const callLink = h("a", { href: "/call", target: "_blank", rel: "noopener noreferrer", id: "test-call" }, "Test call in the browser ↗");
-  const syncCall = () => { callLink.href = "/call" + (agentSel.value ? "?agent=" + encodeURIComponent(agentSel.value) : ""); };
-  agentSel.addEventListener("change", syncCall);
-  syncCall();
-  main.append(h("div", { class: "filters" }, field("Agent", agentSel), field("Customer id", customer), field("Identities (JSON object)", ids), callLink), log, form);
+  // props reads the customer id and identities the operator typed, or
+  // throws a sentence saying what is wrong with them.
+  const props = () => {
+    const out = {};
+    if (customer.value) out.customerId = customer.value;
+    if (ids.value.trim()) {
+      let o;
+      try { o = JSON.parse(ids.value); } catch { o = null; }
+      if (!o || typeof o !== "object" || Array.isArray(o)) throw new Error("Identities must be a JSON object of names to values.");
+      out.identities = o;
+    }
+    return out;
+  };
+  // A voice test call with the same agent and identities, in place.
+  const call = can("voice") ? testCallPanel(() => agentSel.value, () => {
+    const p = props();
+    return Object.assign({}, p.identities || {}, p.customerId ? { customerId: p.customerId } : {});
+  }) : readOnlyNote("voice", "place a test call");
+  main.append(h("div", { class: "filters" }, field("Agent", agentSel), field("Customer id", customer), field("Identities (JSON object)", ids)), log, form, h("h2", {}, "Test call"), call);
   if (!can("agents:run")) { form.replaceWith(readOnlyNote("agents:run", "talk to agents")); return; }
 
   const render = () => {
@@ -101,16 +114,10 @@ export async function playgroundScreen(main, params) {
     const msg = text.value;
     if (!agent) { status.textContent = "Pick an agent."; return; }
     if (!msg.trim()) { status.textContent = "Type a message."; return; }
-    const props = {};
-    if (customer.value) props.customerId = customer.value;
-    if (ids.value.trim()) {
-      let o;
-      try { o = JSON.parse(ids.value); } catch { o = null; }
-      if (!o || typeof o !== "object" || Array.isArray(o)) { status.textContent = "Identities must be a JSON object of names to values."; return; }
-      props.identities = o;
-    }
+    let forwarded;
+    try { forwarded = props(); } catch (e) { status.textContent = e.message; return; }
     const th = thread(agent);
-    th.props = props;
+    th.props = forwarded;
     th.messages.push({ id: "u-" + crypto.randomUUID(), role: "user", content: msg });
     saveThread(agent, th);
     text.value = "";
@@ -118,7 +125,7 @@ export async function playgroundScreen(main, params) {
     send.disabled = true;
     status.textContent = "…";
     try {
-      await run(agent, th, props, log);
+      await run(agent, th, forwarded, log);
       status.textContent = "";
     } catch (e) {
       status.textContent = explain(e);

@@ -2,6 +2,10 @@
 // and the guidance prompt (draft, publish, reset), with what is in force.
 import { h, api, can, fmtTime, field, select, explain, readOnlyNote, clear, ask } from "./lib.js";
 
+// OTHER is the model choice that reads the text field (no model id is
+// without a slash).
+const OTHER = "other";
+
 const efforts = ["none", "minimal", "low", "medium", "high", "xhigh"];
 
 export async function systemScreen(main) {
@@ -13,12 +17,24 @@ export async function systemScreen(main) {
 
 async function render(card, msg) {
   const v = await api("GET", "/api/system/memory-extraction");
+  // The models the config names, offered as choices; "Other" (or a box
+  // that cannot list them) takes any provider/model as text.
+  const known = await api("GET", "/api/system/models").then((m) => m.models || [], () => []);
   const write = can("config:write");
   const status = h("p", { class: "status", role: "status" }, msg || "");
   const run = async (method, path, body, done) => {
     try { await api(method, path, body); await render(clear(card), done); } catch (e) { status.textContent = "Not saved: " + explain(e); }
   };
   const model = h("input", { name: "model", value: v.selection.model || "", placeholder: v.fallback.model, maxlength: 200, disabled: !write });
+  const current = v.selection.model || "";
+  const choice = known.length ? select("modelChoice", [["", "(fallback: " + v.fallback.model + ")"], ...known.map((m) => [m, m]), [OTHER, "Other model…"]],
+    !current || known.includes(current) ? current : OTHER) : null;
+  if (choice) {
+    choice.disabled = !write;
+    const sync = () => model.classList.toggle("hidden", choice.value !== OTHER);
+    choice.addEventListener("change", sync);
+    sync();
+  }
   const effort = select("reasoningEffort", [["", "(fallback: " + v.fallback.reasoningEffort + ")"], ...efforts.map((e) => [e, e])], v.selection.reasoningEffort || "");
   effort.disabled = !write;
   const inForce = v.selection.model ? "the System selection" : "the fallback (environment, config or platform default)";
@@ -28,7 +44,7 @@ async function render(card, msg) {
     h("p", {}, "In force: ", h("code", { id: "model-in-force" }, v.selection.model || v.fallback.model), " (from " + inForce + "), reasoning effort ",
       h("code", {}, v.selection.reasoningEffort || v.fallback.reasoningEffort), "; guidance: ", h("b", { id: "guidance-in-force" }, v.activeGuidance), "."),
     write ? null : readOnlyNote("config:write", "change the extractor"),
-    h("form", { class: "inline", id: "selection" }, field("Model (provider/model)", model), field("Reasoning effort", effort),
+    h("form", { class: "inline", id: "selection" }, field("Model (provider/model)", h("span", {}, choice, model)), field("Reasoning effort", effort),
       write ? h("button", { type: "submit" }, "Save") : null,
       write ? h("button", { type: "button", class: "link", onclick: () => run("PUT", "/api/system/memory-extraction", { model: null, reasoningEffort: null }, "Selection cleared: the fallback applies.") }, "Use the fallback") : null),
     h("h3", {}, "Guidance prompt"),
@@ -48,7 +64,7 @@ async function render(card, msg) {
   const sel = card.querySelector("#selection");
   sel.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    const m = model.value.trim();
+    const m = choice && choice.value !== OTHER ? choice.value : model.value.trim();
     if (m && !/^[^/\s]+\/\S+$/.test(m)) { status.textContent = "The model is provider/model, e.g. openai/gpt-4o-mini."; return; }
     run("PUT", "/api/system/memory-extraction", { model: m || null, reasoningEffort: effort.value || null }, "Saved: the next extraction uses it.");
   });
