@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stackbone/box/internal/cdp"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/voice"
 )
@@ -65,22 +66,24 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) {
 		return s
 	}
 	// The page loads the agents with the key from its field, then starts.
-	waitUntil(t, "the agents to load", 10*time.Second, func() bool {
+	poll.Until(t, "the agents to load", 10*time.Second, func() bool {
 		var v string
 		_ = br.Eval(ctx, `document.getElementById("agent").value`, &v)
 		return v == "frontdesk"
 	})
+
 	started := time.Now()
 	if err := br.Eval(ctx, `document.getElementById("start").click()`, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the page to join the room", 20*time.Second, func() bool {
+	poll.Until(t, "the page to join the room", 20*time.Second, func() bool {
 		s := state()
 		if s.Status == "failed" {
 			t.Fatalf("the page failed: %s", s.Error)
 		}
 		return s.Status == "active"
 	})
+
 	s := state()
 	if s.Backend != backend || !strings.HasPrefix(s.RoomID, "room_") || !strings.HasPrefix(s.CallID, "call_") {
 		t.Fatalf("page state: %+v", s)
@@ -88,9 +91,10 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) {
 	t.Logf("joined in %s", time.Since(started).Round(time.Millisecond))
 
 	// The agent heard the caller: the page shows the heard transcript.
-	waitUntil(t, "the caller's words in the page's transcript", 60*time.Second, func() bool {
+	poll.Until(t, "the caller's words in the page's transcript", 60*time.Second, func() bool {
 		return state().has(voice.RoleUser, callerSays)
 	})
+
 	ups := b.model.Uploads()
 	if len(ups) == 0 {
 		t.Fatal("speech-to-text received no audio")
@@ -103,9 +107,10 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) {
 	t.Logf("speech-to-text received %.1f s of %d Hz audio at %.1f dBFS", secs, rate, voice.Level(pcm))
 
 	// The agent's answer plays through to the browser and commits as heard.
-	waitUntil(t, "the agent's answer to play and commit", 30*time.Second, func() bool {
+	poll.Until(t, "the agent's answer to play and commit", 30*time.Second, func() bool {
 		return state().has(voice.RoleAssistant, agentSays)
 	})
+
 	s = state()
 	if s.LevelMax < 0.05 || s.VoicedMs < 500 {
 		t.Fatalf("the browser heard no agent audio: peak RMS %.3f, %d ms above -40 dBFS", s.LevelMax, s.VoicedMs)
@@ -117,11 +122,12 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) {
 		t.Fatal(err)
 	}
 	var rec voice.CallRecord
-	waitUntil(t, "the call to complete after the page left", 30*time.Second, func() bool {
+	poll.Until(t, "the call to complete after the page left", 30*time.Second, func() bool {
 		r, err := b.calls.Get(ctx, s.CallID)
 		rec = r
 		return err == nil && r.Status == "ended" && r.Memory != nil && (r.Memory.Saved || r.Memory.SaveError != "")
 	})
+
 	if rec.Direction != voice.Browser || rec.Outcome == nil || *rec.Outcome != voice.OutcomeCallerHangup || rec.PhoneNumber != nil {
 		t.Fatalf("call record: %+v outcome %v", rec, rec.Outcome)
 	}

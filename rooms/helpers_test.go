@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -156,18 +155,6 @@ func (b *box) do(method, path string, body any, out any) (int, string) {
 		}
 	}
 	return resp.StatusCode, ""
-}
-
-// waitUntil polls cond every 20 ms until it holds or limit passes.
-func waitUntil(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // need skips a test whose tool is missing, except in CI (CI=true), where

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/rooms/opus"
 )
@@ -117,7 +118,7 @@ logging:
 	url := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	waitUntil(t, "the LiveKit server to answer", 30*time.Second, func() bool {
+	poll.Until(t, "the LiveKit server to answer", 30*time.Second, func() bool {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -126,6 +127,7 @@ logging:
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
+
 	return fmt.Sprintf("ws://127.0.0.1:%d", httpPort)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/rooms/roomstest"
@@ -107,20 +108,22 @@ func TestGoCallerEmbeddedEndedByAPI(t *testing.T) {
 	if st, code := b.do("POST", room.Join.OfferURL, map[string]string{"type": "offer", "sdp": "v=0\r\nm=audio 9 RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\n"}, nil); st != 409 || code != "rooms_already_joined" {
 		t.Fatalf("second offer: %d %s", st, code)
 	}
-	waitUntil(t, "the room to be active", 5*time.Second, func() bool {
+	poll.Until(t, "the room to be active", 5*time.Second, func() bool {
 		var v rooms.View
 		b.do("GET", "/api/voice/rooms/"+room.ID, nil, &v)
 		return v.Status == rooms.StatusActive
 	})
+
 	c.Say(roomstest.Speech(1200))
 	if err := c.WaitVoiced(ctx, 60); err != nil {
 		t.Fatal(err)
 	}
 	var live rooms.View
-	waitUntil(t, "the heard transcript", 20*time.Second, func() bool {
+	poll.Until(t, "the heard transcript", 20*time.Second, func() bool {
 		b.do("GET", "/api/voice/rooms/"+room.ID, nil, &live)
 		return len(live.Transcript) == 2
 	})
+
 	if live.Transcript[0].Role != voice.RoleUser || live.Transcript[0].Text != callerSays || live.Transcript[1].Text != agentSays {
 		t.Fatalf("live transcript: %+v", live.Transcript)
 	}
@@ -128,14 +131,15 @@ func TestGoCallerEmbeddedEndedByAPI(t *testing.T) {
 		t.Fatalf("end: %d %s", st, code)
 	}
 	var rec voice.CallRecord
-	waitUntil(t, "the call to complete", 20*time.Second, func() bool {
+	poll.Until(t, "the call to complete", 20*time.Second, func() bool {
 		b.do("GET", "/api/voice/calls/"+room.CallID, nil, &rec)
 		return rec.Status == "ended"
 	})
+
 	if *rec.Outcome != voice.OutcomeCompleted || !rec.Memory.Saved || rec.Direction != voice.Browser || len(rec.Metrics) != 1 {
 		t.Fatalf("call: %+v %+v", rec, rec.Memory)
 	}
-	waitUntil(t, "the box to close the caller's connection", 10*time.Second, c.Ended)
+	poll.Until(t, "the box to close the caller's connection", 10*time.Second, c.Ended)
 	if st, code := b.do("DELETE", "/api/voice/rooms/"+room.ID, nil, nil); st != 409 || code != "room_ended" {
 		t.Fatalf("end twice: %d %s", st, code)
 	}
@@ -181,10 +185,11 @@ func TestIdentityRulesAndRoomsNobodyJoins(t *testing.T) {
 			want = voice.OutcomeCancelled
 		}
 		var got rooms.View
-		waitUntil(t, "the room to end", 10*time.Second, func() bool {
+		poll.Until(t, "the room to end", 10*time.Second, func() bool {
 			b.do("GET", "/api/voice/rooms/"+v.ID, nil, &got)
 			return got.Status == rooms.StatusEnded
 		})
+
 		if got.Outcome == nil || *got.Outcome != want || got.Memory.Saved || got.Memory.NotSavedReason != cases[i].off {
 			t.Fatalf("room %d: outcome %v, memory %+v", i, got.Outcome, got.Memory)
 		}
@@ -223,29 +228,32 @@ func TestMediaTimeoutCapacityAndShutdown(t *testing.T) {
 	defer c1.Close()
 	c1.Mute()
 	var rec voice.CallRecord
-	waitUntil(t, "a media timeout", 10*time.Second, func() bool {
+	poll.Until(t, "a media timeout", 10*time.Second, func() bool {
 		rec, _ = b.calls.Get(ctx, r1.CallID)
 		return rec.Status == "ended"
 	})
+
 	if *rec.Outcome != voice.OutcomeMediaTimeout {
 		t.Fatalf("outcome %s", *rec.Outcome)
 	}
 
-	waitUntil(t, "the slot to free", 5*time.Second, func() bool {
+	poll.Until(t, "the slot to free", 5*time.Second, func() bool {
 		var l []rooms.View
 		b.do("GET", "/api/voice/rooms", nil, &l)
 		return len(l) == 0
 	})
+
 	r2 := open()
 	c2, err := roomstest.Join(ctx, roomstest.Options{BaseURL: b.url, Key: devKey, OfferURL: r2.Join.OfferURL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	waitUntil(t, "the call to run", 5*time.Second, func() bool {
+	poll.Until(t, "the call to run", 5*time.Second, func() bool {
 		rec, _ = b.calls.Get(ctx, r2.CallID)
 		return rec.Status == "active"
 	})
+
 	if err := b.rooms.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -276,10 +284,11 @@ func TestFailedCallSaysWhy(t *testing.T) {
 	}
 	defer c.Close()
 	var v rooms.View
-	waitUntil(t, "the room to end", 20*time.Second, func() bool {
+	poll.Until(t, "the room to end", 20*time.Second, func() bool {
 		b.do("GET", "/api/voice/rooms/"+room.ID, nil, &v)
 		return v.Status == rooms.StatusEnded
 	})
+
 	if v.Outcome == nil || *v.Outcome != voice.OutcomeFailed || v.EndReason == nil || !strings.Contains(*v.EndReason, "speech") {
 		t.Fatalf("ended room: outcome %v reason %v", v.Outcome, v.EndReason)
 	}

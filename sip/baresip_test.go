@@ -18,6 +18,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip"
@@ -158,14 +159,14 @@ func startPhone(t *testing.T, user, mic, dial string) *phone {
 			t.Logf("baresip output:\n%s", p.out.String())
 		}
 	})
-	waitFor(t, "baresip to start", 10*time.Second, func() bool { return strings.Contains(p.out.String(), "baresip is ready") })
+	poll.Until(t, "baresip to start", 10*time.Second, func() bool { return strings.Contains(p.out.String(), "baresip is ready") })
 	return p
 }
 
 // callEnded waits for baresip to report the call's end.
 func (p *phone) callEnded(t *testing.T, limit time.Duration) {
 	t.Helper()
-	waitFor(t, "baresip to end the call", limit, func() bool { return strings.Contains(p.out.String(), "terminated") })
+	poll.Until(t, "baresip to end the call", limit, func() bool { return strings.Contains(p.out.String(), "terminated") })
 }
 
 // heard is the energy of what the phone heard: the number of 20 ms windows
@@ -174,7 +175,7 @@ func (p *phone) callEnded(t *testing.T, limit time.Duration) {
 func (p *phone) heard(t *testing.T) int {
 	t.Helper()
 	var pcm []int16
-	waitFor(t, "baresip's recording", 10*time.Second, func() bool {
+	poll.Until(t, "baresip's recording", 10*time.Second, func() bool {
 		files, _ := filepath.Glob(filepath.Join(p.snd, "*-dec.wav"))
 		if len(files) == 0 {
 			return false
@@ -186,6 +187,7 @@ func (p *phone) heard(t *testing.T) int {
 		pcm, err = wavSamples(b)
 		return err == nil && len(pcm) > 0
 	})
+
 	voiced := 0
 	for i := 0; i+160 <= len(pcm); i += 160 {
 		if rms(pcm[i:i+160]) > 500 {
@@ -247,11 +249,12 @@ func TestBaresipCallsTheBoxAndIsRemembered(t *testing.T) {
 		t.Fatalf("baresip heard %d voiced 20 ms windows, want the greeting and the answer", n)
 	}
 	var rec memory.RecallResult
-	waitFor(t, "the memory save", 30*time.Second, func() bool {
+	poll.Until(t, "the memory save", 30*time.Second, func() bool {
 		var err error
 		rec, err = b.mem.Recall(ctx, memory.RecallRequest{AgentID: "receptionist", UserID: number})
 		return err == nil && len(rec.Calls) == 1
 	})
+
 	if len(rec.Facts) != 2 || rec.Facts[0].Content != "Interested in the AI master." {
 		t.Fatalf("facts: %+v", rec.Facts)
 	}
@@ -276,7 +279,7 @@ func TestBaresipCallsTheBoxAndIsRemembered(t *testing.T) {
 		providertest.Reply{Content: `{"operations":[],"summary":"Called again."}`})
 	mic2 := speechFile(t, t.TempDir(), "Hi again.", 2.5, 4)
 	ph2 := startPhone(t, number, mic2, "sip:100@"+b.sip.Addr())
-	waitFor(t, "the second call's first answer", 40*time.Second, func() bool { return len(b.model.ChatRequests()) > before })
+	poll.Until(t, "the second call's first answer", 40*time.Second, func() bool { return len(b.model.ChatRequests()) > before })
 	first := b.model.ChatRequests()[before]
 	var system strings.Builder
 	for _, m := range first.Messages {
@@ -288,10 +291,11 @@ func TestBaresipCallsTheBoxAndIsRemembered(t *testing.T) {
 		t.Fatalf("the recall was not sent to the model: %+v", first.Messages)
 	}
 	ph2.callEnded(t, 60*time.Second)
-	waitFor(t, "the second call record", 30*time.Second, func() bool {
+	poll.Until(t, "the second call record", 30*time.Second, func() bool {
 		rec, err := b.mem.Recall(ctx, memory.RecallRequest{AgentID: "receptionist", UserID: number})
 		return err == nil && len(rec.Calls) == 2
 	})
+
 }
 
 // The box dials out through its trunk and a real softphone answers: it
@@ -319,10 +323,11 @@ func TestDialRingsBaresip(t *testing.T) {
 		t.Fatalf("baresip heard %d voiced windows, want the greeting", n)
 	}
 	var r voice.CallRecord
-	waitFor(t, "the call record", 30*time.Second, func() bool {
+	poll.Until(t, "the call record", 30*time.Second, func() bool {
 		r, err = b.mgr.Get(ctx, id)
 		return err == nil && r.Status == "ended"
 	})
+
 	if r.Direction != voice.Outbound || r.PhoneNumber == nil || *r.PhoneNumber != "+34600999888" || r.Trunk == nil || *r.Trunk != "local" ||
 		r.AnsweredAt == nil || r.Outcome == nil || *r.Outcome != voice.OutcomeCallerHangup {
 		t.Fatalf("call record: %+v", r)

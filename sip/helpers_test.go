@@ -23,6 +23,7 @@ import (
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
@@ -38,18 +39,6 @@ import (
 func TestMain(m *testing.M) {
 	sip.PrepareLibrary()
 	os.Exit(m.Run())
-}
-
-// waitFor polls cond until it holds or the limit passes.
-func waitFor(t testing.TB, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // freePort returns a port free for UDP and TCP on 127.0.0.1 (and, for
@@ -139,10 +128,11 @@ func newPeer(t testing.TB, serve func(d *diago.DialogServerSession)) *peer {
 	}
 	// The client sends from the listener once sipgo registered it.
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	waitFor(t, "the peer's listener", 5*time.Second, func() bool {
+	poll.Until(t, "the peer's listener", 5*time.Second, func() bool {
 		c, err := ua.TransportLayer().GetConnection("udp", addr)
 		return err == nil && c != nil
 	})
+
 	t.Cleanup(func() {
 		cancel()
 		ua.Close()
@@ -445,7 +435,7 @@ func running(c *voice.Call) bool {
 // idle waits until neither the SIP server nor the controller carries a call.
 func (b *box) idle(t testing.TB) {
 	t.Helper()
-	waitFor(t, "the calls to be released", 20*time.Second, func() bool { return b.sip.Active() == 0 && b.mgr.Active() == 0 })
+	poll.Until(t, "the calls to be released", 20*time.Second, func() bool { return b.sip.Active() == 0 && b.mgr.Active() == 0 })
 }
 
 // voicedUploads is how many of the audio files sent for transcription hold
@@ -484,5 +474,5 @@ func (b *box) chatContains(text string) bool {
 func hearGreeting(t testing.TB, med *diago.DialogMedia) {
 	t.Helper()
 	heard := listen(med)
-	waitFor(t, "the greeting", 10*time.Second, func() bool { return heard.Voiced() > 5 })
+	poll.Until(t, "the greeting", 10*time.Second, func() bool { return heard.Voiced() > 5 })
 }

@@ -16,6 +16,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/voice"
@@ -47,14 +48,14 @@ func TestInboundCallAudioDTMFAndCallerBye(t *testing.T) {
 		t.Fatalf("call record %+v", r)
 	}
 	heard := listen(med)
-	waitFor(t, "the peer to hear the greeting", 10*time.Second, func() bool { return heard.Voiced() > 10 })
+	poll.Until(t, "the peer to hear the greeting", 10*time.Second, func() bool { return heard.Voiced() > 10 })
 	if got := b.model.SpeechRequests(); len(got) == 0 || got[0] != "Hello, this is the front desk." {
 		t.Fatalf("speech requests %q", got)
 	}
 	stop := make(chan struct{})
 	spoke := talk(med, stop, 1)
-	waitFor(t, "the caller's speech to reach speech-to-text", 10*time.Second, func() bool { return b.voicedUploads() > 0 })
-	waitFor(t, "the answer to the caller's turn", 10*time.Second, func() bool { return b.chatContains("Hello there.") })
+	poll.Until(t, "the caller's speech to reach speech-to-text", 10*time.Second, func() bool { return b.voicedUploads() > 0 })
+	poll.Until(t, "the answer to the caller's turn", 10*time.Second, func() bool { return b.chatContains("Hello there.") })
 	close(stop) // one writer at a time on the peer's RTP stream
 	<-spoke
 
@@ -66,7 +67,7 @@ func TestInboundCallAudioDTMFAndCallerBye(t *testing.T) {
 		t.Fatal(err)
 	}
 	const keypad = "(The caller pressed 5 on the keypad.)"
-	waitFor(t, "the digit to reach the agent", 10*time.Second, func() bool { return b.chatContains(keypad) })
+	poll.Until(t, "the digit to reach the agent", 10*time.Second, func() bool { return b.chatContains(keypad) })
 
 	if err := d.Hangup(ctx); err != nil {
 		t.Fatal(err)
@@ -241,7 +242,7 @@ func TestCancelWhileOpening(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no 180 Ringing")
 	}
-	waitFor(t, "the controller to be opening the call", 10*time.Second, func() bool { return b.mgr.Active() == 1 })
+	poll.Until(t, "the controller to be opening the call", 10*time.Second, func() bool { return b.mgr.Active() == 1 })
 	cancel() // sends CANCEL
 	select {
 	case err := <-errc:
@@ -289,7 +290,7 @@ func TestReInviteHoldAndCodecChangeKeepTheCall(t *testing.T) {
 	heard := listen(med)
 	stop := make(chan struct{})
 	spoke := talk(med, stop, 0)
-	waitFor(t, "PCMU audio", 10*time.Second, func() bool { return heard.Packets(0) > 10 && heard.Voiced() > 10 })
+	poll.Until(t, "PCMU audio", 10*time.Second, func() bool { return heard.Packets(0) > 10 && heard.Voiced() > 10 })
 
 	// Hold: the peer stops sending for longer than the media timeout.
 	close(stop)
@@ -323,11 +324,11 @@ func TestReInviteHoldAndCodecChangeKeepTheCall(t *testing.T) {
 	stop = make(chan struct{})
 	defer close(stop)
 	talk(med, stop, 0)
-	waitFor(t, "PCMA audio from the box", 10*time.Second, func() bool { return heard.Packets(8) > 10 })
-	waitFor(t, "the box to hear PCMA speech", 15*time.Second, func() bool { return b.voicedUploads() > uploads })
-	waitFor(t, "the answer spoken in PCMA", 15*time.Second, func() bool { return len(b.model.SpeechRequests()) > answers })
+	poll.Until(t, "PCMA audio from the box", 10*time.Second, func() bool { return heard.Packets(8) > 10 })
+	poll.Until(t, "the box to hear PCMA speech", 15*time.Second, func() bool { return b.voicedUploads() > uploads })
+	poll.Until(t, "the answer spoken in PCMA", 15*time.Second, func() bool { return len(b.model.SpeechRequests()) > answers })
 	v := heard.Voiced()
-	waitFor(t, "the peer to hear it", 10*time.Second, func() bool { return heard.Voiced() > v })
+	poll.Until(t, "the peer to hear it", 10*time.Second, func() bool { return heard.Voiced() > v })
 	if !running(c) {
 		t.Fatalf("the call ended: %q", outcome(b.ended(t, c)))
 	}
@@ -488,7 +489,7 @@ func TestSessionTimers(t *testing.T) {
 		}
 		c := b.next(t)
 		start := time.Now()
-		waitFor(t, "three refreshes", 10*time.Second, func() bool { return updates.Load() >= 3 })
+		poll.Until(t, "three refreshes", 10*time.Second, func() bool { return updates.Load() >= 3 })
 		if time.Since(start) < 2500*time.Millisecond {
 			t.Fatalf("three refreshes within %s, want one a second", time.Since(start))
 		}
@@ -596,7 +597,7 @@ func TestInviteOverTCP(t *testing.T) {
 	}
 	heard := listen(med)
 	c := b.next(t)
-	waitFor(t, "the greeting over a TCP-signalled call", 10*time.Second, func() bool { return heard.Voiced() > 5 })
+	poll.Until(t, "the greeting over a TCP-signalled call", 10*time.Second, func() bool { return heard.Voiced() > 5 })
 	_ = d.Hangup(context.Background())
 	if r := b.ended(t, c); outcome(r) != voice.OutcomeCallerHangup {
 		t.Fatalf("outcome %q", outcome(r))
@@ -711,9 +712,10 @@ func TestTransferRefused(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	talk(med, stop, 1)
-	waitFor(t, "the failed transfer to reach the model", 20*time.Second, func() bool {
+	poll.Until(t, "the failed transfer to reach the model", 20*time.Second, func() bool {
 		return b.chatContains(`"transferred":false`) && b.chatContains(sip.ErrTransferFailed.Error())
 	})
+
 	if !running(c) {
 		t.Fatalf("the call ended: %q", outcome(b.ended(t, c)))
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zaf/g711"
 
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/voice"
 )
@@ -89,7 +90,7 @@ type callRecord struct {
 func (b *box) onlyCall(t *testing.T) callRecord {
 	t.Helper()
 	var r callRecord
-	waitFor(t, "the call's record to end", 20*time.Second, func() bool {
+	poll.Until(t, "the call's record to end", 20*time.Second, func() bool {
 		rows, err := b.pool.Query(context.Background(), `SELECT id, status, coalesce(outcome, ''), coalesce(phone_number, ''),
 			answered_at IS NOT NULL, ended_at IS NOT NULL, started_at FROM stackbone_platform.voice_calls`)
 		if err != nil {
@@ -108,6 +109,7 @@ func (b *box) onlyCall(t *testing.T) callRecord {
 		}
 		return n == 1 && r.Status == "ended"
 	})
+
 	return r
 }
 

@@ -192,18 +192,6 @@ func (e *env) createMemory(store, path, summary, content string) stores.Memory {
 	return m
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func ptr[T any](v T) *T { return &v }
 
 // seed writes n memories into the store (see storesbench.Seed).

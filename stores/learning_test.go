@@ -16,6 +16,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider/providertest"
@@ -168,10 +169,11 @@ func TestLearningRunFromFinishedSessionsToVersions(t *testing.T) {
 	if err := e.svc.Tick(e.ctx, client); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the first learning run", func() bool {
+	poll.Until(t, "the first learning run", 10*time.Second, func() bool {
 		e.call("GET", "/api/agents/support/memory", nil).ok(t, 200, &am)
 		return am.State == "idle" && am.MemoryCount == 4
 	})
+
 	if am.PendingSessionCount != 0 || am.FailedSessionCount != 0 || am.LastUpdatedAt == nil || am.LastCheckedAt == nil || am.Revision != 4 {
 		t.Fatalf("after learning: %+v", am)
 	}
@@ -275,10 +277,11 @@ func TestLearningRunFromFinishedSessionsToVersions(t *testing.T) {
 	if err := e.svc.Tick(e.ctx, client); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the second learning run", func() bool {
+	poll.Until(t, "the second learning run", 10*time.Second, func() bool {
 		e.call("GET", "/api/agents/support/memory/activity", nil).ok(t, 200, &act)
 		return len(act.Reflections) == 2 && act.Reflections[0].Status == "succeeded"
 	})
+
 	r2 := act.Reflections[0]
 	if r2.Updated != 1 || r2.Merged != 1 || r2.Retired != 1 || r2.Added != 0 || r2.Model != "openai/memory-model" {
 		t.Fatalf("second reflection: %+v", r2)
@@ -391,10 +394,11 @@ func TestFailedLearningRunIsDelayedAndRecovers(t *testing.T) {
 	}
 	var am stores.AgentMemory
 	var act stores.ReflectionPage
-	eventually(t, 10*time.Second, "the second failed attempt", func() bool {
+	poll.Until(t, "the second failed attempt", 10*time.Second, func() bool {
 		e.call("GET", "/api/agents/release/memory/activity?status=failed", nil).ok(t, 200, &act)
 		return len(act.Reflections) == 2
 	})
+
 	e.call("GET", "/api/agents/release/memory", nil).ok(t, 200, &am)
 	if am.State != "delayed" && am.State != "updating" {
 		t.Fatalf("after two failures: %+v", am)
@@ -410,16 +414,18 @@ func TestFailedLearningRunIsDelayedAndRecovers(t *testing.T) {
 		t.Fatalf("a failed run wrote %d versions", n)
 	}
 	var delayed stores.AgentMemory
-	eventually(t, 5*time.Second, "updating", func() bool {
+	poll.Until(t, "updating", 5*time.Second, func() bool {
 		e.call("GET", "/api/agents/release/memory", nil).ok(t, 200, &delayed)
 		return delayed.State == "updating"
 	})
+
 	e.call("GET", "/api/memory_stores/"+am.MemoryStoreID.String()+"/memories", nil).ok(t, 200, nil)
 	close(gate)
-	eventually(t, 10*time.Second, "recovery", func() bool {
+	poll.Until(t, "recovery", 10*time.Second, func() bool {
 		e.call("GET", "/api/agents/release/memory", nil).ok(t, 200, &am)
 		return am.State == "idle" && am.MemoryCount == 1
 	})
+
 	if am.NextRetryAt != nil || am.PendingSessionCount != 0 {
 		t.Fatalf("recovered: %+v", am)
 	}
@@ -460,10 +466,11 @@ func TestDelayedStateShowsNextRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	var am stores.AgentMemory
-	eventually(t, 10*time.Second, "delayed", func() bool {
+	poll.Until(t, "delayed", 10*time.Second, func() bool {
 		e.call("GET", "/api/agents/support/memory", nil).ok(t, 200, &am)
 		return am.State == "delayed"
 	})
+
 	if am.NextRetryAt == nil || am.NextRetryAt.Before(before.Add(59*time.Minute)) || am.NextRetryAt.After(time.Now().Add(61*time.Minute)) ||
 		am.PendingSessionCount != 1 {
 		t.Fatalf("delayed: %+v", am)
@@ -473,7 +480,7 @@ func TestDelayedStateShowsNextRetry(t *testing.T) {
 	if err := e.svc.Tick(e.ctx, client); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the learning job waiting for its retry", func() bool {
+	poll.Until(t, "the learning job waiting for its retry", 5*time.Second, func() bool {
 		var states []string
 		rows, err := e.pool.Query(e.ctx, `SELECT state::text FROM stackbone_platform.river_job WHERE kind = 'stores_learning_run'`)
 		if err != nil {
@@ -485,6 +492,7 @@ func TestDelayedStateShowsNextRetry(t *testing.T) {
 		}
 		return slices.Equal(states, []string{"retryable"})
 	})
+
 }
 
 func TestLearningSettings(t *testing.T) {
@@ -679,9 +687,10 @@ func TestBoxWiringRunsTheTickAtStart(t *testing.T) {
 		defer cancel()
 		_ = client.Stop(ctx)
 	})
-	eventually(t, 10*time.Second, "the report of the finished session", func() bool {
+	poll.Until(t, "the report of the finished session", 10*time.Second, func() bool {
 		var am stores.AgentMemory
 		e.call("GET", "/api/agents/support/memory", nil).ok(t, 200, &am)
 		return am.PendingSessionCount == 1 && am.State == "idle"
 	})
+
 }

@@ -308,18 +308,6 @@ func (p *page) waitFor(cond, what string) {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // clickText clicks the first element matching selector whose text is text.
 func (p *page) clickText(selector, text string) {
 	p.t.Helper()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/internal/cdp"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/voice"
@@ -70,15 +71,16 @@ func TestSaveOffBetweenTwoCalls(t *testing.T) {
 			_ = br.Eval(cctx, `window.stackboneCall`, &s)
 			return s
 		}
-		eventually(t, "the call page's agents", 15*time.Second, func() bool {
+		poll.Until(t, "the call page's agents", 15*time.Second, func() bool {
 			var v string
 			_ = br.Eval(cctx, `document.getElementById("agent").value`, &v)
 			return v == "support"
 		})
+
 		if err := br.Eval(cctx, `document.getElementById("start").click()`, nil); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, fmt.Sprintf("the agent's answer heard in call %d", n), 60*time.Second, func() bool {
+		poll.Until(t, fmt.Sprintf("the agent's answer heard in call %d", n), 60*time.Second, func() bool {
 			s := state()
 			if s.Status == "failed" {
 				t.Fatalf("call %d failed: %s", n, s.Error)
@@ -90,16 +92,18 @@ func TestSaveOffBetweenTwoCalls(t *testing.T) {
 			}
 			return false
 		})
+
 		id := state().CallID
 		if err := br.Navigate(cctx, "about:blank"); err != nil {
 			t.Fatal(err)
 		}
 		var rec voice.CallRecord
-		eventually(t, "call to complete", 30*time.Second, func() bool {
+		poll.Until(t, "call to complete", 30*time.Second, func() bool {
 			r, err := b.calls.Get(ctx, id)
 			rec = r
 			return err == nil && r.Status == "ended" && r.Memory != nil && (r.Memory.Saved || r.Memory.SaveError != "" || !r.Memory.Save)
 		})
+
 		return rec
 	}
 

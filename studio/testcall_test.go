@@ -9,6 +9,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/voice"
 )
@@ -46,7 +47,7 @@ func TestPlaygroundTestCall(t *testing.T) {
 		Status, Error string
 		Transcript    []voice.Entry
 	}
-	eventually(t, "the agent's answer heard on the Playground", 60*time.Second, func() bool {
+	poll.Until(t, "the agent's answer heard on the Playground", 60*time.Second, func() bool {
 		_ = p.br.Eval(p.ctx, `window.stackboneStudioCall`, &shown)
 		if shown.Status == "failed" {
 			t.Fatalf("the test call failed: %s", shown.Error)
@@ -58,17 +59,19 @@ func TestPlaygroundTestCall(t *testing.T) {
 		}
 		return false
 	})
+
 	if got := p.text("#call-transcript"); !strings.Contains(got, agentSays) {
 		t.Fatalf("the screen's transcript %q", got)
 	}
 	var callID string
 	p.js(`document.getElementById("test-call").dataset.callId`, &callID)
 	p.click("#call-end")
-	eventually(t, "the memory report after the call", 30*time.Second, func() bool {
+	poll.Until(t, "the memory report after the call", 30*time.Second, func() bool {
 		var settled bool
 		_ = p.br.Eval(p.ctx, `document.getElementById("test-call").dataset.settled === "1"`, &settled)
 		return settled
 	})
+
 	if got := p.text("#call-memory #saved"); got != "saved" {
 		t.Fatalf("the memory report says %q (%s)", got, p.text("#call-memory"))
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider/providertest"
 )
@@ -312,10 +313,11 @@ func TestLostCallIsRecoveredOnceByAnotherBox(t *testing.T) {
 	r.say(800)
 	r.stepUntil("the answer", 1000, func() bool { return len(r.call.Entries()) == 3 })
 	// The turns are in the record as they were heard, before any end.
-	waitFor(t, "the heard turns to be persisted", func() bool {
+	poll.Until(t, "the heard turns to be persisted", 20*time.Second, func() bool {
 		rec, _ := e.mgr.Get(ctx, r.call.ID())
 		return len(rec.Transcript) == 3 && rec.Status == "active"
 	})
+
 	// This box "dies": it stops renewing leases (it never ran Run). Two
 	// other boxes look for lost calls at once.
 	other := func() *Manager {
@@ -324,11 +326,12 @@ func TestLostCallIsRecoveredOnceByAnotherBox(t *testing.T) {
 		return NewManager(cfg)
 	}
 	b1, b2 := other(), other()
-	waitFor(t, "the lease to run out", func() bool {
+	poll.Until(t, "the lease to run out", 20*time.Second, func() bool {
 		var lost bool
 		_ = e.mgr.cfg.Pool.QueryRow(ctx, `SELECT lease_until < now() FROM stackbone_platform.voice_calls WHERE id = $1`, r.call.ID()).Scan(&lost)
 		return lost
 	})
+
 	var wg sync.WaitGroup
 	for _, b := range []*Manager{b1, b2} {
 		wg.Add(1)
@@ -378,7 +381,7 @@ func TestDrainEndsCallsAsShutdownAndSavesThem(t *testing.T) {
 	defer cancel()
 	drained := make(chan struct{})
 	go func() { e.mgr.Drain(drainCtx); close(drained) }()
-	waitFor(t, "the drain to start", e.mgr.Draining)
+	poll.Until(t, "the drain to start", 20*time.Second, e.mgr.Draining)
 	if _, err := e.mgr.Open(ctx, CallInfo{Agent: "receptionist", Direction: Inbound}); err != ErrDraining {
 		t.Fatalf("a new call while draining: %v", err)
 	}
@@ -391,17 +394,6 @@ func TestDrainEndsCallsAsShutdownAndSavesThem(t *testing.T) {
 	rec, _ := e.mgr.Get(ctx, r.call.ID())
 	if rec.Status != "ended" || *rec.Outcome != OutcomeShutdown || !rec.Memory.Saved || e.extractions() != 1 {
 		t.Fatalf("after the drain: %+v %+v", rec, rec.Memory)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip/siptest"
 )
@@ -65,7 +66,7 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 	var sippCalls, sippBoxes, sippHungUp int
 	// A box records a call's end once it completed it, just after its 200
 	// to the BYE.
-	siptest.Eventually(t, "SIPp's calls to be recorded as ended", 30*time.Second, func() bool {
+	poll.Until(t, "SIPp's calls to be recorded as ended", 30*time.Second, func() bool {
 		var open int
 		pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls
 			WHERE phone_number LIKE '+34600200%' AND status <> 'ended'`).Scan(&open)
@@ -120,7 +121,7 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 	}
 	// The survivor closes the dead box's calls as box_lost and saves what
 	// each caller heard, once.
-	siptest.Eventually(t, "the killed box's calls to be recovered", 60*time.Second, func() bool {
+	poll.Until(t, "the killed box's calls to be recovered", 60*time.Second, func() bool {
 		var open int
 		pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls c WHERE box_id = $1
 			AND (status <> 'ended' OR (outcome = 'box_lost' AND jsonb_array_length(transcript) > 0
@@ -171,7 +172,7 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 			drainedAfter = n + 1
 			// The proxy's probe finds the box down while it still drains
 			// (it answers OPTIONS 503), not only once it exited.
-			siptest.Eventually(t, "the proxy to mark the draining box down", 20*time.Second, func() bool {
+			poll.Until(t, "the proxy to mark the draining box down", 20*time.Second, func() bool {
 				return proxy.downs(boxC.sipAddr) > downs
 			})
 			if strings.Contains(boxC.logs(), `msg=stopping`) {
@@ -222,7 +223,7 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	siptest.Eventually(t, "the last call's greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
+	poll.Until(t, "the last call's greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
 	boxB.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-call.Ended():
@@ -470,7 +471,7 @@ func startKamailio(t *testing.T, kamailio string, boxes ...string) *sipProxy {
 			t.Logf("kamailio output:\n%s", out.String())
 		}
 	})
-	siptest.Eventually(t, "kamailio to listen", 20*time.Second, func() bool {
+	poll.Until(t, "kamailio to listen", 20*time.Second, func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("kamailio exited\n%s", out.String())

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip/siptest"
 	"github.com/stackbone/box/store/storetest"
@@ -68,10 +69,10 @@ func TestCallsSurviveStopAndCrash(t *testing.T) {
 				t.Fatalf("call: %v\n%s", err, box.logs())
 			}
 			// The greeting plays through before the caller speaks.
-			siptest.Eventually(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
+			poll.Until(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
 			call.Talk(1)
 			var callID string
-			siptest.Eventually(t, "the caller's turn and the answer to be heard and persisted", 60*time.Second, func() bool {
+			poll.Until(t, "the caller's turn and the answer to be heard and persisted", 60*time.Second, func() bool {
 				var n int
 				err := pool.QueryRow(ctx, `SELECT id, jsonb_array_length(transcript) FROM stackbone_platform.voice_calls
 					WHERE status = 'active'`).Scan(&callID, &n)
@@ -103,7 +104,7 @@ func TestCallsSurviveStopAndCrash(t *testing.T) {
 			var outcome string
 			var saved bool
 			var turns int
-			siptest.Eventually(t, "the call's completion", 60*time.Second, func() bool {
+			poll.Until(t, "the call's completion", 60*time.Second, func() bool {
 				err := pool.QueryRow(ctx, `SELECT coalesce(outcome, ''), coalesce((memory->>'saved')::bool, false),
 					jsonb_array_length(transcript) FROM stackbone_platform.voice_calls WHERE id = $1 AND status = 'ended'`,
 					callID).Scan(&outcome, &saved, &turns)
@@ -226,7 +227,7 @@ func startBoxAt(t *testing.T, bin, cfgPath, providerURL, sipAddr string) *runnin
 			t.Logf("box output:\n%s", out.String())
 		}
 	})
-	siptest.Eventually(t, "the box to be ready", 120*time.Second, func() bool {
+	poll.Until(t, "the box to be ready", 120*time.Second, func() bool {
 		resp, err := http.Get("http://" + httpAddr + "/readyz")
 		if err != nil {
 			return false
@@ -333,18 +334,18 @@ func TestMetricsMoveWithCallsAndTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	siptest.Eventually(t, "the call to count as active", 20*time.Second, func() bool {
+	poll.Until(t, "the call to count as active", 20*time.Second, func() bool {
 		return metricValue(scrape(), `stackbone_calls_active{direction="inbound"}`) == 1
 	})
-	siptest.Eventually(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
+	poll.Until(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
 	call.Talk(1)
-	siptest.Eventually(t, "a spoken turn's stages", 60*time.Second, func() bool {
+	poll.Until(t, "a spoken turn's stages", 60*time.Second, func() bool {
 		return metricValue(scrape(), `stackbone_turn_stage_seconds_count{stage="wire_to_wire"}`) >= 1
 	})
 	if err := call.Hangup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	siptest.Eventually(t, "the call to count as ended", 30*time.Second, func() bool {
+	poll.Until(t, "the call to count as ended", 30*time.Second, func() bool {
 		text := scrape()
 		return metricValue(text, `stackbone_calls_total{direction="inbound",outcome="caller_hangup"}`) == 1 &&
 			metricValue(text, `stackbone_calls_active{direction="inbound"}`) == 0
@@ -468,7 +469,7 @@ func TestTracesReachAnOTLPCollector(t *testing.T) {
 	if code := send(req); code != 202 {
 		t.Fatalf("upload: %d", code)
 	}
-	siptest.Eventually(t, "the ingest job", 30*time.Second, func() bool {
+	poll.Until(t, "the ingest job", 30*time.Second, func() bool {
 		var n int
 		pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.river_job WHERE kind LIKE '%ingest%' AND state = 'completed'`).Scan(&n)
 		return n > 0
@@ -477,10 +478,10 @@ func TestTracesReachAnOTLPCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	siptest.Eventually(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
+	poll.Until(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
 	call.Talk(1)
 	heard := call.Voiced()
-	siptest.Eventually(t, "the answer", 30*time.Second, func() bool { return call.Voiced() > heard+20 })
+	poll.Until(t, "the answer", 30*time.Second, func() bool { return call.Voiced() > heard+20 })
 	_ = call.Hangup(ctx)
 	box.cmd.Process.Signal(syscall.SIGTERM) // flushes the batch
 	box.wait(t, 60*time.Second)

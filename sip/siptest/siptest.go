@@ -6,7 +6,7 @@
 //	c := siptest.NewCaller(t)
 //	call, err := c.Call(ctx, "100", boxSIPAddr)
 //	call.Talk(2) // two bursts of speech, then line noise
-//	siptest.Eventually(t, "the greeting", 10*time.Second, func() bool { return call.Voiced() > 20 })
+//	poll.Until(t, "the greeting", 10*time.Second, func() bool { return call.Voiced() > 20 })
 //	<-call.Ended()
 package siptest
 
@@ -204,17 +204,4 @@ func (c *Call) Ended() <-chan struct{} { return c.d.Context().Done() }
 func (c *Call) Hangup(ctx context.Context) error {
 	c.once.Do(func() { close(c.stop) })
 	return c.d.Hangup(ctx)
-}
-
-// Eventually polls cond every 10 ms until it holds, failing the test after
-// limit.
-func Eventually(t testing.TB, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

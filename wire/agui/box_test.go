@@ -16,6 +16,7 @@ import (
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
 	aguiwire "github.com/stackbone/box/wire/agui"
 	"github.com/stackbone/box/wire/wiretest"
@@ -419,7 +420,10 @@ func TestBusyThreadIs409(t *testing.T) {
 }
 
 // waitFor polls cond until it holds, failing the test after a deadline.
-func waitFor(t *testing.T, cond func() bool) { t.Helper(); wiretest.WaitFor(t, cond) }
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	poll.Until(t, "the condition", 30*time.Second, cond)
+}
 
 func TestProviderFailureIsRunError(t *testing.T) {
 	t.Parallel()

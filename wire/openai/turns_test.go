@@ -6,14 +6,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	openai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 // checkText and readMemory are a turn whose model writes, calls a tool the
@@ -80,7 +81,7 @@ func (b *box) checkRun(resp *http.Response, status string) {
 	if _, err := uuid.Parse(id); err != nil {
 		b.t.Fatalf("x-stackbone-run-id %q: %v", id, err)
 	}
-	wiretest.WaitFor(b.t, func() bool { return b.box.RunStatus(b.t, id) != "" })
+	poll.Until(b.t, "the run to be recorded", 30*time.Second, func() bool { return b.box.RunStatus(b.t, id) != "" })
 	if got := b.box.RunStatus(b.t, id); got != status {
 		b.t.Fatalf("run %s is %s, want %s", id, got, status)
 	}
@@ -161,7 +162,7 @@ func TestStoppedTurnIsKeptCut(t *testing.T) {
 		t.Fatalf("no text before the stop: %v", s.Err())
 	}
 	b.checkRun(resp, "cancelled")
-	wiretest.WaitFor(t, func() bool { return b.box.SessionIdle(t) })
+	poll.Until(t, "the session to be idle", 30*time.Second, func() bool { return b.box.SessionIdle(t) })
 
 	got, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "plain", Messages: user("Are you there?")})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -73,23 +72,6 @@ func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config)) 
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &Box{URL: hs.URL, Model: model, Pool: pool, Keys: keys, Runtime: rt}
-}
-
-// WaitFor polls cond every 5 ms until it holds, failing the test after 30
-// seconds or when the test's context ends.
-func WaitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met before the deadline")
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal(t.Context().Err())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 }
 
 // RunStatus is the status of a run, "" while it is not recorded.
