@@ -278,11 +278,13 @@ func TestFailedCallSaysWhy(t *testing.T) {
 	if st, code := b.do("POST", "/api/voice/rooms", map[string]any{"agent": "mute"}, &room); st != 201 {
 		t.Fatalf("open: %d %s", st, code)
 	}
-	c, err := roomstest.Join(ctx, roomstest.Options{BaseURL: b.url, Key: devKey, OfferURL: room.Join.OfferURL})
-	if err != nil {
-		t.Fatal(err)
+	// The box hangs up as soon as the browser's audio path is up, so the
+	// caller may not see its side connected: that is not the point here.
+	if c, err := roomstest.Join(ctx, roomstest.Options{BaseURL: b.url, Key: devKey, OfferURL: room.Join.OfferURL}); err == nil {
+		defer c.Close()
+	} else {
+		t.Logf("join: %v", err)
 	}
-	defer c.Close()
 	var v rooms.View
 	poll.Until(t, "the room to end", 20*time.Second, func() bool {
 		b.do("GET", "/api/voice/rooms/"+room.ID, nil, &v)
