@@ -288,12 +288,6 @@ func (c *Call) ID() string { return c.info.ID }
 // Done is closed once the call completed (saved or not).
 func (c *Call) Done() <-chan struct{} { return c.done }
 
-// Outcome is how the call ended; valid once Done is closed.
-func (c *Call) Outcome() End {
-	<-c.done
-	return c.end
-}
-
 func (c *Call) open(ctx context.Context) error {
 	v, err := c.m.cfg.Settings.Get(ctx, c.info.Agent)
 	if err != nil {

@@ -70,6 +70,14 @@ func (c *Call) live() {
 func (c *Call) carry(a attachment) End {
 	ctx := context.WithoutCancel(a.ctx)
 	c.t = a.t
+	select {
+	case end := <-c.ends:
+		// Ended as it was handed over (a room abandoned before it ran):
+		// nothing is answered, synthesised or played.
+		_ = c.t.Hangup(ctx)
+		return end
+	default:
+	}
 	c.playout = newPlayout(c.info.SampleRate * int(FrameDuration/time.Millisecond) / 1000)
 	var err error
 	if c.stt, c.tts, err = c.m.cfg.Speech(c.info.Agent, c.agent, c.info.SampleRate); err != nil {

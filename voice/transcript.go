@@ -73,13 +73,6 @@ func (t *transcript) commit(e Entry) bool {
 	return true
 }
 
-// Committed reports whether turn has committed.
-func (t *transcript) Committed(turn int) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.committed[turn]
-}
-
 // Entries returns a copy of the committed entries in commit order.
 func (t *transcript) Entries() []Entry {
 	t.mu.Lock()
