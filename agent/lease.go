@@ -10,9 +10,10 @@ import (
 // heartbeat every third of the lease moves their running_since forward in
 // one statement. The heartbeat runs only while there are sessions.
 type sessionLeases struct {
-	r  *Runtime
-	mu sync.Mutex
-	n  map[string]int // running turns per session
+	r       *Runtime
+	mu      sync.Mutex
+	n       map[string]int // running turns per session
+	beating bool           // the heartbeat goroutine runs
 }
 
 func (l *sessionLeases) hold(id string) {
@@ -22,7 +23,8 @@ func (l *sessionLeases) hold(id string) {
 		l.n = map[string]int{}
 	}
 	l.n[id]++
-	if len(l.n) == 1 && l.n[id] == 1 {
+	if !l.beating {
+		l.beating = true
 		go l.beat()
 	}
 }
@@ -42,20 +44,16 @@ func (l *sessionLeases) beat() {
 	defer t.Stop()
 	for range t.C {
 		l.mu.Lock()
+		if len(l.n) == 0 {
+			l.beating = false
+			l.mu.Unlock()
+			return
+		}
 		ids := make([]string, 0, len(l.n))
 		for id := range l.n {
 			ids = append(ids, id)
 		}
 		l.mu.Unlock()
-		if len(ids) == 0 {
-			l.mu.Lock()
-			restart := len(l.n) > 0 // held again since the snapshot
-			l.mu.Unlock()
-			if !restart {
-				return
-			}
-			continue
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
 		_, err := l.r.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.sessions SET running_since = now()
 			WHERE id = ANY($1) AND status = 'running'`, ids)
