@@ -129,7 +129,13 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 		}()
 		log.Info("tracing", "otlpEndpoint", cfg.Telemetry.OTLPEndpoint)
 	}
-	registry := provider.NewRegistry(cfg.Providers, &http.Client{Transport: telemetry.TraceTransport(metrics.Transport(nil))})
+	// Spans cost a wrapper on every request: only when traces go somewhere.
+	tracing := cfg.Telemetry.OTLPEndpoint != ""
+	providerTransport := metrics.Transport(nil)
+	if tracing {
+		providerTransport = telemetry.TraceTransport(providerTransport)
+	}
+	registry := provider.NewRegistry(cfg.Providers, &http.Client{Transport: providerTransport})
 	if _, err := registry.Resolve("openai/x"); errors.Is(err, provider.ErrNotConfigured) {
 		log.Warn("no model provider configured: set OPENAI_BASE_URL and/or OPENAI_API_KEY; requests that need a model will say so")
 	}
@@ -222,7 +228,11 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	srv := api.HTTPServer(telemetry.Handler(wire.CORS(cfg.HTTP.CORS.AllowedOrigins, handler)), cfg.HTTP, log)
+	var front http.Handler = wire.CORS(cfg.HTTP.CORS.AllowedOrigins, handler)
+	if tracing {
+		front = telemetry.Handler(front)
+	}
+	srv := api.HTTPServer(front, cfg.HTTP, log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
