@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/runs"
 )
 
@@ -401,14 +402,8 @@ func runsBatch(r runs.Run) *pgx.Batch {
 	return &b
 }
 
-// storageError is a storage failure: its message names the operation only,
+// storageErr is a storage failure: its message names the operation only,
 // so no database text reaches a wire; the cause stays for logs and errors.Is.
-type storageError struct {
-	op    string
-	cause error
+func storageErr(op string, cause error) error {
+	return fault.Hide(fmt.Errorf("%w: %s", ErrStorage, op), cause)
 }
-
-func (e *storageError) Error() string   { return "agent: storage unavailable: " + e.op }
-func (e *storageError) Unwrap() []error { return []error{ErrStorage, e.cause} }
-
-func storageErr(op string, cause error) error { return &storageError{op: op, cause: cause} }

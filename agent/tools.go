@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/memory"
 )
@@ -76,7 +77,7 @@ func Sources(sources ...ToolSource) ToolSource {
 func (r *Runtime) memorySnapshotFor(ctx context.Context, agentName string, ids identity.Set) (memorySnapshot, identity.Selection, error) {
 	v, err := r.cfg.Settings.Get(ctx, agentName)
 	if err != nil {
-		return memorySnapshot{}, identity.Selection{}, fmt.Errorf("%w: read memory settings: %v", ErrMemory, err)
+		return memorySnapshot{}, identity.Selection{}, fault.Hide(fmt.Errorf("%w: read memory settings", ErrMemory), err)
 	}
 	key := ""
 	if v.Binding != nil {
@@ -122,7 +123,7 @@ func (r *Runtime) memoryTools(snap memorySnapshot) []ServerTool {
 func (r *Runtime) memoryRead(ctx context.Context, _ ToolCall, scope Scope) (string, error) {
 	rec, err := r.cfg.Memory.Recall(ctx, memory.RecallRequest{AgentID: scope.Agent, UserID: scope.Identity.Value})
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrMemory, err)
+		return "", fault.Hide(fmt.Errorf("%w: recall", ErrMemory), err)
 	}
 	type call struct {
 		StartedAt string  `json:"startedAt"`
@@ -163,8 +164,8 @@ func (r *Runtime) memorySave(ctx context.Context, call ToolCall, scope Scope, in
 	case err == nil:
 		return `{"saved":true}`, nil
 	case errors.Is(err, memory.ErrUnavailable), errors.Is(err, memory.ErrSchemaMissing), errors.Is(err, memory.ErrPersistFailed):
-		return "", fmt.Errorf("%w: %v", ErrMemory, err)
+		return "", fault.Hide(fmt.Errorf("%w: save", ErrMemory), err)
 	}
-	b, _ := json.Marshal(map[string]any{"saved": false, "error": memory.Code(err)})
+	b, _ := json.Marshal(map[string]any{"saved": false, "error": fault.Code(err)})
 	return string(b), nil
 }

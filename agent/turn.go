@@ -17,6 +17,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/runs"
@@ -670,9 +671,8 @@ func (t *turn) fail(ctx context.Context, cause error) (Result, error) {
 	if err := t.rt.cfg.Pool.SendBatch(context.WithoutCancel(ctx), runsBatch(t.run)).Close(); err != nil {
 		t.rt.log.Warn("agent: record failed run", "run", t.run.ID, "error", err)
 	}
-	var se *storageError
-	if errors.As(cause, &se) {
-		t.rt.log.Warn("turn failed in storage", "agent", t.agentName, "run", t.run.ID, "op", se.op, "error", se.cause)
+	if c := fault.Cause(cause); c != nil {
+		t.rt.log.Warn("turn failed in storage", "agent", t.agentName, "run", t.run.ID, "code", t.run.ErrorCode, "error", c)
 	}
 	t.rt.log.Info("turn failed", "agent", t.agentName, "run", t.run.ID, "code", t.run.ErrorCode, "ms", ms)
 	return Result{RunID: t.run.ID}, cause
@@ -707,20 +707,18 @@ func (t *turn) cutMessages() []Message {
 	return append(out, Message{ID: id, Role: RoleAssistant, Content: t.partial.String(), Cut: true})
 }
 
-// ErrorCode is a short code for an error of the runtime, for run history.
+// ErrorCode is a short code for an error of the runtime, for run history:
+// the error's code (package fault), "cancelled" or "timeout" for the
+// context's errors, else "internal".
 func ErrorCode(err error) string {
-	for _, c := range []struct {
-		err  error
-		code string
-	}{
-		{ErrUnknownAgent, "agent_not_found"}, {ErrInvalidRequest, "invalid_request"}, {ErrSessionBusy, "session_busy"},
-		{ErrDecisionPending, "decision_pending"}, {ErrNoDecisionPending, "no_decision_pending"},
-		{ErrSessionNotFound, "session_not_found"}, {ErrProviderTimeout, "provider_timeout"}, {ErrProvider, "provider_failed"}, {ErrMemory, "memory_unavailable"},
-		{ErrStorage, "storage_unavailable"}, {context.Canceled, "cancelled"}, {context.DeadlineExceeded, "timeout"},
-	} {
-		if errors.Is(err, c.err) {
-			return c.code
-		}
+	if c := fault.Code(err); c != "" {
+		return c
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
 	}
 	return "internal"
 }

@@ -2,36 +2,37 @@ package agent
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/google/uuid"
 
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
 )
 
-// Errors of the runtime. Wires map them to their own error shapes.
+// Errors of the runtime, with their kinds and codes (package fault); the
+// wires and the sessions routes map kinds to their own error shapes.
 var (
 	// ErrUnknownAgent: the model name names no declared agent (404).
-	ErrUnknownAgent = errors.New("agent: unknown agent")
+	ErrUnknownAgent = fault.New(fault.NotFound, "agent_not_found", "agent: unknown agent")
 	// ErrInvalidRequest: the request breaks a rule of the runtime (400).
-	ErrInvalidRequest = errors.New("agent: invalid request")
+	ErrInvalidRequest = fault.New(fault.Invalid, "invalid_request", "agent: invalid request")
 	// ErrSessionBusy: another turn on this session is running (409).
-	ErrSessionBusy = errors.New("agent: session busy")
+	ErrSessionBusy = fault.New(fault.Conflict, "session_busy", "agent: session busy")
 	// ErrDecisionPending: a held tool waits for a person's decision (409).
-	ErrDecisionPending = errors.New("agent: a decision is pending")
+	ErrDecisionPending = fault.New(fault.Conflict, "decision_pending", "agent: a decision is pending")
 	// ErrNoDecisionPending: a decision was sent for a session that waits for none (409).
-	ErrNoDecisionPending = errors.New("agent: no decision is pending")
+	ErrNoDecisionPending = fault.New(fault.Conflict, "no_decision_pending", "agent: no decision is pending")
 	// ErrSessionNotFound: no session with that id (404).
-	ErrSessionNotFound = errors.New("agent: session not found")
+	ErrSessionNotFound = fault.New(fault.NotFound, "session_not_found", "agent: session not found")
 	// ErrProvider: the model provider failed or is not configured (502).
-	ErrProvider = errors.New("agent: model provider failed")
+	ErrProvider = fault.New(fault.Upstream, "provider_failed", "agent: model provider failed")
 	// ErrProviderTimeout: the model provider did not connect, answer or go
 	// on streaming in time (504).
-	ErrProviderTimeout = errors.New("agent: model provider timed out")
+	ErrProviderTimeout = fault.New(fault.Timeout, "provider_timeout", "agent: model provider timed out")
 	// ErrMemory: memory storage failed; memory is never silently omitted (503).
-	ErrMemory = errors.New("agent: memory unavailable")
+	ErrMemory = fault.New(fault.Unavailable, "memory_unavailable", "agent: memory unavailable")
 	// ErrStorage: the session store failed (503).
-	ErrStorage = errors.New("agent: storage unavailable")
+	ErrStorage = fault.New(fault.Unavailable, "storage_unavailable", "agent: storage unavailable")
 )
 
 // Roles of a message.

@@ -1,9 +1,15 @@
-// Package api is the box's HTTP edge for the /api routes: authentication and
-// scopes, the {data, error} envelope, strict JSON decoding, and the one table
-// that maps domain errors to HTTP statuses.
+// Package api is the box's HTTP toolkit, below every package that serves
+// routes: authentication and scopes (Guard, Route), the {data, error}
+// envelope, strict JSON decoding (Decode), and the one table from error
+// kinds (package fault) to HTTP statuses (Status). Handlers return errors;
+// Route's adapter writes them. Each package registers its own routes
+// (memory.Register, agent.Register, runs.Register, stores, rag, rooms, sip);
+// api serves only what belongs to the edge itself: health, capabilities and
+// the keys routes.
 //
-//	h := api.New(api.Config{Pool: pool, Keys: keys, Memory: svc, ...})
-//	http.ListenAndServe(addr, h)
+//	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: log})
+//	memory.Register(srv, svc, settings)
+//	http.ListenAndServe(addr, srv)
 package api
 
 import (
@@ -21,26 +27,17 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/auth"
-	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
-	"github.com/stackbone/box/memory"
-	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/telemetry"
 )
 
 // Config wires the API.
 type Config struct {
-	Pool     *pgxpool.Pool
-	Keys     *auth.Store
-	Memory   *memory.Service
-	Settings *memory.Settings
-	Runs     *runs.Store
-	// Runtime runs agents; the sessions routes read and resume its sessions.
-	Runtime *agent.Runtime
-	// Config is the loaded configuration, for the agent catalog.
-	Config *config.Config
+	// Pool is the database /healthz checks.
+	Pool *pgxpool.Pool
+	Keys *auth.Store
 	// Logger receives one line per request: method, route, status, duration
 	// and key name. Never bodies.
 	Logger *slog.Logger
@@ -80,39 +77,16 @@ func (s *Server) routes() {
 		// never personal data).
 		s.mux.Handle("GET /metrics", s.Authed(auth.ScopeRunsRead, s.cfg.Metrics.Handler().ServeHTTP))
 	}
-
-	s.route("POST /api/memory/add", auth.ScopeMemoryWrite, s.memoryAdd)
-	s.route("POST /api/memory/recall", auth.ScopeMemoryRead, s.memoryRecall)
-	s.route("POST /api/memory/delete-all", auth.ScopeMemoryWrite, s.memoryDeleteAll)
-	s.route("GET /api/memory/settings/{agentId}", auth.ScopeConfigRead, s.settingsGet)
-	s.route("PUT /api/memory/settings/{agentId}", auth.ScopeConfigWrite, s.settingsPut)
-	s.route("DELETE /api/memory/settings/{agentId}", auth.ScopeConfigWrite, s.settingsDelete)
-
-	s.route("GET /api/system/memory-extraction", auth.ScopeConfigRead, s.extractionGet)
-	s.route("PUT /api/system/memory-extraction", auth.ScopeConfigWrite, s.extractionPut)
-	s.route("PUT /api/system/memory-extraction/prompt", auth.ScopeConfigWrite, s.promptPut)
-	s.route("POST /api/system/memory-extraction/prompt/publish", auth.ScopeConfigWrite, s.promptPublish)
-	s.route("DELETE /api/system/memory-extraction/prompt", auth.ScopeConfigWrite, s.promptReset)
-	s.route("GET /api/system/models", auth.ScopeConfigRead, s.systemModels)
-
-	s.route("GET /api/agents", auth.ScopeConfigRead, s.agentsList)
-	s.route("GET /api/capabilities", "", s.capabilities)
-	s.route("GET /api/runs", auth.ScopeRunsRead, s.runsList)
-	s.route("GET /api/runs/{id}", auth.ScopeRunsRead, s.runsGet)
-	s.route("GET /api/activity", auth.ScopeConfigRead, s.activityList)
-	s.route("GET /api/sessions", auth.ScopeSessionsRead, s.sessionsList)
-	s.route("GET /api/sessions/{id}", auth.ScopeSessionsRead, s.sessionsGet)
-	s.route("POST /api/sessions/{id}/decision", auth.ScopeSessionsWrite, s.sessionsDecide)
-
-	s.route("GET /api/keys/self", "", s.keysSelf)
-	s.route("GET /api/keys", auth.ScopeKeysAdmin, s.keysList)
-	s.route("POST /api/keys", auth.ScopeKeysAdmin, s.keysCreate)
-	s.route("DELETE /api/keys/{name}", auth.ScopeKeysAdmin, s.keysRevoke)
+	s.Route("GET /api/capabilities", "", s.capabilities)
+	s.Route("GET /api/keys/self", "", s.keysSelf)
+	s.Route("GET /api/keys", auth.ScopeKeysAdmin, s.keysList)
+	s.Route("POST /api/keys", auth.ScopeKeysAdmin, s.keysCreate)
+	s.Route("DELETE /api/keys/{name}", auth.ScopeKeysAdmin, s.keysRevoke)
 
 	// Anything else under /api is an unknown route, still behind auth so the
 	// route table is not probeable without a key.
-	s.route("/api/", "", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
+	s.Route("/api/", "", func(w http.ResponseWriter, r *http.Request) error {
+		return fmt.Errorf("%w: no route %s %s", ErrNotFound, r.Method, r.URL.Path)
 	})
 }
 
@@ -123,7 +97,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := checkURL(r.URL); err != nil {
 		// Before routing: a path value or query parameter with a NUL or
 		// invalid UTF-8 never reaches a handler or the database.
-		writeError(sw, http.StatusBadRequest, "invalid_request", err.Error())
+		s.Fail(sw, r, err)
 	} else {
 		s.mux.ServeHTTP(sw, r)
 	}
@@ -218,21 +192,22 @@ func (s *Server) Authed(scope string, h http.HandlerFunc) http.Handler {
 	})
 }
 
-func (s *Server) route(pattern, scope string, h http.HandlerFunc) {
-	s.mux.Handle(pattern, s.Authed(scope, h))
-}
+// HandlerFunc is an /api handler: it answers with WriteData, or returns an
+// error that Route's adapter writes in the envelope (Fail).
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-// Route registers an /api route of another package behind auth and scope.
-// Its handler answers with WriteData and WriteError (the envelope).
-func (s *Server) Route(pattern, scope string, h http.HandlerFunc) { s.route(pattern, scope, h) }
+// Route registers an /api route behind auth and scope (scope "" admits any
+// valid key).
+func (s *Server) Route(pattern, scope string, h HandlerFunc) {
+	s.mux.Handle(pattern, s.Authed(scope, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.Fail(w, r, err)
+		}
+	}))
+}
 
 // WriteData answers {"data": data, "error": null}.
 func WriteData(w http.ResponseWriter, status int, data any) { writeData(w, status, data) }
-
-// WriteError answers {"data": null, "error": {"code", "message"}}.
-func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	writeError(w, status, code, msg)
-}
 
 // Decode reads one strict JSON object (unknown fields, trailing data and
 // bodies over limit bytes are errors) for routes of other packages.
@@ -268,8 +243,9 @@ var Capabilities = []string{
 	"wire.openai", "wire.anthropic", "wire.agui", "rag", "voice.sip", "voice.rooms",
 }
 
-func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
+func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) error {
 	writeData(w, http.StatusOK, map[string]any{"capabilities": Capabilities})
+	return nil
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -322,42 +298,67 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// errorStatus is the one table from domain error codes to HTTP statuses.
-var errorStatus = map[string]int{
-	"memory_invalid_request":      http.StatusBadRequest,
-	"memory_model_failed":         http.StatusBadGateway,
-	"memory_invalid_model_output": http.StatusBadGateway,
-	"memory_conflict":             http.StatusConflict,
-	"memory_persist_failed":       http.StatusInternalServerError,
-	"memory_schema_missing":       http.StatusServiceUnavailable,
-	"memory_unavailable":          http.StatusServiceUnavailable,
-	"memory_identity_key_fixed":   http.StatusConflict,
-	"agent_not_found":             http.StatusNotFound,
-	"identity_forbidden":          http.StatusForbidden,
-	"not_found":                   http.StatusNotFound,
-	"invalid_request":             http.StatusBadRequest,
+// Errors of the toolkit's own routes and of decoding.
+var (
+	// ErrInvalidRequest: a malformed body or query (invalid_request, 400).
+	ErrInvalidRequest = fault.New(fault.Invalid, "invalid_request", "invalid request")
+	// ErrNotFound: no such route or object (not_found, 404).
+	ErrNotFound = fault.New(fault.NotFound, "not_found", "not found")
+)
+
+// statuses is the one table from error kinds to HTTP statuses, for the
+// envelope and for the text wires (Status).
+var statuses = [...]int{
+	fault.Internal:        http.StatusInternalServerError,
+	fault.Invalid:         http.StatusBadRequest,
+	fault.NotFound:        http.StatusNotFound,
+	fault.Conflict:        http.StatusConflict,
+	fault.Unauthenticated: http.StatusUnauthorized,
+	fault.Forbidden:       http.StatusForbidden,
+	fault.TooLarge:        http.StatusRequestEntityTooLarge,
+	fault.Unsupported:     http.StatusUnsupportedMediaType,
+	fault.Unprocessable:   http.StatusUnprocessableEntity,
+	fault.Unavailable:     http.StatusServiceUnavailable,
+	fault.Upstream:        http.StatusBadGateway,
+	fault.Timeout:         http.StatusGatewayTimeout,
 }
 
-// fail writes err in the envelope with its code and status. Errors with no
-// code are internal: logged, and answered without detail.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code := memory.Code(err)
-	if code == "" && errors.Is(err, runs.ErrNotFound) {
-		code = "not_found"
+// Status is the HTTP status of an error of kind k.
+func Status(k fault.Kind) int {
+	if int(k) < len(statuses) {
+		return statuses[k]
 	}
-	if code == "" && errors.Is(err, identity.ErrForbidden) {
-		code = "identity_forbidden"
-	}
-	status, ok := errorStatus[code]
-	if !ok {
+	return http.StatusInternalServerError
+}
+
+// Fail writes err in the envelope: the status of its kind, its code, and
+// its message without the package prefix of its sentinel. An error with no
+// fault (Internal) is logged and answered without detail; a failure of the
+// box (5xx) is logged with its hidden cause (fault.Hide).
+func (s *Server) Fail(w http.ResponseWriter, r *http.Request, err error) {
+	e := fault.Of(err)
+	if e == nil || e.Kind() == fault.Internal {
 		s.log.Error("internal error", "route", r.Pattern, "error", err)
 		writeError(w, http.StatusInternalServerError, "internal", "internal error")
 		return
 	}
+	status := Status(e.Kind())
 	if status >= 500 {
-		s.log.Warn("request failed", "route", r.Pattern, "code", code)
+		s.log.Warn("request failed", "route", r.Pattern, "code", e.Code(), "cause", fault.Cause(err))
 	}
-	writeError(w, status, code, err.Error())
+	writeError(w, status, e.Code(), Message(err))
+}
+
+// Message is err's text for a client: without its sentinel's package
+// prefix ("stores: not found: memory x" reads "not found: memory x").
+func Message(err error) string {
+	msg := err.Error()
+	if e := fault.Of(err); e != nil {
+		if pkg, _, ok := strings.Cut(e.Error(), ": "); ok && !strings.Contains(pkg, " ") {
+			msg = strings.TrimPrefix(msg, pkg+": ")
+		}
+	}
+	return msg
 }
 
 // decodeError is a malformed body, reported with the route's invalid-request
@@ -365,6 +366,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 type decodeError struct{ msg string }
 
 func (e *decodeError) Error() string { return e.msg }
+
+// Unwrap makes a decode error an ErrInvalidRequest.
+func (e *decodeError) Unwrap() error { return ErrInvalidRequest }
 
 // decode reads one JSON object into v: unknown fields, trailing data and
 // bodies over limit bytes are errors. The Content-Type is not checked, so a

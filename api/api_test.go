@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
@@ -61,8 +62,11 @@ agents:
 	if err := settings.FixDeclaredKeys(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h := api.New(api.Config{Pool: pool, Keys: keys, Settings: settings, Runs: runs.NewStore(pool), Config: cfg, Logger: log,
-		Memory: memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log})})
+	h := api.New(api.Config{Pool: pool, Keys: keys, Logger: log})
+	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log})
+	memory.Register(h, mem, settings, pool)
+	agent.Register(h, agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log}), cfg)
+	runs.NewStore(pool).Register(h)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &box{t: t, url: srv.URL, model: model, keys: keys, pool: pool}

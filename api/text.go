@@ -29,6 +29,9 @@ func (e *TextError) Error() string {
 	return e.Field + " must be UTF-8 text without NUL characters"
 }
 
+// Unwrap makes a text error an ErrInvalidRequest.
+func (e *TextError) Unwrap() error { return ErrInvalidRequest }
+
 // CheckText returns a *TextError for the first string (key or value) of the
 // JSON document raw that holds a NUL or invalid UTF-8, and nil otherwise,
 // also when raw is not valid JSON (the decoder reports that).

@@ -25,25 +25,26 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/store/notify"
 )
 
-// Errors of the key store.
+// Errors of the key store, with their kinds and codes (package fault).
 var (
 	// ErrUnauthenticated: no key, or a key that is unknown or revoked.
-	ErrUnauthenticated = errors.New("auth: invalid or missing API key")
+	ErrUnauthenticated = fault.New(fault.Unauthenticated, "unauthorized", "auth: invalid or missing API key")
 	// ErrInvalidScope: a scope name the box does not know.
-	ErrInvalidScope = errors.New("auth: unknown scope")
+	ErrInvalidScope = fault.New(fault.Invalid, "invalid_request", "auth: unknown scope")
 	// ErrNotFound: no key of that name.
-	ErrNotFound = errors.New("auth: key not found")
+	ErrNotFound = fault.New(fault.NotFound, "key_not_found", "auth: key not found")
 	// ErrExists: a key of that name exists.
-	ErrExists = errors.New("auth: key exists")
+	ErrExists = fault.New(fault.Conflict, "key_exists", "auth: key exists")
 	// ErrInvalidName: a key name that is empty, too long or not printable.
-	ErrInvalidName = errors.New("auth: a key name must be 1 to 100 printable characters")
+	ErrInvalidName = fault.New(fault.Invalid, "invalid_request", "auth: a key name must be 1 to 100 printable characters")
 	// ErrRevoked: Ensure met a key of that name that was revoked; a
 	// revocation sticks, so it is not brought back.
-	ErrRevoked = errors.New("auth: key revoked")
+	ErrRevoked = fault.New(fault.Conflict, "key_revoked", "auth: key revoked")
 )
 
 // Scopes.

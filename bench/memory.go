@@ -110,8 +110,9 @@ func Memory(ctx context.Context, cfg MemoryConfig) (Report, error) {
 	if err := keys.Ensure(ctx, "bench", benchKey, auth.AllScopes); err != nil {
 		return Report{}, err
 	}
-	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: svc, Runs: runs.NewStore(pool),
-		Settings: memory.NewSettings(pool, nil, nil), Config: &config.Config{}, Logger: slog.New(slog.DiscardHandler)})
+	handler := api.New(api.Config{Pool: pool, Keys: keys, Logger: slog.New(slog.DiscardHandler)})
+	memory.Register(handler, svc, memory.NewSettings(pool, nil, nil), pool)
+	runs.NewStore(pool).Register(handler)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return Report{}, err

@@ -131,7 +131,10 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	if err := keys.Ensure(ctx, "bench", key, auth.AllScopes); err != nil {
 		return Report{}, nil, err
 	}
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: rt, Config: c, Logger: quiet})
+	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: quiet})
+	memory.Register(srv, mem, settings, pool)
+	agent.Register(srv, rt, c)
+	runStore.Register(srv)
 	calls := voice.NewManager(voice.Config{Pool: pool, Agents: c.Agents, Runtime: rt, Memory: mem, Settings: settings,
 		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: quiet})
 	calls.Register(srv)

@@ -130,7 +130,10 @@ func Studio(ctx context.Context, cfg StudioConfig) (StudioReport, error) {
 	}
 	runStore := runs.NewStore(pool)
 	rt := agent.New(agent.Config{Pool: pool, Agents: boxCfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: quiet})
-	h := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: rt, Config: boxCfg, Logger: quiet})
+	h := api.New(api.Config{Pool: pool, Keys: keys, Logger: quiet})
+	memory.Register(h, mem, settings, pool)
+	agent.Register(h, rt, boxCfg)
+	runStore.Register(h)
 	voice.NewManager(voice.Config{Pool: pool, Agents: boxCfg.Agents, Runtime: rt, Memory: mem, Settings: settings, Runs: runStore,
 		Speech: voice.ProviderSpeech(reg, nil), Logger: quiet}).Register(h)
 	dir, err := os.MkdirTemp("", "stackbone-bench-studio-")

@@ -121,7 +121,10 @@ func Turns(ctx context.Context, cfg TurnsConfig) (Report, error) {
 	if err := keys.Ensure(ctx, "bench", key, auth.AllScopes); err != nil {
 		return Report{}, err
 	}
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runs.NewStore(pool), Runtime: rt, Config: c, Logger: quiet})
+	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: quiet})
+	memory.Register(srv, mem, settings, pool)
+	agent.Register(srv, rt, c)
+	runs.NewStore(pool).Register(srv)
 	openaiwire.Register(srv, openaiwire.Config{Runtime: rt, Guard: srv.Guard, Logger: quiet})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

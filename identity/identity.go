@@ -12,17 +12,18 @@ package identity
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/stackbone/box/fault"
 )
 
 // Errors of Parse; every one is a 400 at the edge.
 var (
-	ErrInvalid  = errors.New("identity: invalid identities")
-	ErrConflict = errors.New("identity: conflicting customerId")
+	ErrInvalid  = fault.New(fault.Invalid, "invalid_identities", "identity: invalid identities")
+	ErrConflict = fault.New(fault.Invalid, "invalid_identities", "identity: conflicting customerId")
 )
 
 // Limits of the identity map.

@@ -2,15 +2,16 @@ package identity
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/stackbone/box/fault"
 )
 
 // ErrForbidden: the caller's key may not act for that identity (403 at
 // every edge).
-var ErrForbidden = errors.New("identity: this key may not act for that identity")
+var ErrForbidden = fault.New(fault.Forbidden, "identity_forbidden", "identity: this key may not act for that identity")
 
 // Policy is which persons a caller may act for: the trust model of API
 // keys. A backend's key is trusted to name any identity (the zero Policy).

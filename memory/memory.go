@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/telemetry"
@@ -91,7 +92,7 @@ func NewService(cfg Config) *Service {
 func (s *Service) observe(op string, start time.Time, err *error) {
 	code := ""
 	if *err != nil {
-		code = Code(*err)
+		code = fault.Code(*err)
 		if code == "" {
 			code = "error"
 		}
@@ -146,11 +147,11 @@ func (s *Service) Add(ctx context.Context, req AddRequest) (_ AddResult, err err
 	// recordFailure keeps the failed run in history; the add's own error
 	// matters more than a failure to record it.
 	recordFailure := func(cause error) error {
-		finish(Code(cause))
+		finish(fault.Code(cause))
 		if rerr := s.insertRun(context.WithoutCancel(ctx), run); rerr != nil {
 			s.log.Warn("memory: record failed run", "run", run.ID, "error", rerr)
 		}
-		s.log.Info("memory add failed", "agent", req.AgentID, "run", run.ID, "code", Code(cause), "facts", len(facts))
+		s.log.Info("memory add failed", "agent", req.AgentID, "run", run.ID, "code", fault.Code(cause), "facts", len(facts))
 		return cause
 	}
 	if err != nil {
@@ -195,12 +196,12 @@ func (s *Service) Add(ctx context.Context, req AddRequest) (_ AddResult, err err
 	}
 	if err != nil {
 		if errors.Is(err, ErrConflict) || errors.Is(err, ErrPersistFailed) || errors.Is(err, ErrSchemaMissing) {
-			run.Status, run.ErrorCode = runs.StatusFailed, Code(err)
+			run.Status, run.ErrorCode = runs.StatusFailed, fault.Code(err)
 			if rerr := s.insertRun(context.WithoutCancel(ctx), run); rerr != nil {
 				s.log.Warn("memory: record failed run", "run", run.ID, "error", rerr)
 			}
 		}
-		s.log.Info("memory add failed", "agent", req.AgentID, "run", run.ID, "code", Code(err))
+		s.log.Info("memory add failed", "agent", req.AgentID, "run", run.ID, "code", fault.Code(err))
 		return AddResult{}, err
 	}
 	s.log.Info("memory add", "agent", req.AgentID, "run", run.ID, "added", len(adds), "updated", len(updates),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
@@ -272,7 +273,7 @@ func TestLimits(t *testing.T) {
 	}
 	before := h.model.ChatRequests()
 	for i, req := range bad {
-		if _, err := h.svc.Add(h.ctx, req); err == nil || memory.Code(err) != "memory_invalid_request" {
+		if _, err := h.svc.Add(h.ctx, req); err == nil || fault.Code(err) != "memory_invalid_request" {
 			t.Errorf("bad request %d: %v, want memory_invalid_request", i, err)
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/stackbone/box/fault"
 )
 
 // BombPDF is exported to the package's outside tests.
@@ -113,8 +115,8 @@ func TestUploadCopyTellsBoxFailuresFromClientFailures(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || strings.Contains(err.Error(), "/var/tmp") || strings.Contains(err.Error(), "no space") {
 		t.Fatalf("full disk: %v", err)
 	}
-	if _, status := classify(err); status < 500 {
-		t.Fatalf("full disk answered %d", status)
+	if k := fault.KindOf(err); k != fault.Unavailable {
+		t.Fatalf("full disk is a %v error, not unavailable", k)
 	}
 	_, err = copyUpload(io.Discard, io.MultiReader(strings.NewReader("he"), iotest.ErrReader(errors.New("read tcp 10.0.0.1:4242: connection reset"))))
 	if !errors.Is(err, ErrInvalidRequest) || strings.Contains(err.Error(), "10.0.0.1") {

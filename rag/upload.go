@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/stackbone/box/fault"
 )
 
 // Upload is a file to ingest in the background.
@@ -73,7 +74,7 @@ const spoolPattern = "stackbone-upload-*"
 func spool(dir string, r io.Reader) (*os.File, int64, string, error) {
 	tmp, err := os.CreateTemp(dir, spoolPattern)
 	if err != nil {
-		return nil, 0, "", &hidden{fmt.Errorf("%w: the box could not keep the upload (temporary storage failed)", ErrUnavailable), err}
+		return nil, 0, "", fault.Hide(fmt.Errorf("%w: the box could not keep the upload (temporary storage failed)", ErrUnavailable), err)
 	}
 	h := sha256.New()
 	size, err := copyUpload(io.MultiWriter(tmp, h), r)
@@ -96,11 +97,11 @@ func copyUpload(w io.Writer, r io.Reader) (int64, error) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case fw.err != nil:
-		return size, &hidden{fmt.Errorf("%w: the box could not keep the upload (temporary storage is full or failing)", ErrUnavailable), fw.err}
+		return size, fault.Hide(fmt.Errorf("%w: the box could not keep the upload (temporary storage is full or failing)", ErrUnavailable), fw.err)
 	case errors.As(err, &tooBig) || size > MaxUploadBytes:
 		return size, fmt.Errorf("%w: the limit is %d MB", ErrFileTooLarge, MaxUploadBytes>>20)
 	case err != nil:
-		return size, &hidden{fmt.Errorf("%w: the upload was cut short", ErrInvalidRequest), err}
+		return size, fault.Hide(fmt.Errorf("%w: the upload was cut short", ErrInvalidRequest), err)
 	}
 	return size, nil
 }
@@ -118,16 +119,6 @@ func (f *failWriter) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
-
-// hidden is an error whose message is for clients and whose cause (OS or
-// library text, paths) is only for the log.
-type hidden struct {
-	public error
-	cause  error
-}
-
-func (h *hidden) Error() string { return h.public.Error() }
-func (h *hidden) Unwrap() error { return h.public }
 
 // sweepSpool removes spool files in dir older than age: ones a killed box
 // left behind (a live upload's file is written to as it arrives, and
@@ -165,10 +156,10 @@ func (s *Service) uploadSpooled(ctx context.Context, c Collection, name string, 
 	id := uuid.NewString()
 	key := fmt.Sprintf("rag/%d/%s/%s", c.id, id, name)
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return Document{}, &hidden{fmt.Errorf("%w: the box could not read back the upload", ErrUnavailable), err}
+		return Document{}, fault.Hide(fmt.Errorf("%w: the box could not read back the upload", ErrUnavailable), err)
 	}
 	if err := s.cfg.Store.Put(ctx, key, tmp, size, kind); err != nil {
-		return Document{}, &hidden{fmt.Errorf("%w: the object store could not keep the original", ErrUnavailable), err}
+		return Document{}, fault.Hide(fmt.Errorf("%w: the object store could not keep the original", ErrUnavailable), err)
 	}
 	var doc Document
 	err = pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error {

@@ -1,26 +1,27 @@
 package rooms
 
-import "errors"
+import "github.com/stackbone/box/fault"
 
-// Errors of the rooms package. The HTTP edge maps them to statuses in one
-// table (statusOf).
+// Errors of the rooms package, with their kinds and codes (package fault).
 var (
+	// ErrInvalidRequest: a rooms request breaks a rule.
+	ErrInvalidRequest = fault.New(fault.Invalid, "rooms_invalid_request", "rooms: invalid request")
 	// ErrNotFound: no room with that id.
-	ErrNotFound = errors.New("rooms: room not found")
+	ErrNotFound = fault.New(fault.NotFound, "room_not_found", "rooms: room not found")
 	// ErrAtCapacity: the box has its maximum number of rooms open.
-	ErrAtCapacity = errors.New("rooms: at room capacity")
+	ErrAtCapacity = fault.New(fault.Unavailable, "rooms_at_capacity", "rooms: at room capacity")
 	// ErrWrongBackend: the request needs the other backend (an SDP offer
 	// to a LiveKit room).
-	ErrWrongBackend = errors.New("rooms: not available on this backend")
+	ErrWrongBackend = fault.New(fault.Conflict, "rooms_wrong_backend", "rooms: not available on this backend")
 	// ErrAlreadyJoined: the room's browser already joined.
-	ErrAlreadyJoined = errors.New("rooms: the browser already joined")
+	ErrAlreadyJoined = fault.New(fault.Conflict, "rooms_already_joined", "rooms: the browser already joined")
 	// ErrEnded: the room has ended.
-	ErrEnded = errors.New("rooms: the room has ended")
+	ErrEnded = fault.New(fault.Conflict, "room_ended", "rooms: the room has ended")
 	// ErrBadOffer: the SDP offer could not be answered (no audio, no codec
 	// in common, malformed).
-	ErrBadOffer = errors.New("rooms: unusable SDP offer")
+	ErrBadOffer = fault.New(fault.Invalid, "rooms_invalid_request", "rooms: unusable SDP offer")
 	// ErrBackend: the media backend (LiveKit) failed.
-	ErrBackend = errors.New("rooms: media backend failed")
+	ErrBackend = fault.New(fault.Upstream, "rooms_backend_failed", "rooms: media backend failed")
 	// ErrClosed: the service is shutting down.
-	ErrClosed = errors.New("rooms: shutting down")
+	ErrClosed = fault.New(fault.Unavailable, "unavailable", "rooms: shutting down")
 )

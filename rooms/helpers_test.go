@@ -90,7 +90,10 @@ func newBox(t *testing.T, rc config.Rooms) *box {
 	}
 	runStore := runs.NewStore(pool)
 	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log})
-	h := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: rt, Config: cfg, Logger: log})
+	h := api.New(api.Config{Pool: pool, Keys: keys, Logger: log})
+	memory.Register(h, mem, settings, pool)
+	agent.Register(h, rt, cfg)
+	runStore.Register(h)
 	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
 		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: log})
 	calls.Register(h)

@@ -16,6 +16,7 @@ import (
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/voice"
 )
@@ -467,72 +468,32 @@ func (s *Service) Answer(ctx context.Context, id, offerSDP string) (string, erro
 	return r.answer(ctx, offerSDP)
 }
 
-// The one table from errors to HTTP statuses and codes.
-func statusOf(err error) (int, string) {
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return http.StatusNotFound, "room_not_found"
-	case errors.Is(err, voice.ErrUnknownAgent):
-		return http.StatusNotFound, "agent_not_found"
-	case errors.Is(err, ErrAtCapacity):
-		return http.StatusServiceUnavailable, "rooms_at_capacity"
-	case errors.Is(err, ErrClosed), errors.Is(err, voice.ErrDraining):
-		return http.StatusServiceUnavailable, "unavailable"
-	case errors.Is(err, ErrWrongBackend):
-		return http.StatusConflict, "rooms_wrong_backend"
-	case errors.Is(err, ErrAlreadyJoined):
-		return http.StatusConflict, "rooms_already_joined"
-	case errors.Is(err, ErrEnded):
-		return http.StatusConflict, "room_ended"
-	case errors.Is(err, identity.ErrForbidden):
-		return http.StatusForbidden, "identity_forbidden"
-	case errors.Is(err, ErrBadOffer), errors.Is(err, identity.ErrInvalid):
-		return http.StatusBadRequest, "rooms_invalid_request"
-	case errors.Is(err, ErrBackend):
-		return http.StatusBadGateway, "rooms_backend_failed"
-	}
-	return http.StatusServiceUnavailable, "unavailable"
-}
-
-func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
-	status, code := statusOf(err)
-	msg := err.Error()
-	if status == http.StatusServiceUnavailable && code == "unavailable" {
-		s.log.Warn("rooms: request failed", "route", r.Pattern, "error", err)
-		msg = "browser rooms are unavailable"
-	}
-	api.WriteError(w, status, code, msg)
-}
-
-func (s *Service) create(w http.ResponseWriter, r *http.Request) {
+func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 	var b struct {
 		Agent      string          `json:"agent"`
 		Identities json.RawMessage `json:"identities"`
 	}
 	if err := api.Decode(w, r, 64<<10, &b); err != nil {
-		api.WriteError(w, http.StatusBadRequest, "rooms_invalid_request", err.Error())
-		return
+		return fault.Recode(ErrInvalidRequest, err)
 	}
 	if b.Agent == "" {
-		api.WriteError(w, http.StatusBadRequest, "rooms_invalid_request", "agent is required")
-		return
+		return fmt.Errorf("%w: %s", ErrInvalidRequest, "agent is required")
 	}
 	// Only the explicit identities: never the operator's key, a session id
 	// or a scalar customer id.
 	ids, err := identity.ParseJSONValue(b.Identities, nil)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return fault.Recode(ErrInvalidRequest, err)
 	}
 	v, err := s.Open(r.Context(), b.Agent, ids)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusCreated, v)
+	return nil
 }
 
-func (s *Service) list(w http.ResponseWriter, r *http.Request) {
+func (s *Service) list(w http.ResponseWriter, r *http.Request) error {
 	s.mu.Lock()
 	open := make([]*room, 0, len(s.rooms))
 	for _, rm := range s.rooms {
@@ -547,43 +508,42 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request) {
 			CreatedAt: rm.created, Transcript: []voice.Entry{}})
 	}
 	api.WriteData(w, http.StatusOK, out)
+	return nil
 }
 
-func (s *Service) get(w http.ResponseWriter, r *http.Request) {
+func (s *Service) get(w http.ResponseWriter, r *http.Request) error {
 	v, err := s.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, v)
+	return nil
 }
 
-func (s *Service) end(w http.ResponseWriter, r *http.Request) {
+func (s *Service) end(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	if err := s.End(r.Context(), id); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusAccepted, map[string]string{"id": id, "status": "ending"})
+	return nil
 }
 
-func (s *Service) offer(w http.ResponseWriter, r *http.Request) {
+func (s *Service) offer(w http.ResponseWriter, r *http.Request) error {
 	var b struct {
 		Type string `json:"type"`
 		SDP  string `json:"sdp"`
 	}
 	if err := api.Decode(w, r, 64<<10, &b); err != nil {
-		api.WriteError(w, http.StatusBadRequest, "rooms_invalid_request", err.Error())
-		return
+		return fault.Recode(ErrInvalidRequest, err)
 	}
 	if b.Type != "offer" || b.SDP == "" {
-		api.WriteError(w, http.StatusBadRequest, "rooms_invalid_request", `send {"type":"offer","sdp":"..."}`)
-		return
+		return fmt.Errorf("%w: %s", ErrInvalidRequest, `send {"type":"offer","sdp":"..."}`)
 	}
 	answer, err := s.Answer(r.Context(), r.PathValue("id"), b.SDP)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, map[string]string{"type": "answer", "sdp": answer})
+	return nil
 }

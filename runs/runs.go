@@ -18,11 +18,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stackbone/box/fault"
 )
 
 // Errors returned by the store.
 var (
-	ErrNotFound = errors.New("runs: not found")
+	ErrNotFound = fault.New(fault.NotFound, "not_found", "runs: not found")
 )
 
 // Kinds of run.

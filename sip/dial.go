@@ -2,13 +2,13 @@ package sip
 
 import (
 	"encoding/json"
-	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
-	"github.com/stackbone/box/voice"
 )
 
 // Register mounts the outbound-call route: POST /api/voice/calls places a
@@ -19,7 +19,7 @@ func (s *Server) Register(srv *api.Server) {
 	srv.Route("POST /api/voice/calls", auth.ScopeVoice, s.dial)
 }
 
-func (s *Server) dial(w http.ResponseWriter, r *http.Request) {
+func (s *Server) dial(w http.ResponseWriter, r *http.Request) error {
 	var b struct {
 		Agent      string          `json:"agent"`
 		To         string          `json:"to"`
@@ -27,43 +27,22 @@ func (s *Server) dial(w http.ResponseWriter, r *http.Request) {
 		Identities json.RawMessage `json:"identities"`
 	}
 	if err := api.Decode(w, r, 64<<10, &b); err != nil {
-		api.WriteError(w, http.StatusBadRequest, "voice_invalid_request", err.Error())
-		return
+		return fault.Recode(ErrInvalidDial, err)
 	}
 	if b.Agent == "" || b.To == "" {
-		api.WriteError(w, http.StatusBadRequest, "voice_invalid_request", "agent and to are required")
-		return
+		return fmt.Errorf("%w: %s", ErrInvalidDial, "agent and to are required")
 	}
 	ids, err := identity.ParseJSONValue(b.Identities, nil)
 	if err != nil {
-		api.WriteError(w, http.StatusBadRequest, "voice_invalid_request", err.Error())
-		return
+		return fault.Recode(ErrInvalidDial, err)
 	}
 	id, err := s.Dial(r.Context(), DialRequest{Agent: b.Agent, To: b.To, Trunk: b.Trunk, Identities: ids})
+	if err != nil && fault.Of(err) == nil {
+		err = fmt.Errorf("%w: %v", ErrDialFailed, err)
+	}
 	if err != nil {
-		status, code := dialStatus(err)
-		api.WriteError(w, status, code, err.Error())
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusAccepted, map[string]string{"callId": id})
-}
-
-// dialStatus is the one table from dial errors to the API's answer.
-func dialStatus(err error) (int, string) {
-	switch {
-	case errors.Is(err, voice.ErrUnknownAgent):
-		return http.StatusNotFound, "agent_not_found"
-	case errors.Is(err, identity.ErrForbidden):
-		return http.StatusForbidden, "identity_forbidden"
-	case errors.Is(err, ErrInvalidDial):
-		return http.StatusBadRequest, "voice_invalid_request"
-	case errors.Is(err, ErrNoTrunk):
-		return http.StatusServiceUnavailable, "voice_no_trunk"
-	case errors.Is(err, ErrAtCapacity):
-		return http.StatusServiceUnavailable, "voice_at_capacity"
-	case errors.Is(err, ErrNotStarted), errors.Is(err, voice.ErrDraining):
-		return http.StatusServiceUnavailable, "voice_unavailable"
-	default:
-		return http.StatusBadGateway, "voice_dial_failed"
-	}
+	return nil
 }

@@ -11,20 +11,29 @@ import (
 	"github.com/emiago/sipgo/sip"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/voice"
 )
 
-// statusFor maps the controller's Open errors to the SIP answer: the one
-// table of this edge.
+// responses is the one table of this edge: the SIP answer to an INVITE
+// the controller would not open, by the error's kind (package fault).
+var responses = map[fault.Kind]struct {
+	code   int
+	reason string
+}{
+	fault.NotFound:    {sip.StatusNotFound, "Not Found"},
+	fault.Invalid:     {sip.StatusBadRequest, "Bad Request"},
+	fault.Forbidden:   {sip.StatusForbidden, "Forbidden"},
+	fault.Unavailable: {sip.StatusServiceUnavailable, "Service Unavailable"},
+}
+
+// statusFor maps the controller's Open errors to the SIP answer
+// (responses; anything else is 500).
 func statusFor(err error) (int, string) {
-	switch {
-	case errors.Is(err, voice.ErrUnknownAgent):
-		return sip.StatusNotFound, "Not Found"
-	case errors.Is(err, voice.ErrDraining):
-		return sip.StatusServiceUnavailable, "Service Unavailable"
-	default:
-		return sip.StatusInternalServerError, "Server Internal Error"
+	if r, ok := responses[fault.KindOf(err)]; ok {
+		return r.code, r.reason
 	}
+	return sip.StatusInternalServerError, "Server Internal Error"
 }
 
 // serveInbound carries one inbound call, from the INVITE to its end; diago

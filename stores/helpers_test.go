@@ -87,7 +87,7 @@ func newEnv(t *testing.T, tweak ...func(*stores.Config)) *env {
 	if err := keys.Ensure(e.ctx, "reader", readKey, []string{auth.ScopeStoresRead}); err != nil {
 		t.Fatal(err)
 	}
-	srv := api.New(api.Config{Pool: e.pool, Keys: keys, Config: cfg, Logger: log})
+	srv := api.New(api.Config{Pool: e.pool, Keys: keys, Logger: log})
 	e.svc.Register(srv)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)

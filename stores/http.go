@@ -2,15 +2,14 @@ package stores
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/fault"
 )
 
 // bodyLimit bounds a request body: 100 KiB of content can grow to six
@@ -24,24 +23,24 @@ func (s *Service) Register(srv *api.Server) {
 	r, w := auth.ScopeStoresRead, auth.ScopeStoresWrite
 	srv.Route("POST /api/memory_stores", w, s.hCreateStore)
 	srv.Route("GET /api/memory_stores", r, s.hListStores)
-	srv.Route("GET /api/memory_stores/{store}", r, s.hGetStore)
-	srv.Route("POST /api/memory_stores/{store}", w, s.hUpdateStore)
-	srv.Route("PATCH /api/memory_stores/{store}", w, s.hUpdateStore)
-	srv.Route("POST /api/memory_stores/{store}/archive", w, s.hArchiveStore)
-	srv.Route("DELETE /api/memory_stores/{store}", w, s.hDeleteStore)
+	srv.Route("GET /api/memory_stores/{store}", r, s.inStore(s.hGetStore))
+	srv.Route("POST /api/memory_stores/{store}", w, s.inStore(s.hUpdateStore))
+	srv.Route("PATCH /api/memory_stores/{store}", w, s.inStore(s.hUpdateStore))
+	srv.Route("POST /api/memory_stores/{store}/archive", w, s.inStore(s.hArchiveStore))
+	srv.Route("DELETE /api/memory_stores/{store}", w, s.inStore(s.hDeleteStore))
 
-	srv.Route("POST /api/memory_stores/{store}/memories", w, s.hCreateMemory)
-	srv.Route("GET /api/memory_stores/{store}/memories", r, s.hListMemories)
-	srv.Route("GET /api/memory_stores/{store}/memories/search", r, s.hSearchMemories)
-	srv.Route("GET /api/memory_stores/{store}/memory", r, s.hGetMemoryByPath)
-	srv.Route("GET /api/memory_stores/{store}/memories/{memory}", r, s.hGetMemory)
-	srv.Route("POST /api/memory_stores/{store}/memories/{memory}", w, s.hUpdateMemory)
-	srv.Route("DELETE /api/memory_stores/{store}/memories/{memory}", w, s.hDeleteMemory)
+	srv.Route("POST /api/memory_stores/{store}/memories", w, s.inStore(s.hCreateMemory))
+	srv.Route("GET /api/memory_stores/{store}/memories", r, s.inStore(s.hListMemories))
+	srv.Route("GET /api/memory_stores/{store}/memories/search", r, s.inStore(s.hSearchMemories))
+	srv.Route("GET /api/memory_stores/{store}/memory", r, s.inStore(s.hGetMemoryByPath))
+	srv.Route("GET /api/memory_stores/{store}/memories/{memory}", r, s.inStore(s.hGetMemory))
+	srv.Route("POST /api/memory_stores/{store}/memories/{memory}", w, s.inStore(s.hUpdateMemory))
+	srv.Route("DELETE /api/memory_stores/{store}/memories/{memory}", w, s.inStore(s.hDeleteMemory))
 
-	srv.Route("GET /api/memory_stores/{store}/memory_versions", r, s.hListVersions)
-	srv.Route("GET /api/memory_stores/{store}/memory_versions/{version}", r, s.hGetVersion)
-	srv.Route("POST /api/memory_stores/{store}/memory_versions/{version}/restore", w, s.hRestore)
-	srv.Route("POST /api/memory_stores/{store}/memory_versions/{version}/redact", w, s.hRedact)
+	srv.Route("GET /api/memory_stores/{store}/memory_versions", r, s.inStore(s.hListVersions))
+	srv.Route("GET /api/memory_stores/{store}/memory_versions/{version}", r, s.inStore(s.hGetVersion))
+	srv.Route("POST /api/memory_stores/{store}/memory_versions/{version}/restore", w, s.inStore(s.hRestore))
+	srv.Route("POST /api/memory_stores/{store}/memory_versions/{version}/redact", w, s.inStore(s.hRedact))
 
 	srv.Route("GET /api/agents/{agent}/memory", r, s.hAgentMemory)
 	srv.Route("GET /api/agents/{agent}/memories", r, s.hAgentMemories)
@@ -53,83 +52,51 @@ func (s *Service) Register(srv *api.Server) {
 	srv.Route("GET /api/reflections/{reflection}", r, s.hGetReflection)
 }
 
-// httpErrors is the one table from this package's errors to statuses.
-var httpErrors = []struct {
-	err    error
-	status int
-}{
-	{ErrInvalidRequest, http.StatusBadRequest},
-	{ErrNotFound, http.StatusNotFound},
-	{ErrHashMismatch, http.StatusConflict},
-	{ErrPathExists, http.StatusConflict},
-	{ErrVersionCurrent, http.StatusConflict},
-	{ErrStoreFull, http.StatusConflict},
-	{ErrUnavailable, http.StatusServiceUnavailable},
-}
-
-func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
-	for _, e := range httpErrors {
-		if errors.Is(err, e.err) {
-			msg := strings.TrimPrefix(err.Error(), "stores: ")
-			if e.status >= 500 {
-				s.log.Warn("request failed", "route", r.Pattern, "code", Code(err), "error", err)
-				msg = "the memory store database is unavailable; retry"
-			}
-			api.WriteError(w, e.status, Code(err), msg)
-			return
+// inStore adapts a handler of one store: the {store} path value (an id or
+// a slug) is resolved before h runs.
+func (s *Service) inStore(h func(w http.ResponseWriter, r *http.Request, store uuid.UUID) error) api.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, err := s.ResolveStore(r.Context(), r.PathValue("store"))
+		if err != nil {
+			return err
 		}
+		return h(w, r, id)
 	}
-	s.log.Error("internal error", "route", r.Pattern, "error", err)
-	api.WriteError(w, http.StatusInternalServerError, "internal", "internal error")
 }
 
-func badRequest(w http.ResponseWriter, msg string) {
-	api.WriteError(w, http.StatusBadRequest, "invalid_request", msg)
-}
+// badBody reports a body that does not decode as an invalid request.
+func badBody(err error) error { return fault.Recode(ErrInvalidRequest, err) }
 
-// store resolves the {store} path value (an id or a slug).
-func (s *Service) store(w http.ResponseWriter, r *http.Request) (uuid.UUID, bool) {
-	id, err := s.ResolveStore(r.Context(), r.PathValue("store"))
-	if err != nil {
-		s.fail(w, r, err)
-		return uuid.Nil, false
-	}
-	return id, true
-}
-
-func pathID(w http.ResponseWriter, r *http.Request, name, what string) (uuid.UUID, bool) {
+func pathID(r *http.Request, name, what string) (uuid.UUID, error) {
 	id, err := uuid.Parse(r.PathValue(name))
 	if err != nil {
-		api.WriteError(w, http.StatusNotFound, "not_found", "no "+what+" "+clip(r.PathValue(name), 64))
-		return uuid.Nil, false
+		return uuid.Nil, notFound("no " + what + " " + clip(r.PathValue(name), 64))
 	}
-	return id, true
+	return id, nil
 }
 
-func queryLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
+func queryLimit(r *http.Request) (int, error) {
 	v := r.URL.Query().Get("limit")
 	if v == "" {
-		return 0, true
+		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > MaxPageSize {
-		badRequest(w, "limit: must be 1 to 100")
-		return 0, false
+		return 0, invalid("limit", "must be 1 to 100")
 	}
-	return n, true
+	return n, nil
 }
 
 func actorAuthor(r *http.Request) Author { return Author{Kind: AuthorAPI, ID: api.Actor(r)} }
 
-func (s *Service) hCreateStore(w http.ResponseWriter, r *http.Request) {
+func (s *Service) hCreateStore(w http.ResponseWriter, r *http.Request) error {
 	var b struct {
 		Name        *string `json:"name"`
 		Description *string `json:"description"`
 		AgentID     *string `json:"agent_id"`
 	}
 	if err := api.Decode(w, r, bodyLimit, &b); err != nil {
-		badRequest(w, err.Error())
-		return
+		return badBody(err)
 	}
 	in := CreateStore{AgentID: b.AgentID}
 	if b.Name != nil {
@@ -140,195 +107,151 @@ func (s *Service) hCreateStore(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := s.CreateStore(r.Context(), in)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusCreated, st)
+	return nil
 }
 
-func (s *Service) hListStores(w http.ResponseWriter, r *http.Request) {
+func (s *Service) hListStores(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	limit, ok := queryLimit(w, r)
-	if !ok {
-		return
+	limit, err := queryLimit(r)
+	if err != nil {
+		return err
 	}
 	inc := q.Get("include_archived")
 	if inc != "" && inc != "true" && inc != "false" {
-		badRequest(w, "include_archived: must be true or false")
-		return
+		return invalid("include_archived", "must be true or false")
 	}
 	page, err := s.ListStores(r.Context(), StoreFilter{AgentID: q.Get("agent_id"), Origin: q.Get("origin"), Status: q.Get("status"),
 		IncludeArchived: inc == "true", Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, page)
+	return nil
 }
 
-func (s *Service) hGetStore(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
+func (s *Service) hGetStore(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
 	st, err := s.GetStore(r.Context(), id)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, st)
+	return nil
 }
 
-func (s *Service) hUpdateStore(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
+func (s *Service) hUpdateStore(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
 	var b struct {
 		Name        *string `json:"name"`
 		Description *string `json:"description"`
 	}
 	if err := api.Decode(w, r, bodyLimit, &b); err != nil {
-		badRequest(w, err.Error())
-		return
+		return badBody(err)
 	}
 	st, err := s.UpdateStore(r.Context(), id, UpdateStore{Name: b.Name, Description: b.Description})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, st)
+	return nil
 }
 
-func (s *Service) hArchiveStore(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
+func (s *Service) hArchiveStore(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
 	if err := s.ArchiveStore(r.Context(), id); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Service) hDeleteStore(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
+func (s *Service) hDeleteStore(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
 	if err := s.DeleteStore(r.Context(), id); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Service) hCreateMemory(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
+func (s *Service) hCreateMemory(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
 	var b struct {
 		Path    *string `json:"path"`
 		Summary *string `json:"summary"`
 		Content *string `json:"content"`
 	}
 	if err := api.Decode(w, r, bodyLimit, &b); err != nil {
-		badRequest(w, err.Error())
-		return
+		return badBody(err)
 	}
 	for _, f := range []struct {
 		name string
 		v    *string
 	}{{"path", b.Path}, {"summary", b.Summary}, {"content", b.Content}} {
 		if f.v == nil {
-			s.fail(w, r, invalid(f.name, "is required"))
-			return
+			return invalid(f.name, "is required")
 		}
 	}
 	m, err := s.CreateMemory(r.Context(), id, CreateMemory{Path: *b.Path, Summary: *b.Summary, Content: *b.Content}, actorAuthor(r))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusCreated, m)
+	return nil
 }
 
-func (s *Service) hListMemories(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
-	limit, ok := queryLimit(w, r)
-	if !ok {
-		return
+func (s *Service) hListMemories(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
+	limit, err := queryLimit(r)
+	if err != nil {
+		return err
 	}
 	q := r.URL.Query()
 	l, err := s.ListMemories(r.Context(), id, q.Get("path_prefix"), ListOptions{Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, l)
+	return nil
 }
 
-func (s *Service) hSearchMemories(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
-	limit, ok := queryLimit(w, r)
-	if !ok {
-		return
+func (s *Service) hSearchMemories(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
+	limit, err := queryLimit(r)
+	if err != nil {
+		return err
 	}
 	q := r.URL.Query()
 	res, err := s.SearchMemories(r.Context(), id, q.Get("query"), SearchOptions{PathPrefix: q.Get("path_prefix"), Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, res)
+	return nil
 }
 
-func (s *Service) hGetMemoryByPath(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
+func (s *Service) hGetMemoryByPath(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
 	m, err := s.GetMemoryByPath(r.Context(), id, r.URL.Query().Get("path"))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, m)
+	return nil
 }
 
-func (s *Service) hGetMemory(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
-	mid, ok := pathID(w, r, "memory", "memory")
-	if !ok {
-		return
+func (s *Service) hGetMemory(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
+	mid, err := pathID(r, "memory", "memory")
+	if err != nil {
+		return err
 	}
 	m, err := s.GetMemory(r.Context(), id, mid)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, m)
+	return nil
 }
 
-func (s *Service) hUpdateMemory(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
-	mid, ok := pathID(w, r, "memory", "memory")
-	if !ok {
-		return
+func (s *Service) hUpdateMemory(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
+	mid, err := pathID(r, "memory", "memory")
+	if err != nil {
+		return err
 	}
 	var b struct {
 		Path          *string `json:"path"`
@@ -337,221 +260,195 @@ func (s *Service) hUpdateMemory(w http.ResponseWriter, r *http.Request) {
 		ContentSHA256 *string `json:"content_sha256"`
 	}
 	if err := api.Decode(w, r, bodyLimit, &b); err != nil {
-		badRequest(w, err.Error())
-		return
+		return badBody(err)
 	}
 	m, err := s.UpdateMemory(r.Context(), id, mid, UpdateMemory{Path: b.Path, Summary: b.Summary, Content: b.Content, ContentSHA256: b.ContentSHA256}, actorAuthor(r))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, m)
+	return nil
 }
 
-func (s *Service) hDeleteMemory(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
-	mid, ok := pathID(w, r, "memory", "memory")
-	if !ok {
-		return
+func (s *Service) hDeleteMemory(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
+	mid, err := pathID(r, "memory", "memory")
+	if err != nil {
+		return err
 	}
 	if err := s.DeleteMemory(r.Context(), id, mid, actorAuthor(r)); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Service) hListVersions(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
-	limit, ok := queryLimit(w, r)
-	if !ok {
-		return
+func (s *Service) hListVersions(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
+	limit, err := queryLimit(r)
+	if err != nil {
+		return err
 	}
 	q := r.URL.Query()
 	f := VersionFilter{Limit: limit, Cursor: q.Get("cursor")}
 	if v := q.Get("memory_id"); v != "" {
 		mid, err := uuid.Parse(v)
 		if err != nil {
-			api.WriteError(w, http.StatusNotFound, "not_found", "no memory "+clip(v, 64))
-			return
+			return notFound("no memory " + clip(v, 64))
 		}
 		f.MemoryID = &mid
 	}
 	page, err := s.ListVersions(r.Context(), id, f)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, page)
+	return nil
 }
 
-func (s *Service) hGetVersion(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
-	vid, ok := pathID(w, r, "version", "memory version")
-	if !ok {
-		return
+func (s *Service) hGetVersion(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
+	vid, err := pathID(r, "version", "memory version")
+	if err != nil {
+		return err
 	}
 	v, err := s.GetVersion(r.Context(), id, vid)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, v)
+	return nil
 }
 
-func (s *Service) hRestore(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
-	vid, ok := pathID(w, r, "version", "memory version")
-	if !ok {
-		return
+func (s *Service) hRestore(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
+	vid, err := pathID(r, "version", "memory version")
+	if err != nil {
+		return err
 	}
 	m, err := s.RestoreVersion(r.Context(), id, vid, actorAuthor(r))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, m)
+	return nil
 }
 
-func (s *Service) hRedact(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.store(w, r)
-	if !ok {
-		return
-	}
-	vid, ok := pathID(w, r, "version", "memory version")
-	if !ok {
-		return
+func (s *Service) hRedact(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
+	vid, err := pathID(r, "version", "memory version")
+	if err != nil {
+		return err
 	}
 	if err := s.RedactVersion(r.Context(), id, vid, api.Actor(r)); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Service) hAgentMemory(w http.ResponseWriter, r *http.Request) {
+func (s *Service) hAgentMemory(w http.ResponseWriter, r *http.Request) error {
 	am, err := s.GetAgentMemory(r.Context(), r.PathValue("agent"))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, am)
+	return nil
 }
 
-func (s *Service) hAgentMemories(w http.ResponseWriter, r *http.Request) {
-	limit, ok := queryLimit(w, r)
-	if !ok {
-		return
+func (s *Service) hAgentMemories(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryLimit(r)
+	if err != nil {
+		return err
 	}
 	q := r.URL.Query()
 	out, err := s.ListAgentMemories(r.Context(), r.PathValue("agent"), AgentMemoryFilter{Query: q.Get("query"), Topic: q.Get("topic"),
 		Sort: q.Get("sort"), Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, out)
+	return nil
 }
 
-func (s *Service) hAgentActivity(w http.ResponseWriter, r *http.Request) {
-	limit, ok := queryLimit(w, r)
-	if !ok {
-		return
+func (s *Service) hAgentActivity(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryLimit(r)
+	if err != nil {
+		return err
 	}
 	agentName := r.PathValue("agent")
 	if !s.agentExists(agentName) {
-		s.fail(w, r, notFound("no agent "+clip(agentName, 64)))
-		return
+		return notFound("no agent " + clip(agentName, 64))
 	}
 	q := r.URL.Query()
 	page, err := s.ListReflections(r.Context(), ReflectionFilter{AgentID: agentName, Status: q.Get("status"),
 		TriggeredBy: q.Get("triggered_by"), Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, page)
+	return nil
 }
 
-func (s *Service) hGetLearning(w http.ResponseWriter, r *http.Request) {
+func (s *Service) hGetLearning(w http.ResponseWriter, r *http.Request) error {
 	l, err := s.GetLearning(r.Context(), r.PathValue("agent"))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, l)
+	return nil
 }
 
-func (s *Service) hSetLearning(w http.ResponseWriter, r *http.Request) {
+func (s *Service) hSetLearning(w http.ResponseWriter, r *http.Request) error {
 	var b struct {
 		MemoryModelRef json.RawMessage `json:"memory_model_ref"`
 	}
 	if err := api.Decode(w, r, 64<<10, &b); err != nil {
-		badRequest(w, err.Error())
-		return
+		return badBody(err)
 	}
 	if b.MemoryModelRef == nil {
-		s.fail(w, r, invalid("memory_model_ref", "is required: a provider/model id, or null to use the agent's model"))
-		return
+		return invalid("memory_model_ref", "is required: a provider/model id, or null to use the agent's model")
 	}
 	var ref *string
 	if err := json.Unmarshal(b.MemoryModelRef, &ref); err != nil {
-		s.fail(w, r, invalid("memory_model_ref", "must be a provider/model id string or null"))
-		return
+		return invalid("memory_model_ref", "must be a provider/model id string or null")
 	}
 	l, err := s.SetMemoryModel(r.Context(), r.PathValue("agent"), ref)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, l)
+	return nil
 }
 
-func (s *Service) hSummaries(w http.ResponseWriter, r *http.Request) {
+func (s *Service) hSummaries(w http.ResponseWriter, r *http.Request) error {
 	list, err := s.ListAgentMemorySummaries(r.Context())
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, map[string]any{"agents": list})
+	return nil
 }
 
-func (s *Service) hListReflections(w http.ResponseWriter, r *http.Request) {
-	limit, ok := queryLimit(w, r)
-	if !ok {
-		return
+func (s *Service) hListReflections(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryLimit(r)
+	if err != nil {
+		return err
 	}
 	q := r.URL.Query()
 	page, err := s.ListReflections(r.Context(), ReflectionFilter{AgentID: q.Get("agent_id"), Status: q.Get("status"),
 		TriggeredBy: q.Get("triggered_by"), Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, page)
+	return nil
 }
 
-func (s *Service) hGetReflection(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r, "reflection", "reflection")
-	if !ok {
-		return
+func (s *Service) hGetReflection(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "reflection", "reflection")
+	if err != nil {
+		return err
 	}
 	ref, err := s.GetReflection(r.Context(), id)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	api.WriteData(w, http.StatusOK, ref)
+	return nil
 }

@@ -105,7 +105,10 @@ func newBox(t *testing.T) *box {
 	}
 	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log,
 		Tools: agent.Sources(memoryStores.Tools())})
-	h := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: rt, Config: cfg, Logger: log})
+	h := api.New(api.Config{Pool: pool, Keys: keys, Logger: log})
+	memory.Register(h, mem, settings, pool)
+	agent.Register(h, rt, cfg)
+	runStore.Register(h)
 	wcfg := wire.Config{Runtime: rt, Guard: h.Guard, Logger: log}
 	openaiwire.Register(h, wcfg)
 	aguiwire.Register(h, wcfg)

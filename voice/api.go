@@ -13,6 +13,7 @@ import (
 
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/fault"
 )
 
 // CallRecord is one call as the API shows it.
@@ -122,19 +123,17 @@ func nullTime(t time.Time) any {
 // list serves GET /api/voice/calls?direction=&agent=&status=&outcome=&number=
 // &from=&to=&before=&limit= (times RFC 3339; before is the last call id of
 // the previous page).
-func (m *Manager) list(w http.ResponseWriter, r *http.Request) {
+func (m *Manager) list(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := CallFilter{Direction: q.Get("direction"), Agent: q.Get("agent"), Status: q.Get("status"),
 		Outcome: q.Get("outcome"), Number: q.Get("number"), Before: q.Get("before"), Limit: 50}
 	if f.Direction != "" && f.Direction != Inbound && f.Direction != Outbound && f.Direction != Browser {
-		api.WriteError(w, http.StatusBadRequest, "voice_invalid_request", "direction must be inbound, outbound or browser")
-		return
+		return fmt.Errorf("%w: direction must be inbound, outbound or browser", ErrInvalidRequest)
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 200 {
-			api.WriteError(w, http.StatusBadRequest, "voice_invalid_request", "limit must be a number from 1 to 200")
-			return
+			return fmt.Errorf("%w: limit must be a number from 1 to 200", ErrInvalidRequest)
 		}
 		f.Limit = n
 	}
@@ -142,29 +141,27 @@ func (m *Manager) list(w http.ResponseWriter, r *http.Request) {
 		if v := q.Get(name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
-				api.WriteError(w, http.StatusBadRequest, "voice_invalid_request", name+" must be an RFC 3339 time")
-				return
+				return fmt.Errorf("%w: %s must be an RFC 3339 time", ErrInvalidRequest, name)
 			}
 			*dst = t
 		}
 	}
 	out, err := m.ListCalls(r.Context(), f)
 	if err != nil {
-		api.WriteError(w, http.StatusServiceUnavailable, "unavailable", "the calls table is unavailable")
-		return
+		return fault.Hide(ErrUnavailable, err)
 	}
 	api.WriteData(w, http.StatusOK, out)
+	return nil
 }
 
-func (m *Manager) get(w http.ResponseWriter, r *http.Request) {
+func (m *Manager) get(w http.ResponseWriter, r *http.Request) error {
 	c, err := m.Get(r.Context(), r.PathValue("id"))
 	if errors.Is(err, ErrNotFound) {
-		api.WriteError(w, http.StatusNotFound, "call_not_found", "no call with that id")
-		return
+		return fmt.Errorf("%w: no call with that id", ErrNotFound)
 	}
 	if err != nil {
-		api.WriteError(w, http.StatusServiceUnavailable, "unavailable", "the calls table is unavailable")
-		return
+		return fault.Hide(ErrUnavailable, err)
 	}
 	api.WriteData(w, http.StatusOK, c)
+	return nil
 }

@@ -1,17 +1,21 @@
 package voice
 
-import "errors"
+import "github.com/stackbone/box/fault"
 
-// Errors of the voice package.
+// Errors of the voice package, with their kinds and codes (package fault).
 var (
 	// ErrMediaTimeout: no caller audio arrived for the call's media timeout.
-	ErrMediaTimeout = errors.New("voice: media timeout")
+	ErrMediaTimeout = fault.New(fault.Timeout, "media_timeout", "voice: media timeout")
 	// ErrNoTransfer: the transport cannot transfer this call.
-	ErrNoTransfer = errors.New("voice: transfer not available")
+	ErrNoTransfer = fault.New(fault.Unavailable, "transfer_unavailable", "voice: transfer not available")
 	// ErrUnknownAgent: the call names no declared agent.
-	ErrUnknownAgent = errors.New("voice: unknown agent")
+	ErrUnknownAgent = fault.New(fault.NotFound, "agent_not_found", "voice: unknown agent")
 	// ErrDraining: the box is stopping and takes no new calls.
-	ErrDraining = errors.New("voice: the box is stopping")
+	ErrDraining = fault.New(fault.Unavailable, "unavailable", "voice: the box is stopping")
 	// ErrNotFound: no call with that id.
-	ErrNotFound = errors.New("voice: call not found")
+	ErrNotFound = fault.New(fault.NotFound, "call_not_found", "voice: call not found")
+	// ErrInvalidRequest: a calls query breaks a rule.
+	ErrInvalidRequest = fault.New(fault.Invalid, "voice_invalid_request", "voice: invalid request")
+	// ErrUnavailable: the calls table could not be read.
+	ErrUnavailable = fault.New(fault.Unavailable, "unavailable", "voice: the calls table is unavailable")
 )

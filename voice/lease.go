@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/memory"
 )
 
@@ -191,7 +192,7 @@ func (m *Manager) saveHeard(ctx context.Context, report *MemoryReport, agentID s
 		IdempotencyKey: "call:" + callID,
 	})
 	if err != nil {
-		report.SaveError = memory.Code(err)
+		report.SaveError = fault.Code(err)
 		if report.SaveError == "" {
 			report.SaveError = "memory_unavailable"
 		}

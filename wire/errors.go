@@ -3,9 +3,10 @@ package wire
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
 )
 
@@ -22,46 +23,29 @@ type TurnError struct {
 	Final bool
 }
 
-// turnErrors is the one table from the errors a turn can end with (the
-// runtime's, the identities', the box's headers') to statuses and codes.
-// Messages of 5xx errors are fixed (no internal detail), except provider
-// failures, whose message says what failed (such as no provider being
-// configured).
-var turnErrors = []struct {
-	err    error
-	status int
-	code   string
-	msg    string
-	final  bool
-}{
-	{agent.ErrUnknownAgent, http.StatusNotFound, "model_not_found", "", false},
-	{agent.ErrInvalidRequest, http.StatusBadRequest, "invalid_request", "", false},
-	{agent.ErrSessionBusy, http.StatusConflict, "session_busy", "", false},
-	{agent.ErrDecisionPending, http.StatusConflict, "decision_pending", "", true},
-	{agent.ErrNoDecisionPending, http.StatusConflict, "no_decision_pending", "", true},
-	{agent.ErrSessionNotFound, http.StatusNotFound, "session_not_found", "", false},
-	{agent.ErrProviderTimeout, http.StatusGatewayTimeout, "provider_timeout", "", false},
-	{agent.ErrProvider, http.StatusBadGateway, "provider_error", "", false},
-	{agent.ErrMemory, http.StatusServiceUnavailable, "memory_unavailable", "memory storage is unavailable; the turn did not run without it", false},
-	{agent.ErrStorage, http.StatusServiceUnavailable, "storage_unavailable", "session storage is unavailable", false},
-	{identity.ErrInvalid, http.StatusBadRequest, "invalid_identities", "", false},
-	{identity.ErrConflict, http.StatusBadRequest, "invalid_identities", "", false},
-	{identity.ErrForbidden, http.StatusForbidden, "identity_forbidden", "", true},
-	{ErrBadHeaders, http.StatusBadRequest, "invalid_headers", "", false},
-	{context.DeadlineExceeded, http.StatusGatewayTimeout, "timeout", "the turn took longer than the box allows", false},
-}
+// errTurnTimeout: the turn ran past the box's turn timeout.
+var errTurnTimeout = fault.New(fault.Timeout, "timeout", "the turn took longer than the box allows")
 
-// Classify maps an error a turn ended with to its status and code. ok is
-// false for an internal error (500, "internal error", nothing more).
+// final are the errors retrying cannot help, though their status would
+// make the official clients retry.
+var final = []error{agent.ErrDecisionPending, agent.ErrNoDecisionPending, identity.ErrForbidden}
+
+// Classify maps an error a turn ended with to its status (the kind's, as
+// on every HTTP edge: api.Status), code and message. Messages are the
+// error's own: packages keep database and provider internals out of them
+// (fault.Hide). ok is false for an internal error (500, "internal error",
+// nothing more).
 func Classify(err error) (e TurnError, ok bool) {
-	for _, row := range turnErrors {
-		if errors.Is(err, row.err) {
-			msg := row.msg
-			if msg == "" {
-				msg = err.Error()
-			}
-			return TurnError{Status: row.status, Code: row.code, Message: msg, Final: row.final}, true
-		}
+	if errors.Is(err, context.DeadlineExceeded) && fault.Of(err) == nil {
+		err = errTurnTimeout
 	}
-	return TurnError{Status: http.StatusInternalServerError, Code: "internal_error", Message: "internal error"}, false
+	f := fault.Of(err)
+	if f == nil || f.Kind() == fault.Internal {
+		return TurnError{Status: api.Status(fault.Internal), Code: "internal_error", Message: "internal error"}, false
+	}
+	e = TurnError{Status: api.Status(f.Kind()), Code: f.Code(), Message: err.Error()}
+	for _, x := range final {
+		e.Final = e.Final || errors.Is(err, x)
+	}
+	return e, true
 }

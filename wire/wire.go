@@ -18,6 +18,7 @@ import (
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
 )
 
@@ -49,7 +50,7 @@ const (
 const MaxKeyChars = 500
 
 // ErrBadHeaders: the box's headers break a rule (400 on every wire).
-var ErrBadHeaders = errors.New("wire: invalid x-stackbone headers")
+var ErrBadHeaders = fault.New(fault.Invalid, "invalid_headers", "wire: invalid x-stackbone headers")
 
 // SessionKeys reads x-stackbone-session and x-stackbone-conversation.
 // Sending both is an error: a session keeps state, a conversation only

@@ -19,7 +19,6 @@ import (
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/bench"
-	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/migrations"
 	"github.com/stackbone/box/stores"
 )
@@ -98,7 +97,7 @@ func Run(ctx context.Context, cfg Config) (bench.Report, error) {
 	if err := keys.Ensure(ctx, "bench", key, auth.AllScopes); err != nil {
 		return bench.Report{}, err
 	}
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Config: &config.Config{}, Logger: quiet})
+	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: quiet})
 	svc.Register(srv)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -167,7 +167,10 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	go listener.Run(ctx)
 	runtime := agent.New(agent.Config{Metrics: metrics, Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log,
 		Tools: agent.Sources(memoryStores.Tools(), retrieval.Tools(cfg.Agents))})
-	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: runtime, Config: cfg, Logger: log, Metrics: metrics})
+	handler := api.New(api.Config{Pool: pool, Keys: keys, Logger: log, Metrics: metrics})
+	memory.Register(handler, mem, settings, pool)
+	agent.Register(handler, runtime, cfg)
+	runStore.Register(handler)
 	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	aguiwire.Register(handler, aguiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})

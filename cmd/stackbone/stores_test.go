@@ -33,7 +33,7 @@ func TestStoresCLI(t *testing.T) {
 	if err := keys.Ensure(ctx, "cli", "cli-key", auth.AllScopes); err != nil {
 		t.Fatal(err)
 	}
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Config: cfg, Logger: log})
+	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: log})
 	svc.Register(srv)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)

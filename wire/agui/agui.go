@@ -1,7 +1,6 @@
 package aguiwire
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
-	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/wire"
 )
 
@@ -57,40 +55,23 @@ func (h *handler) known(name string) bool {
 	return false
 }
 
-// errorMap is the one table from domain errors to this wire's statuses and
-// codes. Statuses under 500 refuse the request before the stream starts;
-// the others fail a started run with RUN_ERROR.
-var errorMap = []struct {
-	err    error
-	status int
-	code   string
-}{
-	{agent.ErrUnknownAgent, http.StatusNotFound, "agent_not_found"},
-	{agent.ErrInvalidRequest, http.StatusBadRequest, "invalid_request"},
-	{identity.ErrInvalid, http.StatusBadRequest, "invalid_request"},
-	{identity.ErrConflict, http.StatusBadRequest, "invalid_request"},
-	{identity.ErrForbidden, http.StatusForbidden, "identity_forbidden"},
-	{agent.ErrSessionBusy, http.StatusConflict, "session_busy"},
-	{agent.ErrDecisionPending, http.StatusConflict, "decision_pending"},
-	{agent.ErrProviderTimeout, http.StatusGatewayTimeout, "provider_timeout"},
-	{agent.ErrProvider, http.StatusBadGateway, "provider_failed"},
-	{agent.ErrMemory, http.StatusServiceUnavailable, "memory_unavailable"},
-	{agent.ErrStorage, http.StatusServiceUnavailable, "storage_unavailable"},
-	{context.DeadlineExceeded, http.StatusGatewayTimeout, "timeout"},
-}
-
-// classify returns the status and code of err; unknown errors are internal.
+// classify returns the status and code of err: the text wires' own
+// (wire.Classify), with AG-UI's one code for every malformed request;
+// unknown errors are internal. Statuses under 500 refuse the request
+// before the stream starts; the others fail a started run with RUN_ERROR.
 func classify(err error) (status int, code string, known bool) {
 	var bad *inputError
 	if errors.As(err, &bad) {
 		return http.StatusBadRequest, "invalid_request", true
 	}
-	for _, e := range errorMap {
-		if errors.Is(err, e.err) {
-			return e.status, e.code, true
-		}
+	te, ok := wire.Classify(err)
+	switch {
+	case !ok:
+		return te.Status, "internal", false
+	case te.Status == http.StatusBadRequest:
+		return te.Status, "invalid_request", true
 	}
-	return http.StatusInternalServerError, "internal", false
+	return te.Status, te.Code, true
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

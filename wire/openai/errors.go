@@ -41,6 +41,10 @@ func newError(status int, typ, code, param, msg string) *apiError {
 	return e
 }
 
+// codes are OpenAI's words for the box's codes where they differ: an agent
+// is a model here, and OpenAI's clients know provider_error.
+var codes = map[string]string{"agent_not_found": "model_not_found", "provider_failed": "provider_error"}
+
 // classify maps err to the wire's error. ok is false for an internal error.
 func classify(err error) (e *apiError, ok bool) {
 	var fe *fieldError
@@ -58,6 +62,9 @@ func classify(err error) (e *apiError, ok bool) {
 		return newError(http.StatusBadRequest, "invalid_request_error", "", "", de.Error()), true
 	}
 	te, ok := wire.Classify(err)
+	if c, renamed := codes[te.Code]; renamed {
+		te.Code = c
+	}
 	typ := "invalid_request_error"
 	if te.Status >= 500 {
 		typ = "server_error"

@@ -66,8 +66,10 @@ func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config)) 
 	if err := keys.Ensure(ctx, "test", Key, auth.AllScopes); err != nil {
 		t.Fatal(err)
 	}
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runs.NewStore(pool),
-		Runtime: rt, Config: cfg, Logger: log})
+	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: log})
+	memory.Register(srv, mem, settings, pool)
+	agent.Register(srv, rt, cfg)
+	runs.NewStore(pool).Register(srv)
 	register(srv, wire.Config{Runtime: rt, Guard: srv.Guard, Logger: log})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)

@@ -1,0 +1,129 @@
+package agent
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/config"
+)
+
+// Register adds the runtime's routes to the API server: the agent catalog,
+// the models the config knows of, and the sessions the runtime keeps (list,
+// detail, and the decision on a held tool). cfg is the loaded
+// configuration.
+func Register(srv *api.Server, rt *Runtime, cfg *config.Config) {
+	h := &handlers{rt: rt, cfg: cfg}
+	srv.Route("GET /api/agents", auth.ScopeConfigRead, h.agentsList)
+	srv.Route("GET /api/system/models", auth.ScopeConfigRead, h.systemModels)
+	srv.Route("GET /api/sessions", auth.ScopeSessionsRead, h.sessionsList)
+	srv.Route("GET /api/sessions/{id}", auth.ScopeSessionsRead, h.sessionsGet)
+	srv.Route("POST /api/sessions/{id}/decision", auth.ScopeSessionsWrite, h.sessionsDecide)
+}
+
+type handlers struct {
+	rt  *Runtime
+	cfg *config.Config
+}
+
+type agentView struct {
+	Name  string `json:"name"`
+	Model string `json:"model"`
+}
+
+func (h *handlers) agentsList(w http.ResponseWriter, r *http.Request) error {
+	out := []agentView{}
+	for _, name := range h.cfg.AgentNames() {
+		out = append(out, agentView{Name: name, Model: h.cfg.Agents[name].Model})
+	}
+	api.WriteData(w, http.StatusOK, out)
+	return nil
+}
+
+// modelsView is what GET /api/system/models answers: the configured
+// providers' names and the provider/model ids the config knows of (each
+// provider's priced models, the agents' models on a configured provider,
+// the memory model). A provider may serve models the config never names,
+// so a client offers these as choices, not as the only ones.
+type modelsView struct {
+	Providers []string `json:"providers"`
+	Models    []string `json:"models"`
+}
+
+// systemModels serves GET /api/system/models. Names only: no base URL or
+// key of a provider leaves the box.
+func (h *handlers) systemModels(w http.ResponseWriter, r *http.Request) error {
+	cfg := h.cfg
+	v := modelsView{Providers: []string{}, Models: []string{}}
+	for name, p := range cfg.Providers {
+		v.Providers = append(v.Providers, name)
+		for model := range p.Prices {
+			v.Models = append(v.Models, name+"/"+model)
+		}
+	}
+	known := func(id string) {
+		if provider, model, ok := strings.Cut(id, "/"); ok && model != "" {
+			if _, configured := cfg.Providers[provider]; configured {
+				v.Models = append(v.Models, id)
+			}
+		}
+	}
+	for _, a := range cfg.Agents {
+		known(a.Model)
+	}
+	known(cfg.Memory.Model)
+	slices.Sort(v.Providers)
+	slices.Sort(v.Models)
+	v.Models = slices.Compact(v.Models)
+	api.WriteData(w, http.StatusOK, v)
+	return nil
+}
+
+func (h *handlers) sessionsList(w http.ResponseWriter, r *http.Request) error {
+	limit, err := api.QueryInt(r, "limit", 50, 1, 200)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	list, err := h.rt.ListSessions(r.Context(), SessionFilter{Agent: q.Get("agent"), Status: q.Get("status"), Before: q.Get("before"), Limit: limit})
+	if err != nil {
+		return err
+	}
+	api.WriteData(w, http.StatusOK, list)
+	return nil
+}
+
+func (h *handlers) sessionsGet(w http.ResponseWriter, r *http.Request) error {
+	d, err := h.rt.GetSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	api.WriteData(w, http.StatusOK, d)
+	return nil
+}
+
+// sessionsDecide approves or rejects the held tool call of a session and
+// runs the rest of the turn; the answer lands in the session's transcript.
+func (h *handlers) sessionsDecide(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		Decision api.Field[string] `json:"decision"`
+		Reason   api.Field[string] `json:"reason"`
+	}
+	if err := api.Decode(w, r, 64<<10, &b); err != nil {
+		return err
+	}
+	if !b.Decision.Set || (b.Decision.V != "approve" && b.Decision.V != "reject") {
+		return fmt.Errorf(`%w: decision must be "approve" or "reject"`, api.ErrInvalidRequest)
+	}
+	res, err := h.rt.Decide(r.Context(), r.PathValue("id"),
+		Decision{Approve: b.Decision.V == "approve", Reason: b.Reason.V}, func(Event) error { return nil })
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"runId": res.RunID, "finish": res.Finish, "text": res.Text, "held": res.Held, "toolCalls": res.ToolCalls}
+	api.WriteData(w, http.StatusOK, out)
+	return nil
+}
