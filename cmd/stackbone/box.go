@@ -5,40 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
-	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/configs"
-	"github.com/stackbone/box/jobs"
-	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/migrations"
-	"github.com/stackbone/box/objectstore"
 	"github.com/stackbone/box/provider"
-	"github.com/stackbone/box/rag"
-	"github.com/stackbone/box/rooms"
-	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/sip"
-	"github.com/stackbone/box/store/notify"
 	"github.com/stackbone/box/store/pgcluster"
-	"github.com/stackbone/box/stores"
-	"github.com/stackbone/box/studio"
 	"github.com/stackbone/box/telemetry"
-	"github.com/stackbone/box/voice"
-	"github.com/stackbone/box/voice/espeak"
-	"github.com/stackbone/box/wire"
-	aguiwire "github.com/stackbone/box/wire/agui"
-	anthropicwire "github.com/stackbone/box/wire/anthropic"
-	openaiwire "github.com/stackbone/box/wire/openai"
 )
 
 // boxOptions says how runBox differs between dev and serve.
@@ -104,17 +86,8 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 			return fmt.Errorf("the dev key %s (whose secret is public) is valid in this database; revoke it before serving: stackbone keys revoke %s", auth.DevKey, auth.DevKey)
 		}
 	}
-	// Operators' signals: Prometheus series at /metrics (see package telemetry).
-	// This box's id in the calls it carries and the jobs it runs, so
-	// another box can finish what it leaves if it dies.
-	// Its leases (calls, jobs) are renewed until the drain ended (see
-	// below), and what a dead box left is finished by this box as by any.
-	boxID := "box_" + uuid.NewString()
-	leaseCtx, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopLeases()
-	go jobs.Heartbeat(leaseCtx, pool, boxID, log)
-	metrics := telemetry.New()
-	metrics.WatchJobs(pool, jobs.Schema)
+	// Operators' signals: Prometheus series at /metrics (see package
+	// telemetry), and traces over OTLP when configured.
 	if cfg.Telemetry.OTLPEndpoint != "" {
 		stopTracing, err := telemetry.StartTracing(ctx, cfg.Telemetry.OTLPEndpoint)
 		if err != nil {
@@ -129,113 +102,30 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 		}()
 		log.Info("tracing", "otlpEndpoint", cfg.Telemetry.OTLPEndpoint)
 	}
-	// Spans cost a wrapper on every request: only when traces go somewhere.
-	tracing := cfg.Telemetry.OTLPEndpoint != ""
-	providerTransport := metrics.Transport(nil)
-	if tracing {
-		providerTransport = telemetry.TraceTransport(providerTransport)
-	}
-	registry := provider.NewRegistry(cfg.Providers, &http.Client{Transport: providerTransport})
-	if _, err := registry.Resolve("openai/x"); errors.Is(err, provider.ErrNotConfigured) {
-		log.Warn("no model provider configured: set OPENAI_BASE_URL and/or OPENAI_API_KEY; requests that need a model will say so")
-	}
-	runStore := runs.NewStore(pool)
-	mem := memory.NewService(memory.Config{
-		Pool: pool, Models: registry, Logger: log, Metrics: metrics,
-		FallbackModel: cfg.Memory.Model, FallbackReasoningEffort: cfg.Memory.ReasoningEffort,
-	})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
-	if err := settings.FixDeclaredKeys(ctx); err != nil {
-		return err
-	}
-	memoryStores := stores.New(stores.Config{Pool: pool, Agents: cfg.Agents, Models: registry, Logger: log})
-	if err := memoryStores.Sync(ctx); err != nil {
-		return err
-	}
-	originals, err := objectstore.Open(cfg.ObjectStore, opt.dataDir, os.Getenv)
-	if err != nil {
-		return err
-	}
-	retrieval, err := rag.New(rag.Config{Metrics: metrics, Pool: pool, Models: registry, Store: originals, Runs: runStore, Logger: log, Hybrid: cfg.RAG.Hybrid})
-	if err != nil {
-		return err
-	}
-	// Caches of keys and settings are cleared across boxes by LISTEN/NOTIFY.
-	listener := notify.New(pool, log)
-	listener.Subscribe("auth", keys.Invalidate)
-	listener.Subscribe("settings", settings.Invalidate)
-	go listener.Run(ctx)
-	runtime := agent.New(agent.Config{Metrics: metrics, Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log,
-		Tools: agent.Sources(memoryStores.Tools(), retrieval.Tools(cfg.Agents))})
-	handler := api.New(api.Config{Pool: pool, Keys: keys, Logger: log, Metrics: metrics})
-	memory.Register(handler, mem, settings, pool)
-	agent.Register(handler, runtime, cfg)
-	runStore.Register(handler)
-	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
-	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
-	aguiwire.Register(handler, aguiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
-	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: runtime, Memory: mem, Settings: settings, Metrics: metrics, BoxID: boxID,
-		MaxDuration: cfg.SIP.MaxCallDuration,
-		Runs:        runStore, Speech: voice.ProviderSpeech(registry, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) }), Logger: log})
-	calls.Register(handler)
-	go calls.Run(leaseCtx) // call leases; calls of dead boxes closed as box_lost
-	memoryStores.Register(handler)
-	retrieval.Register(handler)
 	devKey := ""
 	if opt.devKey {
 		devKey = auth.DevKey
 	}
-	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: cfg.Rooms, Logger: log, DevKey: devKey})
+	b, err := box.New(ctx, cfg, box.Options{Pool: pool, Logger: log, DevKey: devKey, DataDir: opt.dataDir,
+		// Spans cost a wrapper on every request: only when traces go somewhere.
+		Tracing: cfg.Telemetry.OTLPEndpoint != ""})
 	if err != nil {
 		return err
 	}
-	browserRooms.Register(handler)
-	studio.Register(handler)
-	defer func() {
-		if err := browserRooms.Close(); err != nil {
-			log.Warn("rooms close", "error", err)
-		}
-	}()
-	phones, err := sip.New(sip.Config{Config: cfg.SIP, Manager: calls, Logger: log, Metrics: metrics})
+	if _, err := b.Models.Resolve("openai/x"); errors.Is(err, provider.ErrNotConfigured) {
+		log.Warn("no model provider configured: set OPENAI_BASE_URL and/or OPENAI_API_KEY; requests that need a model will say so")
+	}
+	stop, err := b.Start(ctx)
 	if err != nil {
 		return err
 	}
-	// The SIP side outlives the signal: it answers 503 while the calls
-	// drain, and closes after them.
-	if err := phones.Start(context.WithoutCancel(ctx)); err != nil {
-		return err
-	}
-	defer phones.Close()
-	phones.Register(handler)
-
-	// Background work: one River client for every package's jobs.
-	queue := jobs.NewRegistry()
-	if err := memoryStores.AddWorkers(queue); err != nil {
-		return err
-	}
-	retrieval.AddWorkers(queue)
-	jobClient, err := jobs.NewBoxClient(pool, queue, log, boxID)
-	if err != nil {
-		return err
-	}
-	jobClient.PeriodicJobs().AddMany(memoryStores.PeriodicJobs())
-	if err := retrieval.Start(ctx, jobClient); err != nil {
-		return err
-	}
-	if err := jobClient.Start(ctx); err != nil {
-		return fmt.Errorf("jobs: %w", err)
-	}
-	defer jobClient.Stop(context.WithoutCancel(ctx))
+	defer stop()
 
 	ln, err := api.Listen(cfg.HTTP.Addr, cfg.HTTP.MaxConnections)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	var front http.Handler = wire.CORS(cfg.HTTP.CORS.AllowedOrigins, handler)
-	if tracing {
-		front = telemetry.Handler(front)
-	}
-	srv := api.HTTPServer(front, cfg.HTTP, log)
+	srv := api.HTTPServer(b.Handler(), cfg.HTTP, log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
@@ -257,12 +147,10 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	if cfg.Shutdown.Drain > 0 {
 		drain = cfg.Shutdown.Drain
 	}
-	log.Info("stopping: draining calls", "calls", calls.Active(), "drain", drain)
-	handler.Drain()
 	drainCtx, stopDrain := context.WithTimeout(context.WithoutCancel(ctx), drain)
-	calls.Drain(drainCtx)
+	b.Drain(drainCtx)
 	stopDrain()
-	stopLeases()
+	stop()
 	log.Info("stopping")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()

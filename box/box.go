@@ -1,0 +1,266 @@
+// Package box builds the box from a configuration: every part created and
+// wired once, here, for the stackbone command, the tests and the load
+// tools alike.
+//
+//	b, err := box.New(ctx, cfg, box.Options{Pool: pool, Logger: log})
+//	stop, err := b.Start(ctx)        // leases, SIP, jobs, cache listener
+//	http.Serve(ln, b.Handler())
+//	b.Drain(ctx, 30*time.Second)     // no new calls; calls in progress end
+//	stop()
+//
+// New starts nothing: no goroutine, listener or socket. Start brings up
+// what runs in the background; its stop function ends it in the order a
+// drain needs (calls saved before SIP, HTTP or the database go away).
+package box
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/jobs"
+	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/objectstore"
+	"github.com/stackbone/box/provider"
+	"github.com/stackbone/box/rag"
+	"github.com/stackbone/box/rooms"
+	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/sip"
+	"github.com/stackbone/box/store/notify"
+	"github.com/stackbone/box/stores"
+	"github.com/stackbone/box/studio"
+	"github.com/stackbone/box/telemetry"
+	"github.com/stackbone/box/voice"
+	"github.com/stackbone/box/voice/espeak"
+	"github.com/stackbone/box/wire"
+	aguiwire "github.com/stackbone/box/wire/agui"
+	anthropicwire "github.com/stackbone/box/wire/anthropic"
+	openaiwire "github.com/stackbone/box/wire/openai"
+)
+
+// Options are what a box takes besides its configuration.
+type Options struct {
+	// Pool is the box's database, migrated. Required.
+	Pool *pgxpool.Pool
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Metrics are the box's Prometheus series, served at /metrics (nil: a
+	// new set).
+	Metrics *telemetry.Metrics
+	// Tracing wraps HTTP requests and provider requests in spans (only
+	// when traces go somewhere: telemetry.StartTracing).
+	Tracing bool
+	// Speech gives the voice agents' speech from the box's models (nil: the
+	// providers' speech, with the offline espeak-ng engine for voices that
+	// name it).
+	Speech func(voice.Models) voice.SpeechFactory
+	// DevKey is the key the call page pre-fills ("" outside dev).
+	DevKey string
+	// DataDir holds local state: uploaded originals when the object store
+	// is the filesystem.
+	DataDir string
+	// BoxID names this box in the calls it carries and the jobs it runs
+	// (default: a new id).
+	BoxID string
+}
+
+// Box is every part of one box. Fields are for the command, tests and load
+// tools to reach the parts; the box owns them.
+type Box struct {
+	Config   *config.Config
+	Pool     *pgxpool.Pool
+	ID       string
+	Log      *slog.Logger
+	Metrics  *telemetry.Metrics
+	Models   *provider.Registry
+	Keys     *auth.Store
+	Runs     *runs.Store
+	Memory   *memory.Service
+	Settings *memory.Settings
+	Stores   *stores.Service
+	RAG      *rag.Service
+	Runtime  *agent.Runtime
+	Calls    *voice.Manager
+	Rooms    *rooms.Service
+	Phones   *sip.Server
+	API      *api.Server
+
+	listener *notify.Listener
+	handler  http.Handler
+}
+
+// New builds the box from cfg: every service created and every route
+// registered. It starts nothing (see Start).
+func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
+	if opt.Pool == nil {
+		return nil, errors.New("box: a database pool is required")
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	metrics := opt.Metrics
+	if metrics == nil {
+		metrics = telemetry.New()
+	}
+	if opt.BoxID == "" {
+		opt.BoxID = "box_" + uuid.NewString()
+	}
+	pool := opt.Pool
+	b := &Box{Config: cfg, Pool: pool, ID: opt.BoxID, Log: log, Metrics: metrics}
+
+	transport := metrics.Transport(nil)
+	if opt.Tracing {
+		transport = telemetry.TraceTransport(transport)
+	}
+	b.Models = provider.NewRegistry(cfg.Providers, &http.Client{Transport: transport})
+	b.Keys = auth.NewStore(pool)
+	b.Runs = runs.NewStore(pool)
+	b.Memory = memory.NewService(memory.Config{
+		Pool: pool, Models: b.Models, Logger: log, Metrics: metrics,
+		FallbackModel: cfg.Memory.Model, FallbackReasoningEffort: cfg.Memory.ReasoningEffort,
+	})
+	b.Settings = memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
+	if err := b.Settings.FixDeclaredKeys(ctx); err != nil {
+		return nil, err
+	}
+	b.Stores = stores.New(stores.Config{Pool: pool, Agents: cfg.Agents, Models: b.Models, Logger: log})
+	if err := b.Stores.Sync(ctx); err != nil {
+		return nil, err
+	}
+	originals, err := objectstore.Open(cfg.ObjectStore, opt.DataDir, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	b.RAG, err = rag.New(rag.Config{Metrics: metrics, Pool: pool, Models: b.Models, Store: originals, Runs: b.Runs, Logger: log, Hybrid: cfg.RAG.Hybrid})
+	if err != nil {
+		return nil, err
+	}
+	// Caches of keys and settings are cleared across boxes by LISTEN/NOTIFY
+	// (Start runs the listener).
+	b.listener = notify.New(pool, log)
+	b.listener.Subscribe("auth", b.Keys.Invalidate)
+	b.listener.Subscribe("settings", b.Settings.Invalidate)
+	b.Runtime = agent.New(agent.Config{Metrics: metrics, Pool: pool, Agents: cfg.Agents, Models: b.Models, Memory: b.Memory,
+		Settings: b.Settings, Logger: log, Tools: agent.Sources(b.Stores.Tools(), b.RAG.Tools(cfg.Agents))})
+	speech := voice.ProviderSpeech(b.Models, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) })
+	if opt.Speech != nil {
+		speech = opt.Speech(b.Models)
+	}
+	b.Calls = voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: b.Runtime, Memory: b.Memory, Settings: b.Settings,
+		Metrics: metrics, BoxID: b.ID, MaxDuration: cfg.SIP.MaxCallDuration, Runs: b.Runs, Speech: speech, Logger: log})
+	b.Rooms, err = rooms.New(rooms.Config{Manager: b.Calls, Rooms: cfg.Rooms, Logger: log, DevKey: opt.DevKey})
+	if err != nil {
+		return nil, err
+	}
+	b.Phones, err = sip.New(sip.Config{Config: cfg.SIP, Manager: b.Calls, Logger: log, Metrics: metrics})
+	if err != nil {
+		_ = b.Rooms.Close()
+		return nil, err
+	}
+
+	// Routes: the toolkit's own, then each package's.
+	b.API = api.New(api.Config{Pool: pool, Keys: b.Keys, Logger: log, Metrics: metrics})
+	memory.Register(b.API, b.Memory, b.Settings, pool)
+	agent.Register(b.API, b.Runtime, cfg)
+	b.Runs.Register(b.API)
+	wcfg := wire.Config{Runtime: b.Runtime, Guard: b.API.Guard, Logger: log}
+	openaiwire.Register(b.API, wcfg)
+	anthropicwire.Register(b.API, wcfg)
+	aguiwire.Register(b.API, wcfg)
+	b.Calls.Register(b.API)
+	b.Stores.Register(b.API)
+	b.RAG.Register(b.API)
+	b.Rooms.Register(b.API)
+	b.Phones.Register(b.API)
+	studio.Register(b.API)
+
+	var front http.Handler = wire.CORS(cfg.HTTP.CORS.AllowedOrigins, b.API)
+	if opt.Tracing {
+		front = telemetry.Handler(front)
+	}
+	b.handler = front
+	return b, nil
+}
+
+// Handler is the box's HTTP handler: the API, the wires, Studio and the
+// call page, behind CORS (and tracing when configured).
+func (b *Box) Handler() http.Handler { return b.handler }
+
+// Start runs the box's background work until the returned stop is called:
+// the cache listener (until ctx ends), the heartbeat and call leases of
+// this box, the SIP server, and one River client for every package's jobs.
+// stop (safe to call twice) ends them after the calls (see Drain): jobs,
+// SIP, rooms, leases.
+func (b *Box) Start(ctx context.Context) (stop func(), err error) {
+	go b.listener.Run(ctx)
+	leaseCtx, stopLeases := context.WithCancel(context.WithoutCancel(ctx))
+	var undo []func()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		})
+	}
+	undo = append(undo, stopLeases, func() {
+		if err := b.Rooms.Close(); err != nil {
+			b.Log.Warn("rooms close", "error", err)
+		}
+	})
+	go jobs.Heartbeat(leaseCtx, b.Pool, b.ID, b.Log)
+	b.Metrics.WatchJobs(b.Pool, jobs.Schema)
+	go b.Calls.Run(leaseCtx) // call leases; calls of dead boxes closed as box_lost
+
+	// The SIP side outlives the signal: it answers 503 while the calls
+	// drain, and closes after them.
+	if err := b.Phones.Start(context.WithoutCancel(ctx)); err != nil {
+		stop()
+		return nil, err
+	}
+	undo = append(undo, func() { b.Phones.Close() })
+
+	queue := jobs.NewRegistry()
+	if err := b.Stores.AddWorkers(queue); err != nil {
+		stop()
+		return nil, err
+	}
+	b.RAG.AddWorkers(queue)
+	client, err := jobs.NewBoxClient(b.Pool, queue, b.Log, b.ID)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	client.PeriodicJobs().AddMany(b.Stores.PeriodicJobs())
+	if err := b.RAG.Start(ctx, client); err != nil {
+		stop()
+		return nil, err
+	}
+	if err := client.Start(ctx); err != nil {
+		stop()
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	undo = append(undo, func() { _ = client.Stop(context.WithoutCancel(ctx)) })
+	return stop, nil
+}
+
+// Drain stops taking new calls (SIP 503, rooms 503, /readyz unready), lets
+// the calls in progress end on their own until ctx ends, then ends the rest
+// as shutdown; each is completed and saved before Drain returns.
+func (b *Box) Drain(ctx context.Context) {
+	b.Log.Info("stopping: draining calls", "calls", b.Calls.Active())
+	b.API.Drain()
+	b.Calls.Drain(ctx)
+}
