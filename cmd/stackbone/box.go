@@ -33,6 +33,7 @@ import (
 	"github.com/stackbone/box/stores"
 	"github.com/stackbone/box/studio"
 	"github.com/stackbone/box/telemetry"
+	"github.com/stackbone/box/tools"
 	"github.com/stackbone/box/voice"
 	"github.com/stackbone/box/voice/espeak"
 	"github.com/stackbone/box/wire"
@@ -165,8 +166,16 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	listener.Subscribe("auth", keys.Invalidate)
 	listener.Subscribe("settings", settings.Invalidate)
 	go listener.Run(ctx)
+	// HTTP and MCP tools: MCP servers are listed now; one that is down
+	// does not stop the box (its tools are left out until it is back).
+	actions, err := tools.New(tools.Config{Agents: cfg.Agents, Logger: log})
+	if err != nil {
+		return err
+	}
+	actions.Start(ctx)
+	defer actions.Close()
 	runtime := agent.New(agent.Config{Metrics: metrics, Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log,
-		Tools: agent.Sources(memoryStores.Tools(), retrieval.Tools(cfg.Agents))})
+		Tools: agent.Sources(memoryStores.Tools(), retrieval.Tools(cfg.Agents), actions.Tools())})
 	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: runtime, Config: cfg, Logger: log, Metrics: metrics})
 	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
 	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
