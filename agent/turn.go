@@ -275,7 +275,7 @@ func (r *Runtime) newTurn(ctx context.Context, name string, ag config.Agent, emi
 		for _, st := range extra {
 			if st.Unavailable != "" {
 				t.leftOut = append(t.leftOut, map[string]string{"name": st.Def.Name, "reason": st.Unavailable})
-				r.log.Info("tool left out of the turn", "agent", name, "tool", st.Def.Name, "reason", st.Unavailable)
+				r.log.Debug("tool left out of the turn", "agent", name, "tool", st.Def.Name, "reason", st.Unavailable)
 				continue
 			}
 			if _, dup := t.server[st.Def.Name]; dup {

@@ -340,3 +340,52 @@ func (s *syncBuffer) Len() int {
 	return s.b.Len()
 }
 
+
+// TestHTTPToolHeldAndLimited: an http tool in interruptOn waits for a
+// person's decision before the service is called; past maxToolCalls the
+// model is told to answer with what it has and the service is not called.
+func TestHTTPToolHeldAndLimited(t *testing.T) {
+	t.Parallel()
+	o := newOrders(t)
+	yaml := receptionistYAML(o.srv.URL) + `    interruptOn: [open_ticket]
+    maxToolCalls: 2
+`
+	b := wiretest.New(t, yaml, func(wire.Mux, wire.Config) {}, wiretest.Env(map[string]string{"ORDERS_TOKEN": ordersToken}))
+	b.Model.Script(providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("c1", "open_ticket", map[string]string{"subject": "late"})}})
+	res, err := b.Runtime.Turn(t.Context(), agent.TurnRequest{Agent: "receptionist", SessionKey: "s1", Messages: user("Open a ticket.")}, func(agent.Event) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Finish != agent.FinishHeld || len(o.seen()) != 0 {
+		t.Fatalf("held: %+v, service saw %q", res, o.seen())
+	}
+	b.Model.Script(providertest.Reply{Content: "Ticket T-9 is open."})
+	sessionID := agent.SessionID("session", "receptionist", "", "s1")
+	res, err = b.Runtime.Decide(t.Context(), sessionID, agent.Decision{Approve: true}, func(agent.Event) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "Ticket T-9 is open." || len(o.seen()) != 1 || toolResult(t, b.Model.ChatRequests(), -1) != `{"ticket":"T-9"}` {
+		t.Fatalf("approved: %+v, service saw %q", res, o.seen())
+	}
+
+	b.Model.Script(providertest.Reply{ToolCalls: []providertest.Call{
+		providertest.ToolCall("c1", "order_status", map[string]string{"orderId": "1"}),
+		providertest.ToolCall("c2", "order_status", map[string]string{"orderId": "2"}),
+		providertest.ToolCall("c3", "order_status", map[string]string{"orderId": "3"}),
+	}}, providertest.Reply{Content: "Two of them shipped."})
+	res, err = b.Runtime.Turn(t.Context(), agent.TurnRequest{Agent: "receptionist", Messages: user("Check 1, 2 and 3.")}, func(agent.Event) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.seen()) != 3 {
+		t.Fatalf("the service saw %q, want two more calls", o.seen())
+	}
+	if got := toolResult(t, b.Model.ChatRequests(), -1); got != `{"error":"this turn reached its limit of 2 tool calls: answer with what you have"}` {
+		t.Fatalf("the model saw %q", got)
+	}
+	calls := toolRuns(t, b, res.RunID)
+	if len(calls) != 3 || calls[2]["outcome"] != "limit" {
+		t.Fatalf("run history %+v", calls)
+	}
+}
