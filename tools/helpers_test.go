@@ -78,9 +78,10 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-
 func toolsNew(agents map[string]config.Agent, env map[string]string) (*tools.Service, error) {
 	return tools.New(tools.Config{Agents: agents, Getenv: func(k string) string { return env[k] }})
 }
 
-type agentRequests struct{ reqs []*openai.ChatCompletionRequest }
+type agentRequests struct {
+	reqs []*openai.ChatCompletionRequest
+}

@@ -340,7 +340,6 @@ func (s *syncBuffer) Len() int {
 	return s.b.Len()
 }
 
-
 // TestHTTPToolHeldAndLimited: an http tool in interruptOn waits for a
 // person's decision before the service is called; past maxToolCalls the
 // model is told to answer with what it has and the service is not called.
