@@ -138,3 +138,86 @@ func (p *phone) bursts(t *testing.T) []int {
 	flush()
 	return out
 }
+
+// toolAgents is the receptionist with the order tool of orders and a filler.
+func toolAgents(orders *toolstest.Orders) string {
+	return `
+agents:
+  receptionist:
+    model: openai/chat
+    instructions: You answer the phone for a shop.
+    greeting: Hello, this is the front desk.
+    memory: {identityKey: phoneNumber, read: true, save: false}
+` + orders.ToolYAML("        timeout: 60s\n        filler: One moment, I'm checking that.\n")
+}
+
+func localTrunk() config.SIP {
+	return config.SIP{Trunks: config.Trunks{Inbound: []config.InboundTrunk{{
+		Name: "local", Sources: []string{"127.0.0.1"}, Routes: []config.Route{{Number: "*", Agent: "receptionist"}},
+	}}}}
+}
+
+// The caller talks over a slow tool: the turn and its request to the
+// service are cancelled, the filler that played is kept as heard, and the
+// caller's new turn is answered.
+func TestBaresipTalksOverASlowTool(t *testing.T) {
+	t.Parallel()
+	needTools(t)
+	orders := toolstest.NewOrders(t)
+	orders.SetDelay(time.Minute)
+	b := startBox(t, localTrunk(), toolAgents(orders), nil)
+	b.model.ScriptTranscripts("Where is my order A-1001?", "Never mind, thanks.")
+	b.model.Script(
+		providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("call_o", "order_status", map[string]string{"orderId": "A-1001"})}},
+		providertest.Reply{Content: "Okay, goodbye."})
+	dir := t.TempDir()
+	first := speechFile(t, filepath.Join(dir), "Where is my order A-1001?", 2.5, 4)
+	if err := os.Rename(first, filepath.Join(dir, "first.wav")); err != nil {
+		t.Fatal(err)
+	}
+	second := speechFile(t, dir, "Never mind, thanks.", 0, 5)
+	mic := filepath.Join(dir, "mic.wav")
+	run(t, "sox", filepath.Join(dir, "first.wav"), second, mic)
+	ph := startPhone(t, "+34600555666", mic, "sip:100@"+b.sip.Addr())
+	c := <-b.opened
+	ph.callEnded(t, 60*time.Second)
+	rec := b.ended(t, c)
+	if orders.Cancelled() != 1 {
+		t.Fatalf("the service saw %d cancelled requests, want the one the caller talked over", orders.Cancelled())
+	}
+	var heard []string
+	for _, e := range rec.Transcript {
+		heard = append(heard, e.Role+": "+e.Text)
+	}
+	want := []string{"assistant: Hello, this is the front desk.", "user: Where is my order A-1001?", "assistant: One moment, I'm checking that.",
+		"user: Never mind, thanks.", "assistant: Okay, goodbye."}
+	if strings.Join(heard, "|") != strings.Join(want, "|") {
+		t.Fatalf("heard transcript %q, want %q", heard, want)
+	}
+}
+
+// The caller hangs up while a tool runs: the tool's request is cancelled
+// and the turn's run records the call as cancelled.
+func TestBaresipHangsUpDuringATool(t *testing.T) {
+	t.Parallel()
+	needTools(t)
+	orders := toolstest.NewOrders(t)
+	orders.SetDelay(time.Minute)
+	b := startBox(t, localTrunk(), toolAgents(orders), nil)
+	b.model.ScriptTranscripts("Where is my order A-1001?")
+	b.model.Script(providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("call_o", "order_status", map[string]string{"orderId": "A-1001"})}})
+	mic := speechFile(t, t.TempDir(), "Where is my order A-1001?", 2.5, 4)
+	ph := startPhone(t, "+34600777888", mic, "sip:100@"+b.sip.Addr())
+	c := <-b.opened
+	ph.callEnded(t, 60*time.Second)
+	b.ended(t, c)
+	poll.Until(t, "the tool's request to be cancelled", 10*time.Second, func() bool { return orders.Cancelled() == 1 })
+	var meta string
+	poll.Until(t, "the turn's run", 10*time.Second, func() bool {
+		err := b.pool.QueryRow(context.Background(), `SELECT metadata::text FROM stackbone_platform.runs WHERE status = 'cancelled' AND agent_id = 'receptionist'`).Scan(&meta)
+		return err == nil
+	})
+	if !strings.Contains(meta, `"name": "order_status"`) || !strings.Contains(meta, `"outcome": "cancelled"`) {
+		t.Fatalf("the run's tool calls: %s", meta)
+	}
+}

@@ -102,7 +102,6 @@ func (o *Orders) ToolYAML(extra string) string {
         url: %s/orders/{orderId}
         parameters: {type: object, properties: {orderId: {type: string}}, required: [orderId]}
         headers: {Authorization: "Bearer ${ORDERS_TOKEN}"}
-        timeout: 5s
 %s`, o.URL, extra)
 }
 
