@@ -87,7 +87,8 @@ const (
 type AgentTool struct {
 	// Name is what the model calls (letters, digits, _ and -, 1 to 64).
 	Name string `yaml:"name"`
-	// Kind is "retrieval".
+	// Kind is "retrieval", "http" (one HTTP endpoint) or "mcp" (the tools
+	// of an MCP server); see config/tools.go and package tools.
 	Kind string `yaml:"kind"`
 	// Collection is the one collection the tool searches ("default" when
 	// empty). The model can never choose another.
