@@ -257,7 +257,8 @@ func TestHTTPToolSecretStaysInTheBox(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("the database", rows)
-	for _, path := range []string{"/api/runs", "/api/runs/" + res.RunID.String(), "/api/sessions"} {
+	for _, path := range []string{"/api/runs", "/api/runs/" + res.RunID.String(), "/api/sessions",
+		"/api/sessions/" + agent.SessionID("session", "receptionist", "", "s1")} {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, b.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+wiretest.Key)
 		resp, err := http.DefaultClient.Do(req)
