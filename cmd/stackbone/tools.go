@@ -96,6 +96,10 @@ func toolsCmd() *cobra.Command {
 }
 
 func printTools(w io.Writer, list []agent.ServerTool) error {
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(w, "The agent declares no http or mcp tool.")
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tDESCRIPTION\tPARAMETERS")
 	for _, st := range list {
