@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -30,12 +31,48 @@ type memorySnapshot struct {
 }
 
 // ServerTool is a tool the box runs itself (retrieval, memory stores, call
-// control...). Run gets the call and the scope it is bound to; the model
-// can never choose the agent or the person. A Run error fails the turn, so
-// return failures the model should see as a result instead.
+// control, HTTP and MCP tools...). Run gets the call and the scope it is
+// bound to; the model can never choose the agent or the person. A Run error
+// fails the turn, so return failures the model should see as a result
+// instead, or as a *ToolError.
 type ServerTool struct {
 	Def Tool
 	Run func(ctx context.Context, call ToolCall, scope Scope) (string, error)
+	// Filler is what a caller hears while the tool runs long (see
+	// EventToolRunning); empty: silence.
+	Filler string
+	// Unavailable, when set, says why the tool (or the server of tools
+	// named Def.Name) is left out of this turn: it is not offered, and the
+	// run records the reason under toolsLeftOut.
+	Unavailable string
+}
+
+// ToolError is a failed tool call the model sees and can act on: Message
+// is its result, Outcome the short code run history records for the call
+// ("timeout", "http_503"). A Run that returns one does not fail the turn.
+type ToolError struct {
+	Outcome string
+	Message string
+}
+
+func (e *ToolError) Error() string { return e.Outcome + ": " + e.Message }
+
+// Outcomes of a server tool call in run history, beside ToolError's.
+const (
+	OutcomeOK        = "ok"
+	OutcomeFailed    = "failed"
+	OutcomeCancelled = "cancelled"
+	OutcomeLimit     = "limit"
+)
+
+// ToolRun is one server tool call of a turn as run history keeps it: never
+// its arguments or result.
+type ToolRun struct {
+	ID       string        `json:"id"`
+	Name     string        `json:"name"`
+	Duration time.Duration `json:"-"`
+	MS       int64         `json:"durationMs"`
+	Outcome  string        `json:"outcome"`
 }
 
 // Scope is what a server tool is bound to in one turn.

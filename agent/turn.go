@@ -54,7 +54,8 @@ type turn struct {
 	held        map[string]bool
 
 	run       runs.Run
-	toolCalls []map[string]any
+	toolCalls []ToolRun
+	leftOut   []map[string]string // tools left out of the turn, and why
 	usage     Usage
 	texts     []string        // the text of each model step that wrote text
 	partial   strings.Builder // the text of the step streaming now
@@ -273,6 +274,11 @@ func (r *Runtime) newTurn(ctx context.Context, name string, ag config.Agent, emi
 			return nil, err
 		}
 		for _, st := range extra {
+			if st.Unavailable != "" {
+				t.leftOut = append(t.leftOut, map[string]string{"name": st.Def.Name, "reason": st.Unavailable})
+				r.log.Debug("tool left out of the turn", "agent", name, "tool", st.Def.Name, "reason", st.Unavailable)
+				continue
+			}
 			if _, dup := t.server[st.Def.Name]; dup {
 				return nil, fmt.Errorf("%w: agent %s declares tool %q twice", ErrInvalidRequest, name, st.Def.Name)
 			}
@@ -305,6 +311,9 @@ func (r *Runtime) newTurn(ctx context.Context, name string, ag config.Agent, emi
 	}
 	t.run = runs.Run{ID: uuid.New(), Kind: KindAgentTurn, AgentID: name, Model: ag.Model, StartedAt: r.cfg.Now(),
 		Metadata: map[string]any{"memory": memMeta}}
+	if len(t.leftOut) > 0 {
+		t.run.Metadata["toolsLeftOut"] = t.leftOut
+	}
 	return t, nil
 }
 
@@ -365,6 +374,7 @@ func (t *turn) loop(ctx context.Context) (Result, error) {
 		}
 	}
 	res.Texts, res.Text, res.Usage = t.texts, strings.Join(t.texts, StepSeparator), t.usage
+	res.ToolRuns = t.toolCalls
 	if err := t.finish(ctx, res); err != nil {
 		return Result{}, err
 	}
@@ -530,16 +540,45 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 
 func (t *turn) isServer(name string) bool { _, ok := t.server[name]; return ok }
 
-// runServerTool runs one of the box's tools and records it (name and
-// timing, never arguments or results) in the run.
+// runServerTool runs one of the box's tools and records it (name, timing
+// and outcome, never arguments or results) in the run. Past the agent's
+// limit of tool calls per turn the model is told so instead.
 func (t *turn) runServerTool(ctx context.Context, call ToolCall) (string, error) {
 	st, ok := t.server[call.Name]
 	if !ok {
 		return fmt.Sprintf(`{"error":"tool %s is not available in this conversation"}`, call.Name), nil
 	}
+	limit := t.agent.MaxToolCalls
+	if limit == 0 {
+		limit = config.DefaultMaxToolCalls
+	}
+	if len(t.toolCalls) >= limit {
+		t.toolCalls = append(t.toolCalls, ToolRun{ID: call.ID, Name: call.Name, Outcome: OutcomeLimit})
+		return fmt.Sprintf(`{"error":"this turn reached its limit of %d tool calls: answer with what you have"}`, limit), nil
+	}
+	if err := t.emit(Event{Kind: EventToolRunning, ToolCall: call, Text: st.Filler, Server: true}); err != nil {
+		return "", err
+	}
 	start := time.Now()
 	out, err := st.Run(ctx, call, Scope{Agent: t.agentName, RunID: t.run.ID, SessionID: t.sessionID, Identity: t.sel})
-	t.toolCalls = append(t.toolCalls, map[string]any{"id": call.ID, "name": call.Name, "server": true, "ms": time.Since(start).Milliseconds(), "ok": err == nil})
+	d := time.Since(start)
+	outcome := OutcomeOK
+	var te *ToolError
+	switch {
+	case err == nil:
+	case errors.As(err, &te):
+		out, outcome, err = te.Message, te.Outcome, nil
+		if ctx.Err() != nil {
+			// The tool failed because the turn was stopped (barge-in, a
+			// hang-up, a client gone): the turn is cancelled, not answered.
+			outcome, err = OutcomeCancelled, ctx.Err()
+		}
+	case ctx.Err() != nil:
+		outcome = OutcomeCancelled
+	default:
+		outcome = OutcomeFailed
+	}
+	t.toolCalls = append(t.toolCalls, ToolRun{ID: call.ID, Name: call.Name, Duration: d, MS: d.Milliseconds(), Outcome: outcome})
 	return out, err
 }
 

@@ -180,6 +180,8 @@ type Result struct {
 	Usage  Usage
 	// Model is the provider/model id that answered.
 	Model string
+	// ToolRuns are the server tool calls the turn ran, in order.
+	ToolRuns []ToolRun
 }
 
 // EventKind tells what an Event carries.
@@ -202,6 +204,10 @@ const (
 	EventToolCallEnd
 	// EventToolResult carries a server tool's result in Text (ToolCall.ID).
 	EventToolResult
+	// EventToolRunning: the box starts running a server tool (ToolCall);
+	// Text is the tool's filler phrase, if it declares one. A call says it
+	// while the tool runs long; text wires skip it.
+	EventToolRunning
 )
 
 // Event is one step of a streamed turn.

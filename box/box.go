@@ -41,6 +41,7 @@ import (
 	"github.com/stackbone/box/stores"
 	"github.com/stackbone/box/studio"
 	"github.com/stackbone/box/telemetry"
+	"github.com/stackbone/box/tools"
 	"github.com/stackbone/box/voice"
 	"github.com/stackbone/box/voice/espeak"
 	"github.com/stackbone/box/wire"
@@ -94,6 +95,7 @@ type Box struct {
 	Calls    *voice.Manager
 	Rooms    *rooms.Service
 	Phones   *sip.Server
+	Tools    *tools.Service
 	API      *api.Server
 
 	listener *notify.Listener
@@ -152,8 +154,14 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	b.listener = notify.New(pool, log)
 	b.listener.Subscribe("auth", b.Keys.Invalidate)
 	b.listener.Subscribe("settings", b.Settings.Invalidate)
+	// HTTP and MCP tools (Start lists the MCP servers; one that is down
+	// does not stop the box: its tools are left out until it is back).
+	b.Tools, err = tools.New(tools.Config{Agents: cfg.Agents, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	b.Runtime = agent.New(agent.Config{Metrics: metrics, Pool: pool, Agents: cfg.Agents, Models: b.Models, Memory: b.Memory,
-		Settings: b.Settings, Logger: log, Tools: agent.Sources(b.Stores.Tools(), b.RAG.Tools(cfg.Agents))})
+		Settings: b.Settings, Logger: log, Tools: agent.Sources(b.Stores.Tools(), b.RAG.Tools(cfg.Agents), b.Tools.Tools())})
 	speech := voice.ProviderSpeech(b.Models, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) })
 	if opt.Speech != nil {
 		speech = opt.Speech(b.Models)
@@ -220,6 +228,8 @@ func (b *Box) Start(ctx context.Context) (stop func(), err error) {
 			b.Log.Warn("rooms close", "error", err)
 		}
 	})
+	b.Tools.Start(ctx)
+	undo = append(undo, func() { _ = b.Tools.Close() })
 	go jobs.Heartbeat(leaseCtx, b.Pool, b.ID, b.Log)
 	b.Metrics.WatchJobs(b.Pool, jobs.Schema)
 	go b.Calls.Run(leaseCtx) // call leases; calls of dead boxes closed as box_lost

@@ -182,6 +182,10 @@ type Agent struct {
 	// Greeting is what the agent says when a call opens (a fixed phrase,
 	// after the recall); empty waits for the caller.
 	Greeting string `yaml:"greeting"`
+	// MaxToolCalls bounds the calls of server tools (retrieval, http, mcp,
+	// memory...) in one turn (default 16, at most 100): past it the model
+	// is told to answer with what it has.
+	MaxToolCalls int `yaml:"maxToolCalls"`
 }
 
 // AgentVoice is how an agent listens and speaks on calls.
@@ -198,6 +202,13 @@ type AgentVoice struct {
 	// TransferTo is where the transfer_call tool sends the call (a SIP URI);
 	// empty offers no transfer tool.
 	TransferTo string `yaml:"transferTo"`
+	// Filler is the phrase a caller hears while a tool runs longer than
+	// FillerAfter, for tools that declare none; empty: tools without their
+	// own filler run in silence.
+	Filler string `yaml:"filler"`
+	// FillerAfter is how long a tool may run before the filler plays
+	// (default 700ms).
+	FillerAfter time.Duration `yaml:"fillerAfter"`
 }
 
 // AgentMemory is an agent's declared memory defaults. A nil field is not
@@ -277,6 +288,7 @@ func (c *Config) Validate() error {
 			}
 		}
 		problems = append(problems, validateTools(name, a.Tools)...)
+		problems = append(problems, validateToolLimits(name, a)...)
 		problems = append(problems, validateAttachments(name, a.MemoryStores)...)
 		if m := a.Memory; m != nil {
 			if m.IdentityKey != "" {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"time"
 	"unicode/utf8"
 )
 
@@ -86,7 +87,8 @@ const (
 type AgentTool struct {
 	// Name is what the model calls (letters, digits, _ and -, 1 to 64).
 	Name string `yaml:"name"`
-	// Kind is "retrieval".
+	// Kind is "retrieval", "http" (one HTTP endpoint) or "mcp" (the tools
+	// of an MCP server); see config/tools.go and package tools.
 	Kind string `yaml:"kind"`
 	// Collection is the one collection the tool searches ("default" when
 	// empty). The model can never choose another.
@@ -100,6 +102,43 @@ type AgentTool struct {
 	Filter map[string]any `yaml:"filter"`
 	// Hybrid overrides rag.hybrid for this tool.
 	Hybrid *bool `yaml:"hybrid"`
+
+	// URL is, for kind http, the request URL with {argument} placeholders
+	// in its path or query, each escaped; for kind mcp, the server's
+	// streamable HTTP endpoint.
+	URL string `yaml:"url"`
+	// Method of kind http: GET (the default), POST, PUT, PATCH or DELETE.
+	Method string `yaml:"method"`
+	// Parameters of kind http is the JSON Schema of the arguments the model
+	// fills (an object). Arguments not used in the URL go in the JSON body
+	// (POST, PUT, PATCH) or the query (GET, DELETE).
+	Parameters map[string]any `yaml:"parameters"`
+	// Headers of kind http; ${NAME} in a value is read from the
+	// environment at start. Credentials (Authorization, Cookie, names with
+	// key, token or secret) must come from the environment this way.
+	Headers map[string]string `yaml:"headers"`
+	// Timeout bounds one call of a kind http or mcp tool (default 10s, at
+	// most 2m).
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxResponseBytes caps the response a kind http tool hands the model
+	// (default 16384, at most 1 MiB); a longer one is cut and said to be.
+	MaxResponseBytes int `yaml:"maxResponseBytes"`
+	// FailStatuses are the HTTP statuses that count as a failure of a kind
+	// http tool; empty: every status from 400.
+	FailStatuses []int `yaml:"failStatuses"`
+	// Command of kind mcp starts a server over stdio instead of url
+	// ([npx, -y, some-mcp-server]).
+	Command []string `yaml:"command"`
+	// TokenEnv of kind mcp names the environment variable holding a bearer
+	// token for the url.
+	TokenEnv string `yaml:"tokenEnv"`
+	// Allow of kind mcp lists the server's tools offered to the model;
+	// empty: all of them. They are named NAME__TOOL.
+	Allow []string `yaml:"allow"`
+	// Filler is what a caller hears while the tool runs longer than the
+	// agent's voice.fillerAfter ("One moment, I'm checking that."); empty
+	// uses the agent's voice.filler.
+	Filler string `yaml:"filler"`
 }
 
 var collectionNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
@@ -126,8 +165,17 @@ func validateTools(agent string, tools []AgentTool) []string {
 			problems = append(problems, fmt.Sprintf("%s: name %q is declared twice", where, t.Name))
 		}
 		seen[t.Name] = true
-		if t.Kind != ToolKindRetrieval {
-			problems = append(problems, fmt.Sprintf("%s: kind %q is not %q", where, truncate(t.Kind, 20), ToolKindRetrieval))
+		switch t.Kind {
+		case ToolKindRetrieval:
+		case ToolKindHTTP:
+			problems = append(problems, t.validateHTTP(where)...)
+		case ToolKindMCP:
+			problems = append(problems, t.validateMCP(where)...)
+		default:
+			problems = append(problems, fmt.Sprintf("%s: kind %q is not %s, %s or %s", where, truncate(t.Kind, 20), ToolKindRetrieval, ToolKindHTTP, ToolKindMCP))
+		}
+		if utf8.RuneCountInString(t.Filler) > MaxFiller {
+			problems = append(problems, fmt.Sprintf("%s: filler is longer than %d characters", where, MaxFiller))
 		}
 		if t.Collection != "" && !ValidCollectionName(t.Collection) {
 			problems = append(problems, fmt.Sprintf("%s: collection %q must match %s", where, truncate(t.Collection, 80), collectionNameRe))

@@ -174,6 +174,20 @@ func (p *phone) callEnded(t *testing.T, limit time.Duration) {
 // is written.
 func (p *phone) heard(t *testing.T) int {
 	t.Helper()
+	pcm := p.recording(t)
+	voiced := 0
+	for i := 0; i+160 <= len(pcm); i += 160 {
+		if rms(pcm[i:i+160]) > 500 {
+			voiced++
+		}
+	}
+	return voiced
+}
+
+// recording is what the phone recorded of the call (sndfile's decoded
+// side), once it is there.
+func (p *phone) recording(t *testing.T) []int16 {
+	t.Helper()
 	var pcm []int16
 	poll.Until(t, "baresip's recording", 10*time.Second, func() bool {
 		files, _ := filepath.Glob(filepath.Join(p.snd, "*-dec.wav"))
@@ -187,14 +201,7 @@ func (p *phone) heard(t *testing.T) int {
 		pcm, err = wavSamples(b)
 		return err == nil && len(pcm) > 0
 	})
-
-	voiced := 0
-	for i := 0; i+160 <= len(pcm); i += 160 {
-		if rms(pcm[i:i+160]) > 500 {
-			voiced++
-		}
-	}
-	return voiced
+	return pcm
 }
 
 // wavSamples reads the 16-bit samples of a WAV file's data chunk (to the

@@ -30,6 +30,8 @@ import (
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/tools"
+	"github.com/stackbone/box/tools/toolstest"
 	"github.com/stackbone/box/voice"
 )
 
@@ -321,7 +323,13 @@ func startBoxLogged(t testing.TB, sipCfg config.SIP, agents string, tune func(*v
 	if err := settings.FixDeclaredKeys(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log})
+	// The agents' http tools read their secret from toolstest's environment.
+	env := toolstest.Env()
+	actions, err := tools.New(tools.Config{Agents: cfg.Agents, Logger: log, Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log, Tools: actions.Tools()})
 	opened := make(chan *voice.Call, 16)
 	vcfg := voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
 		Runs: runs.NewStore(pool), Speech: voice.ProviderSpeech(reg, nil), Logger: log,

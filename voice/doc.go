@@ -23,7 +23,11 @@
 // streamed sentence by sentence into text-to-speech, the playout paced on
 // the controller's clock, the commit of what the caller heard, and the
 // turn's metrics). The heard transcript holds user text once final and
-// agent text only as far as the playout clock proves it played.
+// agent text only as far as the playout clock proves it played. While a
+// server tool of the turn runs past the agent's voice.fillerAfter, its
+// filler phrase is said through the same playout (committed only if it
+// played); barge-in and the call's end cancel the turn and its tool, and
+// the turn's metrics list each tool call with its duration.
 //
 // The limits of a call live here and nowhere else: the maximum length
 // (Config.MaxDuration, or CallInfo.MaxDuration) and the media timeout

@@ -7,7 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benbjohnson/clock"
+
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/telemetry"
 )
 
@@ -87,7 +90,18 @@ func (t *turn) run(ctx context.Context) {
 	t.cancel = cancel
 	c.startSpeaking(t)
 
-	sentences := make(chan string, 16)
+	sentences := make(chan spoken, 16)
+	// say queues a sentence for synthesis; the filler's timer says its
+	// phrase from another goroutine, so the channel closes under the lock.
+	var sayMu sync.Mutex
+	sayClosed := false
+	say := func(s spoken) {
+		sayMu.Lock()
+		defer sayMu.Unlock()
+		if !sayClosed {
+			sentences <- s
+		}
+	}
 	var synth sync.WaitGroup
 	synth.Add(1)
 	turnStart := c.clk.Now()
@@ -96,12 +110,17 @@ func (t *turn) run(ctx context.Context) {
 		first := true
 		for s := range sentences {
 			t0 := c.clk.Now()
-			seg, err := c.tts.Synthesize(genCtx, s, c.info.SampleRate)
+			seg, err := c.tts.Synthesize(genCtx, s.text, c.info.SampleRate)
 			if err != nil {
 				if genCtx.Err() == nil {
 					c.m.log.Warn("voice: text-to-speech", "call", c.info.ID, "error", err)
 				}
 				continue
+			}
+			if s.filler {
+				// Heard only once all of it played: a cut filler is not
+				// committed word by word.
+				seg.Words = nil
 			}
 			if first {
 				first = false
@@ -110,13 +129,22 @@ func (t *turn) run(ctx context.Context) {
 			c.playout.Enqueue(t.id, seg)
 		}
 	}()
+	fill := c.newFiller(say)
 	var split sentenceSplitter
 	firstToken := true
 	res, err := c.m.cfg.Runtime.Turn(genCtx, agent.TurnRequest{
 		Agent: c.info.Agent, Messages: c.messages(), System: c.recall, NoMemoryTools: true, Wire: "voice",
 		ServerTools: c.callTools(),
 	}, func(ev agent.Event) error {
-		if ev.Kind != agent.EventTextDelta {
+		switch ev.Kind {
+		case agent.EventToolRunning:
+			fill.start(ev.Text)
+			return nil
+		case agent.EventToolResult:
+			fill.stop()
+			return nil
+		case agent.EventTextDelta:
+		default:
 			return nil
 		}
 		if firstToken {
@@ -124,15 +152,25 @@ func (t *turn) run(ctx context.Context) {
 			t.metrics["timeToFirstTokenMs"] = c.clk.Since(turnStart).Milliseconds()
 		}
 		for _, s := range split.Feed(ev.Text) {
-			sentences <- s
+			say(spoken{text: s})
 		}
 		return nil
 	})
+	fill.stop()
 	if rest := split.Flush(); rest != "" && err == nil {
-		sentences <- rest
+		say(spoken{text: rest})
 	}
+	sayMu.Lock()
+	sayClosed = true
 	close(sentences)
+	sayMu.Unlock()
 	synth.Wait()
+	if len(res.ToolRuns) > 0 {
+		t.metrics["tools"] = res.ToolRuns
+	}
+	if fill.wasSaid() {
+		t.metrics["fillerAfterMs"] = fill.after.Milliseconds()
+	}
 	if err != nil {
 		if genCtx.Err() != nil {
 			return // barge-in or the call's end: what played is already committed
@@ -146,6 +184,80 @@ func (t *turn) run(ctx context.Context) {
 	t.metrics["runId"] = res.RunID.String()
 	c.turns.Add(1)
 	go t.record(res)
+}
+
+// spoken is a sentence for synthesis; a filler is said while a tool runs.
+type spoken struct {
+	text   string
+	filler bool
+}
+
+// filler says the agent's filler phrase, once per turn, when a server
+// tool has run longer than the agent's voice.fillerAfter (700 ms by
+// default). It goes through the turn's playout like any sentence, so the
+// heard transcript commits it only if it played, and the caller can talk
+// over it.
+type filler struct {
+	c        *Call
+	say      func(spoken)
+	after    time.Duration
+	fallback string
+
+	mu    sync.Mutex
+	timer *clock.Timer
+	said  bool
+}
+
+func (c *Call) newFiller(say func(spoken)) *filler {
+	f := &filler{c: c, say: say, after: config.DefaultFillerAfter}
+	if v := c.agent.Voice; v != nil {
+		f.fallback = v.Filler
+		if v.FillerAfter > 0 {
+			f.after = v.FillerAfter
+		}
+	}
+	return f
+}
+
+// start arms the filler as a tool starts running; phrase is the tool's own
+// filler ("" for the agent's).
+func (f *filler) start(phrase string) {
+	if phrase == "" {
+		phrase = f.fallback
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if phrase == "" || f.said || f.timer != nil {
+		return
+	}
+	var timer *clock.Timer
+	timer = f.c.clk.AfterFunc(f.after, func() {
+		f.mu.Lock()
+		if f.timer != timer || f.said {
+			f.mu.Unlock()
+			return
+		}
+		f.said, f.timer = true, nil
+		f.mu.Unlock()
+		f.say(spoken{text: phrase, filler: true})
+	})
+	f.timer = timer
+}
+
+func (f *filler) wasSaid() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.said
+}
+
+// stop disarms the filler as the tool ends (or the turn does).
+func (f *filler) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.timer != nil {
+		f.timer.Stop()
+		f.timer = nil
+	}
 }
 
 // record adds the turn's timings to the call and to its run once the

@@ -72,9 +72,10 @@ export async function callScreen(main, id) {
   const tr = h("ol", { class: "heard", id: "heard" });
   const mem = h("section", { class: "memory", id: "memory-report" });
   const bars = h("section", { class: "latency", id: "latency" });
+  const toolList = h("ul", { class: "tools", id: "tool-calls" });
   main.append(h("p", { class: "crumbs" }, h("a", { href: "#/calls" }, "Calls"), " / ", c.id), head,
     h("h2", {}, "Heard transcript"), h("p", { class: "hint" }, "What the caller actually heard, and what speech-to-text made of their words."), tr,
-    h("h2", {}, "Memory"), mem, h("h2", {}, "Per-turn latency"), bars);
+    h("h2", {}, "Memory"), mem, h("h2", {}, "Per-turn latency"), bars, h("h2", {}, "Tool calls"), toolList);
   const paint = (c) => {
     clear(head).append(h("h1", {}, c.direction, " call with ", c.agent, " ", badge(c.status), c.outcome ? badge(c.outcome, "outcome") : null),
       h("dl", { class: "facts" },
@@ -91,6 +92,7 @@ export async function callScreen(main, id) {
     if (!tr.children.length) tr.append(h("li", { class: "empty" }, c.status === "ended" ? "Nothing was heard." : "Waiting for the first words…"));
     clear(mem).append(memoryReport(c.memory || {}, c.status));
     clear(bars).append(latency(c.metrics || []));
+    clear(toolList).append(...toolCalls(c.metrics || []));
     main.dataset.callStatus = c.status;
   };
   paint(c);
@@ -123,6 +125,19 @@ export function memoryReport(m, status) {
     m.off ? [h("dt", {}, "Without memory"), h("dd", {}, m.off)] : null,
     h("dt", {}, "Recalled"), h("dd", {}, String(m.recalledFacts || 0), " facts, ", String(m.recalledCalls || 0), " calls"),
     h("dt", {}, "After the call"), h("dd", { id: "saved" }, saved));
+}
+
+// toolCalls lists each tool call of the call's turns with its duration and
+// outcome (never its arguments or result), and whether the filler played.
+function toolCalls(metrics) {
+  const items = [];
+  for (const m of metrics) {
+    for (const t of m.tools || []) {
+      items.push(h("li", { dataset: { turn: m.turn } }, "turn " + m.turn + ": ", h("code", {}, t.name), " " + t.durationMs + " ms, " + t.outcome,
+        m.fillerAfterMs !== undefined ? " (filler after " + m.fillerAfterMs + " ms)" : ""));
+    }
+  }
+  return items.length ? items : [h("li", { class: "empty" }, "No tool call.")];
 }
 
 // The stages of a spoken turn, in order, as the metrics name them.

@@ -7,8 +7,12 @@
 package wiretest
 
 import (
+	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http/httptest"
+	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +27,7 @@ import (
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/tools"
 	"github.com/stackbone/box/wire"
 )
 
@@ -36,16 +41,40 @@ type Box struct {
 	Pool    *pgxpool.Pool
 	Keys    *auth.Store
 	Runtime *agent.Runtime
+	Tools   *tools.Service
 }
+
+// Option changes how New builds the box.
+type Option func(*options)
+
+type options struct {
+	env  map[string]string
+	logs io.Writer
+}
+
+// Env is the environment the agents' http and mcp tools read their
+// secrets from (instead of the process's).
+func Env(env map[string]string) Option { return func(o *options) { o.env = env } }
+
+// LogTo copies the box's logs, at every level, to w as JSON lines.
+func LogTo(w io.Writer) Option { return func(o *options) { o.logs = w } }
 
 // New starts a box with the agents of agentsYAML and the wire register
 // mounts. The extraction model is openai/extractor on the scripted server.
-func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config)) *Box {
+// The agents' http and mcp tools are served (see package tools).
+func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config), opts ...Option) *Box {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	ctx := t.Context()
 	pool := storetest.Pool(t)
 	model := providertest.New(t)
 	log := storetest.Logger(t)
+	if o.logs != nil {
+		log = slog.New(teeHandler{log.Handler(), slog.NewJSONHandler(o.logs, &slog.HandlerOptions{Level: slog.LevelDebug})})
+	}
 	cfg, err := config.Parse([]byte(agentsYAML))
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +90,18 @@ func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config)) 
 	if err := settings.FixDeclaredKeys(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log})
+	getenv := os.Getenv
+	if o.env != nil {
+		getenv = func(k string) string { return o.env[k] }
+	}
+	actions, err := tools.New(tools.Config{Agents: cfg.Agents, Logger: log, Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions.Start(ctx)
+	t.Cleanup(func() { _ = actions.Close() })
+	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log,
+		Tools: actions.Tools()})
 	keys := auth.NewStore(pool)
 	if err := keys.Ensure(ctx, "test", Key, auth.AllScopes); err != nil {
 		t.Fatal(err)
@@ -73,7 +113,29 @@ func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config)) 
 	register(srv, wire.Config{Runtime: rt, Guard: srv.Guard, Logger: log})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	return &Box{URL: hs.URL, Model: model, Pool: pool, Keys: keys, Runtime: rt}
+	return &Box{URL: hs.URL, Model: model, Pool: pool, Keys: keys, Runtime: rt, Tools: actions}
+}
+
+// teeHandler sends each record to two handlers.
+type teeHandler struct{ a, b slog.Handler }
+
+func (h teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.a.Enabled(ctx, l) || h.b.Enabled(ctx, l)
+}
+
+func (h teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.a.Enabled(ctx, r.Level) {
+		_ = h.a.Handle(ctx, r.Clone())
+	}
+	return h.b.Handle(ctx, r)
+}
+
+func (h teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return teeHandler{h.a.WithAttrs(as), h.b.WithAttrs(as)}
+}
+
+func (h teeHandler) WithGroup(name string) slog.Handler {
+	return teeHandler{h.a.WithGroup(name), h.b.WithGroup(name)}
 }
 
 // RunStatus is the status of a run, "" while it is not recorded.

@@ -1,0 +1,177 @@
+package config
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Kinds of tool beside retrieval.
+const (
+	// ToolKindHTTP calls one HTTP endpoint with the model's arguments.
+	ToolKindHTTP = "http"
+	// ToolKindMCP offers the tools of one MCP server.
+	ToolKindMCP = "mcp"
+)
+
+// Limits and defaults of http and mcp tools.
+const (
+	DefaultToolTimeout      = 10 * time.Second
+	MaxToolTimeout          = 2 * time.Minute
+	DefaultMaxResponseBytes = 16 << 10
+	MaxResponseBytesLimit   = 1 << 20
+	DefaultMaxToolCalls     = 16
+	MaxToolCallsLimit       = 100
+	DefaultFillerAfter      = 700 * time.Millisecond
+	MaxFiller               = 200
+	// MCPSeparator joins an mcp server's name and its tool's name.
+	MCPSeparator = "__"
+)
+
+// HTTPMethods are the methods of kind http tools.
+var HTTPMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+var (
+	// PlaceholderRe finds the {argument} placeholders of a tool's URL.
+	PlaceholderRe = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]{0,63})\}`)
+	// EnvRefRe finds the ${NAME} references of a header value.
+	EnvRefRe  = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}`)
+	envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	headerRe  = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+)
+
+// SecretHeader reports whether a header carries credentials, whose value
+// must come from the environment.
+func SecretHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "authorization", "proxy-authorization", "cookie":
+		return true
+	}
+	return strings.Contains(n, "key") || strings.Contains(n, "token") || strings.Contains(n, "secret") || strings.Contains(n, "auth")
+}
+
+func (t AgentTool) validateHTTP(where string) []string {
+	var problems []string
+	if t.Method != "" && !slices.Contains(HTTPMethods, t.Method) {
+		problems = append(problems, fmt.Sprintf("%s: method %q is not one of %s", where, truncate(t.Method, 20), strings.Join(HTTPMethods, ", ")))
+	}
+	props := map[string]any{}
+	if t.Parameters != nil {
+		if typ, _ := t.Parameters["type"].(string); typ != "object" {
+			problems = append(problems, where+": parameters must be a JSON Schema of type object")
+		}
+		if p, ok := t.Parameters["properties"].(map[string]any); ok {
+			props = p
+		}
+	}
+	u, err := url.Parse(PlaceholderRe.ReplaceAllString(t.URL, "x"))
+	switch {
+	case t.URL == "":
+		problems = append(problems, where+": kind http needs a url")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		problems = append(problems, fmt.Sprintf("%s: url %q is not an http(s) URL", where, truncate(t.URL, 200)))
+	default:
+		// Placeholders fill the path and the query only: the model must
+		// never choose the host the box sends a request (and headers) to.
+		authority, _, _ := strings.Cut(t.URL[strings.Index(t.URL, "://")+3:], "/")
+		authority, _, _ = strings.Cut(authority, "?")
+		if PlaceholderRe.MatchString(authority) {
+			problems = append(problems, where+": url placeholders may only be in the path or query, never the host")
+		}
+		for _, m := range PlaceholderRe.FindAllStringSubmatch(t.URL, -1) {
+			if _, ok := props[m[1]]; !ok {
+				problems = append(problems, fmt.Sprintf("%s: url placeholder {%s} is not a property of parameters", where, m[1]))
+			}
+		}
+	}
+	for name, v := range t.Headers {
+		if !headerRe.MatchString(name) {
+			problems = append(problems, fmt.Sprintf("%s: header name %q is not valid", where, truncate(name, 40)))
+			continue
+		}
+		if SecretHeader(name) && !EnvRefRe.MatchString(v) {
+			problems = append(problems, fmt.Sprintf("%s: header %s carries credentials: write its value as ${ENV_NAME} and set the variable, never in the file", where, name))
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			problems = append(problems, fmt.Sprintf("%s: header %s has a line break", where, name))
+		}
+	}
+	if t.MaxResponseBytes < 0 || t.MaxResponseBytes > MaxResponseBytesLimit {
+		problems = append(problems, fmt.Sprintf("%s: maxResponseBytes must be 1 to %d", where, MaxResponseBytesLimit))
+	}
+	for _, s := range t.FailStatuses {
+		if s < 100 || s > 599 {
+			problems = append(problems, fmt.Sprintf("%s: failStatuses: %d is not an HTTP status", where, s))
+		}
+	}
+	if len(t.Command) > 0 || t.TokenEnv != "" || len(t.Allow) > 0 {
+		problems = append(problems, where+": command, tokenEnv and allow are for kind mcp")
+	}
+	return append(problems, t.validateTimeout(where)...)
+}
+
+func (t AgentTool) validateMCP(where string) []string {
+	var problems []string
+	switch {
+	case (t.URL == "") == (len(t.Command) == 0):
+		problems = append(problems, where+": kind mcp needs a url (streamable HTTP) or a command (stdio), one of them")
+	case t.URL != "":
+		if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			problems = append(problems, fmt.Sprintf("%s: url %q is not an http(s) URL", where, truncate(t.URL, 200)))
+		}
+	case t.TokenEnv != "":
+		problems = append(problems, where+": tokenEnv is for a url server")
+	}
+	if t.TokenEnv != "" && !envNameRe.MatchString(t.TokenEnv) {
+		problems = append(problems, fmt.Sprintf("%s: tokenEnv %q is not an environment variable name", where, truncate(t.TokenEnv, 40)))
+	}
+	if len(t.Name) > 30 {
+		problems = append(problems, where+": an mcp server's name is the prefix of its tools' names: at most 30 characters")
+	}
+	for _, a := range t.Allow {
+		if !toolNameRe.MatchString(a) {
+			problems = append(problems, fmt.Sprintf("%s: allow: %q is not a tool name", where, truncate(a, 64)))
+		}
+	}
+	if t.Method != "" || t.Parameters != nil || len(t.Headers) > 0 || t.MaxResponseBytes != 0 || len(t.FailStatuses) > 0 {
+		problems = append(problems, where+": method, parameters, headers, maxResponseBytes and failStatuses are for kind http")
+	}
+	return append(problems, t.validateTimeout(where)...)
+}
+
+func (t AgentTool) validateTimeout(where string) []string {
+	if t.Timeout < 0 || t.Timeout > MaxToolTimeout {
+		return []string{fmt.Sprintf("%s: timeout must be up to %s", where, MaxToolTimeout)}
+	}
+	return nil
+}
+
+func validateToolLimits(agent string, a Agent) []string {
+	var problems []string
+	if a.MaxToolCalls < 0 || a.MaxToolCalls > MaxToolCallsLimit {
+		problems = append(problems, fmt.Sprintf("agent %s: maxToolCalls must be 1 to %d", agent, MaxToolCallsLimit))
+	}
+	if v := a.Voice; v != nil {
+		if v.FillerAfter < 0 || v.FillerAfter > time.Minute {
+			problems = append(problems, fmt.Sprintf("agent %s: voice.fillerAfter must be 0 to 1m", agent))
+		}
+		if utf8.RuneCountInString(v.Filler) > MaxFiller {
+			problems = append(problems, fmt.Sprintf("agent %s: voice.filler is longer than %d characters", agent, MaxFiller))
+		}
+	}
+	return problems
+}
+
+// ToolTimeout is the tool's timeout or the default.
+func (t AgentTool) ToolTimeout() time.Duration {
+	if t.Timeout > 0 {
+		return t.Timeout
+	}
+	return DefaultToolTimeout
+}
