@@ -201,6 +201,12 @@ const (
 	EventToolCallEnd
 	// EventToolResult carries a server tool's result in Text (ToolCall.ID).
 	EventToolResult
+	// EventUsage carries a model step's usage as soon as the provider
+	// reports its input tokens (Usage: that step's figures so far). A
+	// provider that reports usage on every chunk (config continuousUsage)
+	// does so with its first chunk, before the step's text; others only
+	// when the step ends. Result.Usage stays the turn's total.
+	EventUsage
 )
 
 // Event is one step of a streamed turn.
@@ -212,6 +218,8 @@ type Event struct {
 	// Server marks tool events of tools the box runs itself; wires that only
 	// surface client tools (OpenAI, Anthropic) skip them.
 	Server bool
+	// Usage is an EventUsage's figures.
+	Usage Usage
 }
 
 // Emit receives the events of a turn, synchronously and in order. An error
