@@ -778,9 +778,9 @@ Content-Length: 0
 }
 
 // What a peer writes stays out of the box's logs, also where sipgo and
-// diago log a request they refuse: an INVITE without a From tag (400; diago
-// would drop it unanswered), a BYE for no dialog (481), a request that does
-// not parse (400).
+// diago log a request they refuse: an INVITE whose CSeq names another
+// method (400), a BYE for no dialog (481), a request that does not parse
+// (400).
 func TestPeerTextStaysOutOfLogs(t *testing.T) {
 	t.Parallel()
 	logs := &logWatch{marker: "STACKBONE-PEER-TEXT", inner: storetest.Logger(t).Handler()}
@@ -790,11 +790,11 @@ func TestPeerTextStaysOutOfLogs(t *testing.T) {
 		want int
 	}{
 		{want: 400, raw: `INVITE sip:100@127.0.0.1 SIP/2.0
-Via: {{VIA}};branch=z9hG4bKnotag1
-From: "STACKBONE-PEER-TEXT" <sip:STACKBONE-PEER-TEXT@127.0.0.1>
+Via: {{VIA}};branch=z9hG4bKmismatch1
+From: "STACKBONE-PEER-TEXT" <sip:STACKBONE-PEER-TEXT@127.0.0.1>;tag=1
 To: <sip:100@127.0.0.1>
-Call-ID: notag.STACKBONE-PEER-TEXT
-CSeq: 1 INVITE
+Call-ID: mismatch.STACKBONE-PEER-TEXT
+CSeq: 1 OPTIONS
 Contact: <sip:x@127.0.0.1>
 Max-Forwards: 70
 Content-Length: 0
