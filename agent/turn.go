@@ -436,6 +436,7 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	}
 	var calls []*partial
 	var finish openai.FinishReason
+	before, usageSent := t.usage, false // the turn's usage before this step
 	for {
 		chunk, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -447,9 +448,17 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 			}
 			return Message{}, "", t.providerFailed(err)
 		}
-		if chunk.Usage != nil {
-			t.usage.InputTokens += chunk.Usage.PromptTokens
-			t.usage.OutputTokens += chunk.Usage.CompletionTokens
+		if u := chunk.Usage; u != nil {
+			// A provider that reports usage on every chunk reports the
+			// step's figures so far: the latest chunk's replace the earlier.
+			step := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+			t.usage = Usage{InputTokens: before.InputTokens + step.InputTokens, OutputTokens: before.OutputTokens + step.OutputTokens}
+			if !usageSent && step.InputTokens > 0 {
+				usageSent = true
+				if err := t.emit(Event{Kind: EventUsage, MessageID: msg.ID, Usage: step}); err != nil {
+					return Message{}, "", err
+				}
+			}
 		}
 		for _, ch := range chunk.Choices {
 			if ch.FinishReason != "" {

@@ -208,6 +208,12 @@ const (
 	// Text is the tool's filler phrase, if it declares one. A call says it
 	// while the tool runs long; text wires skip it.
 	EventToolRunning
+	// EventUsage carries a model step's usage as soon as the provider
+	// reports its input tokens (Usage: that step's figures so far). A
+	// provider that reports usage on every chunk (config continuousUsage)
+	// does so with its first chunk, before the step's text; others only
+	// when the step ends. Result.Usage stays the turn's total.
+	EventUsage
 )
 
 // Event is one step of a streamed turn.
@@ -219,6 +225,8 @@ type Event struct {
 	// Server marks tool events of tools the box runs itself; wires that only
 	// surface client tools (OpenAI, Anthropic) skip them.
 	Server bool
+	// Usage is an EventUsage's figures.
+	Usage Usage
 }
 
 // Emit receives the events of a turn, synchronously and in order. An error

@@ -139,6 +139,12 @@ type Provider struct {
 	// ChunkTimeout bounds the silence between two reads of an answer's
 	// body, such as the chunks of a stream (default 60s).
 	ChunkTimeout time.Duration `yaml:"chunkTimeout"`
+	// ContinuousUsage asks the provider for usage on every streamed chunk
+	// (stream_options.continuous_usage_stats, as vLLM and SGLang offer),
+	// so a step's input tokens are known with its first chunk: the
+	// Anthropic wire's message_start reports them. Off by default: the
+	// field is not in OpenAI's API and strict providers refuse it.
+	ContinuousUsage bool `yaml:"continuousUsage"`
 }
 
 // Price of one model in US dollars per million tokens.

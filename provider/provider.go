@@ -53,7 +53,11 @@ func NewRegistry(cfg map[string]config.Provider, httpClient *http.Client) *Regis
 		if p.BaseURL != "" {
 			cc.BaseURL = p.BaseURL
 		}
-		cc.HTTPClient = newHTTPClient(p, httpClient)
+		hc := newHTTPClient(p, httpClient)
+		if p.ContinuousUsage {
+			hc.Transport = &continuousUsage{next: hc.Transport}
+		}
+		cc.HTTPClient = hc
 		r.providers[name] = &entry{
 			client:     openai.NewClientWithConfig(cc),
 			configured: p.BaseURL != "" || p.APIKey != "",

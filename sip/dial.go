@@ -29,8 +29,8 @@ func (s *Server) dial(w http.ResponseWriter, r *http.Request) error {
 	if err := api.Decode(w, r, 64<<10, &b); err != nil {
 		return fault.Recode(ErrInvalidDial, err)
 	}
-	if b.Agent == "" || b.To == "" {
-		return fmt.Errorf("%w: %s", ErrInvalidDial, "agent and to are required")
+	if msg := checkDial(b.Agent, b.To, b.Trunk); msg != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidDial, msg)
 	}
 	ids, err := identity.ParseJSONValue(b.Identities, nil)
 	if err != nil {
@@ -45,4 +45,33 @@ func (s *Server) dial(w http.ResponseWriter, r *http.Request) error {
 	}
 	api.WriteData(w, http.StatusAccepted, map[string]string{"callId": id})
 	return nil
+}
+
+// Lengths of a dial request's fields: an agent's or a trunk's name, and the
+// number as typed (spaces, dashes and dots are dropped before it is
+// checked against the at most 32 digits a number holds).
+const (
+	maxNameLen   = 128
+	maxNumberLen = 64
+)
+
+// checkDial says what is wrong with a dial request's fields ("" when
+// nothing), before anything is looked up, so no error quotes more than
+// the limits allow.
+func checkDial(agent, to, trunk string) string {
+	switch {
+	case agent == "" && to == "":
+		return "agent and to are required"
+	case agent == "":
+		return "agent is required"
+	case to == "":
+		return "to is required: the number to call"
+	case len(agent) > maxNameLen:
+		return fmt.Sprintf("agent is too long (%d bytes; at most %d)", len(agent), maxNameLen)
+	case len(to) > maxNumberLen:
+		return fmt.Sprintf("to is too long (%d bytes; at most %d)", len(to), maxNumberLen)
+	case len(trunk) > maxNameLen:
+		return fmt.Sprintf("trunk is too long (%d bytes; at most %d)", len(trunk), maxNameLen)
+	}
+	return ""
 }

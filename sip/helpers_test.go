@@ -29,6 +29,7 @@ import (
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/sip"
+	"github.com/stackbone/box/sip/siptest"
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/tools"
 	"github.com/stackbone/box/tools/toolstest"
@@ -451,7 +452,7 @@ func (b *box) idle(t testing.TB) {
 func (b *box) voicedUploads() int {
 	n := 0
 	for _, wav := range b.model.Uploads() {
-		pcm, err := wavSamples(wav)
+		pcm, err := siptest.WAVSamples(wav)
 		if err != nil {
 			continue
 		}

@@ -46,6 +46,9 @@ func (c *strictConn) ReadFrom(b []byte) (int, net.Addr, error) {
 		}
 		res, pass := screen(c.parser, data)
 		if pass {
+			if t := tagNullFrom(c.parser, data); len(t) != n && len(t) <= len(b) {
+				return copy(b, t), addr, nil
+			}
 			return n, addr, nil
 		}
 		if res != nil {
@@ -55,6 +58,14 @@ func (c *strictConn) ReadFrom(b []byte) (int, net.Addr, error) {
 		}
 		logMalformed(c.log, "udp", addr, len(data), res != nil)
 	}
+}
+
+// WriteTo sends b without the From tags tagNullFrom gave (see rfc2543.go).
+func (c *strictConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if _, err := c.PacketConn.WriteTo(untagNull(b), addr); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // logMalformed notes malformed input at debug level: who sent how much and
@@ -221,10 +232,14 @@ type strictStream struct {
 	wmu     sync.Mutex // our 400s and sipgo's writes do not interleave
 }
 
+// Write sends b without the From tags tagNullFrom gave (see rfc2543.go).
 func (c *strictStream) Write(b []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.Conn.Write(b)
+	if _, err := c.Conn.Write(untagNull(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // Read returns the next bytes sipgo may parse: keep-alive CRLFs and whole
@@ -303,7 +318,7 @@ func (c *strictStream) frame() error {
 		}
 		msg := c.in[:total]
 		if res, pass := screen(c.parser, msg); pass {
-			c.out = append(c.out, msg...)
+			c.out = append(c.out, tagNullFrom(c.parser, msg)...)
 		} else {
 			c.answer(msg, res)
 		}

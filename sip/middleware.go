@@ -168,8 +168,9 @@ func checkRequest(req *sip.Request) *sip.Response {
 	if f := req.From(); f != nil {
 		trimParams(&f.Params)
 		// diago drops an INVITE without a From tag unanswered, and the
-		// caller retransmits into silence (RFC 3261 section 8.1.1.3
-		// requires the tag).
+		// caller retransmits into silence. The transports give an RFC 2543
+		// peer's null tag one of the box's (rfc2543.go), so this guards
+		// only a request that reached the server some other way.
 		if req.Method == sip.INVITE && !f.Params.Has("tag") {
 			return bad("Missing From Tag")
 		}
@@ -180,8 +181,21 @@ func checkRequest(req *sip.Request) *sip.Response {
 	return nil
 }
 
+// trimParams drops the white space sipgo's parser leaves around parameter
+// names and values. It writes only when there is some: sipgo's 100 Trying
+// timer reads the same header from another goroutine.
 func trimParams(p *sip.HeaderParams) {
-	out := (*p)[:0]
+	clean := true
+	for _, kv := range *p {
+		if kv.K == "" || kv.K != strings.TrimSpace(kv.K) || kv.V != strings.TrimSpace(kv.V) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return
+	}
+	out := make(sip.HeaderParams, 0, len(*p))
 	for _, kv := range *p {
 		kv.K, kv.V = strings.TrimSpace(kv.K), strings.TrimSpace(kv.V)
 		if kv.K != "" {

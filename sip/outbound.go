@@ -50,7 +50,7 @@ func (s *Server) Dial(ctx context.Context, req DialRequest) (string, error) {
 	}
 	to := config.NormalizeNumber(req.To)
 	if !numberRe.MatchString(to) {
-		return "", fmt.Errorf("%w: %q", ErrInvalidNumber, req.To)
+		return "", fmt.Errorf("%w %q: a number is 1 to 32 digits, * or #, with an optional leading +", ErrInvalidNumber, req.To)
 	}
 	c := s.newCall(uuid.NewString(), voice.Outbound)
 	c.remote = trunk.Proxy

@@ -3,6 +3,7 @@ package sip_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/sip/siptest"
 	"github.com/stackbone/box/tools/toolstest"
 )
 
@@ -22,7 +24,7 @@ import (
 // tool call with its duration, and the memory save holds what was heard.
 func TestBaresipHearsTheFillerWhileAToolRuns(t *testing.T) {
 	t.Parallel()
-	needTools(t)
+	siptest.NeedBaresip(t)
 	orders := toolstest.NewOrders(t)
 	orders.SetDelay(2 * time.Second)
 	const (
@@ -48,10 +50,10 @@ agents:
 		providertest.Reply{Content: answer},
 		providertest.Reply{Content: `{"operations":[{"op":"add","content":"Waiting for order A-1001."}],"summary":"Asked where order A-1001 is."}`},
 	)
-	mic := speechFile(t, t.TempDir(), "Where is my order A-1001?", 2.5, 10)
-	ph := startPhone(t, number, mic, "sip:100@"+b.sip.Addr())
+	mic := siptest.SpeechFile(t, t.TempDir(), "Where is my order A-1001?", 2.5, 10)
+	ph := siptest.StartBaresip(t, number, mic, "sip:100@"+b.sip.Addr())
 	c := <-b.opened
-	ph.callEnded(t, 60*time.Second)
+	ph.CallEnded(t, 60*time.Second)
 	rec := b.ended(t, c)
 
 	var heard []string
@@ -78,7 +80,7 @@ agents:
 
 	// The caller's recording: the greeting, the filler, then the answer,
 	// each a burst of the scripted voice's 40 ms a character.
-	bursts := ph.bursts(t)
+	bursts := bursts(t, ph)
 	if len(bursts) < 3 {
 		t.Fatalf("baresip heard %d bursts of speech %v, want the greeting, the filler and the answer", len(bursts), bursts)
 	}
@@ -103,9 +105,9 @@ agents:
 
 // bursts are the runs of voiced 20 ms windows in what the phone recorded,
 // split at 100 ms of silence, shorter than 200 ms left out.
-func (p *phone) bursts(t *testing.T) []int {
+func bursts(t *testing.T, p *siptest.Baresip) []int {
 	t.Helper()
-	pcm := p.recording(t)
+	pcm := p.Recording(t)
 	var out []int
 	run, quiet := 0, 0
 	flush := func() {
@@ -150,7 +152,7 @@ func localTrunk() config.SIP {
 // caller's new turn is answered.
 func TestBaresipTalksOverASlowTool(t *testing.T) {
 	t.Parallel()
-	needTools(t)
+	siptest.NeedBaresip(t)
 	orders := toolstest.NewOrders(t)
 	orders.SetDelay(time.Minute)
 	b := startBox(t, localTrunk(), toolAgents(orders), nil)
@@ -159,16 +161,18 @@ func TestBaresipTalksOverASlowTool(t *testing.T) {
 		providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("call_o", "order_status", map[string]string{"orderId": "A-1001"})}},
 		providertest.Reply{Content: "Okay, goodbye."})
 	dir := t.TempDir()
-	first := speechFile(t, filepath.Join(dir), "Where is my order A-1001?", 2.5, 4)
+	first := siptest.SpeechFile(t, filepath.Join(dir), "Where is my order A-1001?", 2.5, 4)
 	if err := os.Rename(first, filepath.Join(dir, "first.wav")); err != nil {
 		t.Fatal(err)
 	}
-	second := speechFile(t, dir, "Never mind, thanks.", 0, 5)
+	second := siptest.SpeechFile(t, dir, "Never mind, thanks.", 0, 5)
 	mic := filepath.Join(dir, "mic.wav")
-	run(t, "sox", filepath.Join(dir, "first.wav"), second, mic)
-	ph := startPhone(t, "+34600555666", mic, "sip:100@"+b.sip.Addr())
+	if out, err := exec.Command("sox", filepath.Join(dir, "first.wav"), second, mic).CombinedOutput(); err != nil {
+		t.Fatalf("sox: %v\n%s", err, out)
+	}
+	ph := siptest.StartBaresip(t, "+34600555666", mic, "sip:100@"+b.sip.Addr())
 	c := <-b.opened
-	ph.callEnded(t, 60*time.Second)
+	ph.CallEnded(t, 60*time.Second)
 	rec := b.ended(t, c)
 	if orders.Cancelled() != 1 {
 		t.Fatalf("the service saw %d cancelled requests, want the one the caller talked over", orders.Cancelled())
@@ -188,16 +192,16 @@ func TestBaresipTalksOverASlowTool(t *testing.T) {
 // and the turn's run records the call as cancelled.
 func TestBaresipHangsUpDuringATool(t *testing.T) {
 	t.Parallel()
-	needTools(t)
+	siptest.NeedBaresip(t)
 	orders := toolstest.NewOrders(t)
 	orders.SetDelay(time.Minute)
 	b := startBox(t, localTrunk(), toolAgents(orders), nil)
 	b.model.ScriptTranscripts("Where is my order A-1001?")
 	b.model.Script(providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("call_o", "order_status", map[string]string{"orderId": "A-1001"})}})
-	mic := speechFile(t, t.TempDir(), "Where is my order A-1001?", 2.5, 4)
-	ph := startPhone(t, "+34600777888", mic, "sip:100@"+b.sip.Addr())
+	mic := siptest.SpeechFile(t, t.TempDir(), "Where is my order A-1001?", 2.5, 4)
+	ph := siptest.StartBaresip(t, "+34600777888", mic, "sip:100@"+b.sip.Addr())
 	c := <-b.opened
-	ph.callEnded(t, 60*time.Second)
+	ph.CallEnded(t, 60*time.Second)
 	b.ended(t, c)
 	poll.Until(t, "the tool's request to be cancelled", 10*time.Second, func() bool { return orders.Cancelled() == 1 })
 	var meta string

@@ -252,7 +252,7 @@ CSeq: 8 OPTIONS
 l: 0
 
 `},
-	{name: "inv2543", want: 404, gap: "sipgo's transaction layer keys a transaction on the From tag, which an RFC 2543 peer does not send; the INVITE gets 400", raw: `INVITE sip:UserB@example.com SIP/2.0
+	{name: "inv2543", want: 404, raw: `INVITE sip:UserB@example.com SIP/2.0
 Via: {{VIA}}
 From: <sip:UserA@example.com>
 To: <sip:UserB@example.com>
@@ -581,6 +581,44 @@ func TestRFC4475Torture(t *testing.T) {
 	}
 }
 
+// An RFC 2543 peer sends no From tag: its INVITE is taken like any other
+// (the box gives it a tag of its own for sipgo), and every answer carries
+// the From the peer sent, without that tag.
+func TestRFC2543RequestWithoutFromTag(t *testing.T) {
+	t.Parallel()
+	cfg := inboundConfig()
+	cfg.Trunks.Inbound[0].Routes = []config.Route{{Number: "5550000", Agent: "a"}}
+	b := newProtocolBox(t, cfg, "", nil)
+	var inv string
+	for _, c := range tortureCases {
+		if c.name == "inv2543" {
+			inv = c.raw
+		}
+	}
+	for _, transport := range []string{"udp", "tcp"} {
+		head := tortureAnswer(t, b.sip.Addr(), transport, inv)
+		if statusCode(head) != 404 {
+			t.Fatalf("%s: answered %q, want 404", transport, firstLine(head))
+		}
+		var from, to string
+		for _, l := range strings.Split(head, "\r\n") {
+			name, value, _ := strings.Cut(l, ":")
+			switch strings.ToLower(strings.TrimSpace(name)) {
+			case "from", "f":
+				from = strings.TrimSpace(value)
+			case "to", "t":
+				to = strings.TrimSpace(value)
+			}
+		}
+		if from != "<sip:UserA@example.com>" {
+			t.Errorf("%s: From %q, want the request's own <sip:UserA@example.com>", transport, from)
+		}
+		if !strings.HasPrefix(to, "<sip:UserB@example.com>;tag=") || strings.Contains(to, "sb2543") {
+			t.Errorf("%s: To %q, want the box's own tag", transport, to)
+		}
+	}
+}
+
 // tortureMessage fills in a case's placeholders and ends its lines in CRLF.
 func tortureMessage(raw, via string) []byte {
 	msg := strings.ReplaceAll(strings.ReplaceAll(raw, "\r\n", "\n"), "\n", "\r\n")
@@ -594,6 +632,13 @@ func tortureMessage(raw, via string) []byte {
 // sendTorture sends one message and returns the status of the final answer,
 // 0 when none came within 3 s.
 func sendTorture(t *testing.T, box, transport, raw string) int {
+	t.Helper()
+	return statusCode(tortureAnswer(t, box, transport, raw))
+}
+
+// tortureAnswer sends one message and returns the final answer's start line
+// and headers, "" when none came within 3 s.
+func tortureAnswer(t *testing.T, box, transport, raw string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -616,10 +661,11 @@ func sendTorture(t *testing.T, box, transport, raw string) int {
 		for {
 			n, _, err := conn.ReadFrom(buf)
 			if err != nil {
-				return 0
+				return ""
 			}
-			if code := statusCode(string(buf[:n])); code >= 200 {
-				return code
+			if msg := string(buf[:n]); statusCode(msg) >= 200 {
+				head, _, _ := strings.Cut(msg, "\r\n\r\n")
+				return head + "\r\n"
 			}
 		}
 	}
@@ -638,10 +684,10 @@ func sendTorture(t *testing.T, box, transport, raw string) int {
 	for {
 		head, err := readHead(r)
 		if err != nil {
-			return 0
+			return ""
 		}
-		if code := statusCode(head); code >= 200 {
-			return code
+		if statusCode(head) >= 200 {
+			return head
 		}
 	}
 }
@@ -732,9 +778,9 @@ Content-Length: 0
 }
 
 // What a peer writes stays out of the box's logs, also where sipgo and
-// diago log a request they refuse: an INVITE without a From tag (400; diago
-// would drop it unanswered), a BYE for no dialog (481), a request that does
-// not parse (400).
+// diago log a request they refuse: an INVITE whose CSeq names another
+// method (400), a BYE for no dialog (481), a request that does not parse
+// (400).
 func TestPeerTextStaysOutOfLogs(t *testing.T) {
 	t.Parallel()
 	logs := &logWatch{marker: "STACKBONE-PEER-TEXT", inner: storetest.Logger(t).Handler()}
@@ -744,11 +790,11 @@ func TestPeerTextStaysOutOfLogs(t *testing.T) {
 		want int
 	}{
 		{want: 400, raw: `INVITE sip:100@127.0.0.1 SIP/2.0
-Via: {{VIA}};branch=z9hG4bKnotag1
-From: "STACKBONE-PEER-TEXT" <sip:STACKBONE-PEER-TEXT@127.0.0.1>
+Via: {{VIA}};branch=z9hG4bKmismatch1
+From: "STACKBONE-PEER-TEXT" <sip:STACKBONE-PEER-TEXT@127.0.0.1>;tag=1
 To: <sip:100@127.0.0.1>
-Call-ID: notag.STACKBONE-PEER-TEXT
-CSeq: 1 INVITE
+Call-ID: mismatch.STACKBONE-PEER-TEXT
+CSeq: 1 OPTIONS
 Contact: <sip:x@127.0.0.1>
 Max-Forwards: 70
 Content-Length: 0

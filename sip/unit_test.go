@@ -1,6 +1,8 @@
 package sip
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +87,50 @@ func TestNegotiateTimer(t *testing.T) {
 		if (err != nil) != c.err || got.interval != c.interval || got.refresher != c.refr || got.weRefresh != (c.refr == "uas") {
 			t.Errorf("%s: %+v %v", name, got, err)
 		}
+	}
+}
+
+// A null From tag is given the same tag on every request of its Call-ID,
+// wherever the From header ends (folded, compact, without brackets), and
+// the tag never leaves the box; a From with a tag is left as it is.
+func TestNullFromTag(t *testing.T) {
+	p := sip.NewParser()
+	msg := func(from string) []byte {
+		return []byte("INVITE sip:b@example.com SIP/2.0\r\nVia: SIP/2.0/UDP 192.0.2.1\r\n" + from +
+			"\r\nTo: <sip:b@example.com>\r\nCall-ID: abc@192.0.2.1\r\nCSeq: 1 INVITE\r\nContent-Length: 4\r\n\r\nbody")
+	}
+	cases := []struct{ from, tagged string }{
+		{"From: <sip:a@example.com>", "From: <sip:a@example.com>;tag=sb2543-"},
+		{"f: sip:a@example.com ", "f: sip:a@example.com;tag=sb2543-"},
+		{"From: \"A\"\r\n <sip:a@example.com>", "From: \"A\"\r\n <sip:a@example.com>;tag=sb2543-"},
+	}
+	var tags []string
+	for _, c := range cases {
+		got := tagNullFrom(p, msg(c.from))
+		i := bytes.Index(got, []byte(c.tagged))
+		if i < 0 {
+			t.Fatalf("%q tagged as %q", c.from, got)
+		}
+		tag := string(got[i+len(c.tagged)-len("sb2543-") : i+len(c.tagged)+16])
+		tags = append(tags, tag)
+		if !bytes.HasSuffix(got, []byte("\r\n\r\nbody")) {
+			t.Fatalf("body changed: %q", got)
+		}
+		if back := untagNull(got); !bytes.Equal(back, msg(strings.TrimRight(c.from, " "))) && !bytes.Equal(back, msg(c.from)) {
+			t.Fatalf("untagged %q, want %q", back, msg(c.from))
+		}
+	}
+	if tags[0] != tags[1] || tags[1] != tags[2] {
+		t.Fatalf("tags %q differ for one Call-ID", tags)
+	}
+	for _, from := range []string{"From: <sip:a@example.com>;tag=1928301774", "From: sip:a@example.com;tag=x", "f: \"A;tag=no\" <sip:a@example.com>;tag=z"} {
+		if got := tagNullFrom(p, msg(from)); !bytes.Equal(got, msg(from)) {
+			t.Fatalf("%q changed to %q", from, got)
+		}
+	}
+	resp := []byte("SIP/2.0 200 OK\r\nFrom: <sip:a@example.com>;tag=" + tags[0] + "\r\nTo: <sip:b@example.com>;tag=box1\r\n\r\nv=0 ;tag=" + tags[0])
+	want := []byte("SIP/2.0 200 OK\r\nFrom: <sip:a@example.com>\r\nTo: <sip:b@example.com>;tag=box1\r\n\r\nv=0 ;tag=" + tags[0])
+	if got := untagNull(resp); !bytes.Equal(got, want) {
+		t.Fatalf("untagged %q, want %q", got, want)
 	}
 }

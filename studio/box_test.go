@@ -28,6 +28,7 @@ import (
 	"github.com/stackbone/box/rag"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/runs"
+	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/stores"
 	"github.com/stackbone/box/studio"
@@ -61,6 +62,22 @@ agents:
     instructions: You ship releases.
     memoryStores:
       - {memoryStoreId: release-policy, access: read_only}
+  frontdesk:
+    model: openai/chat
+    instructions: You answer the phone.
+    greeting: Hello, this is the front desk.
+    memory: {identityKey: phoneNumber, read: true, save: true}
+sip:
+  addr: 127.0.0.1:0
+  trunks:
+    inbound:
+      - name: local
+        sources: [127.0.0.1]
+        routes:
+          - {number: "*", agent: frontdesk}
+    outbound:
+      - name: carrier
+        proxy: 127.0.0.1:9
 `
 
 // adminKey holds every scope.
@@ -75,6 +92,7 @@ type box struct {
 	rt    *agent.Runtime
 	mem   *memory.Service
 	calls *voice.Manager
+	sip   *sip.Server
 }
 
 func newBox(t *testing.T) *box {
@@ -115,6 +133,19 @@ func newBox(t *testing.T) *box {
 	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
 		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: log})
 	calls.Register(h)
+	phones, err := sip.New(sip.Config{Config: cfg.SIP, Manager: calls, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sipCtx, stopSIP := context.WithCancel(context.Background())
+	if err := phones.Start(sipCtx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		phones.Close()
+		stopSIP()
+	})
+	phones.Register(h)
 	memoryStores.Register(h)
 	// The call page pre-fills the dev key, as under `stackbone dev`
 	// (TestSaveOffBetweenTwoCalls signs its calls in with it).
@@ -159,7 +190,7 @@ func newBox(t *testing.T) *box {
 	studio.Register(h)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &box{t: t, url: srv.URL, model: model, pool: pool, keys: keys, rt: rt, mem: mem, calls: calls}
+	return &box{t: t, url: srv.URL, model: model, pool: pool, keys: keys, rt: rt, mem: mem, calls: calls, sip: phones}
 }
 
 // do sends an API request with key and decodes the envelope's data into

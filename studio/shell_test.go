@@ -39,6 +39,25 @@ func TestServedWithStrictPolicy(t *testing.T) {
 	if resp, _ := http.Get(b.url + "/studio/nothing.js"); resp.StatusCode != 404 {
 		t.Fatalf("a missing asset answered %d", resp.StatusCode)
 	}
+	// A reload revalidates the assets instead of downloading them again.
+	for _, path := range []string{"/studio/", "/studio/lib.js"} {
+		resp, err := http.Get(b.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		tag := resp.Header.Get("ETag")
+		req, _ := http.NewRequest("GET", b.url+path, nil)
+		req.Header.Set("If-None-Match", tag)
+		again, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again.Body.Close()
+		if tag == "" || again.StatusCode != http.StatusNotModified || again.Header.Get("Content-Security-Policy") != studio.CSP {
+			t.Fatalf("GET %s with If-None-Match %q: %d", path, tag, again.StatusCode)
+		}
+	}
 }
 
 // An operator signs in; a wrong key is refused with a message; the key

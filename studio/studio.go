@@ -1,7 +1,9 @@
 package studio
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"io/fs"
 	"net/http"
 	"path"
@@ -40,6 +42,23 @@ func Handler() http.Handler {
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
+	// Embedded files have no modification time, so without a validator a
+	// reload downloads every module again; their content hash lets the
+	// browser revalidate (304) instead. Still no-cache: a new build is
+	// picked up at once.
+	etags := map[string]string{}
+	_ = fs.WalkDir(sub, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(sub, name)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		etags[name] = `"` + hex.EncodeToString(sum[:12]) + `"`
+		return nil
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hdr := w.Header()
 		hdr.Set("Content-Security-Policy", CSP)
@@ -55,6 +74,7 @@ func Handler() http.Handler {
 		name := strings.TrimPrefix(r.URL.Path, "/studio/")
 		if name != "" && path.Ext(name) != "" {
 			if f, err := fs.Stat(sub, name); err == nil && !f.IsDir() {
+				hdr.Set("ETag", etags[name])
 				http.ServeFileFS(w, r, sub, name)
 				return
 			}
@@ -62,6 +82,7 @@ func Handler() http.Handler {
 			return
 		}
 		hdr.Set("Content-Type", "text/html; charset=utf-8")
+		hdr.Set("ETag", etags["index.html"])
 		http.ServeFileFS(w, r, sub, "index.html")
 	})
 }

@@ -231,7 +231,21 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		pt, ct = 10, 5
 	}
 	if req.Stream {
-		streamChat(r.Context(), w, req.Model, reply, pt, ct, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		var opts struct {
+			StreamOptions struct {
+				IncludeUsage    bool `json:"include_usage"`
+				ContinuousUsage bool `json:"continuous_usage_stats"`
+			} `json:"stream_options"`
+		}
+		_ = json.Unmarshal(body, &opts)
+		usage := usageAtEnd
+		switch {
+		case opts.StreamOptions.IncludeUsage && opts.StreamOptions.ContinuousUsage:
+			usage = usageEveryChunk
+		case !opts.StreamOptions.IncludeUsage:
+			usage = usageNone
+		}
+		streamChat(r.Context(), w, req.Model, reply, pt, ct, usage)
 		return
 	}
 	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: reply.Content}
@@ -256,9 +270,20 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
+// When a stream reports usage.
+type usageMode int
+
+const (
+	usageNone       usageMode = iota // not asked for
+	usageAtEnd                       // include_usage: one chunk after the finish, as OpenAI does
+	usageEveryChunk                  // and continuous_usage_stats: every chunk, as vLLM does
+)
+
 // streamChat answers server-sent events the way OpenAI streams: a role chunk,
 // content chunks of a few words, a finish chunk, usage when asked, [DONE].
-func streamChat(ctx context.Context, w http.ResponseWriter, model string, reply Reply, pt, ct int, usage bool) {
+// With usage on every chunk, each carries the prompt tokens and the
+// completion tokens so far (all of them from the finish chunk on).
+func streamChat(ctx context.Context, w http.ResponseWriter, model string, reply Reply, pt, ct int, usage usageMode) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl, _ := w.(http.Flusher)
 	send := func(v any) {
@@ -268,11 +293,22 @@ func streamChat(ctx context.Context, w http.ResponseWriter, model string, reply 
 			fl.Flush()
 		}
 	}
+	sent := 0 // completion tokens reported so far
 	chunk := func(delta openai.ChatCompletionStreamChoiceDelta, finish openai.FinishReason) openai.ChatCompletionStreamResponse {
-		return openai.ChatCompletionStreamResponse{
+		c := openai.ChatCompletionStreamResponse{
 			ID: "chatcmpl-test", Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: model,
 			Choices: []openai.ChatCompletionStreamChoice{{Index: 0, Delta: delta, FinishReason: finish}},
 		}
+		if usage == usageEveryChunk {
+			if delta.Content != "" || len(delta.ToolCalls) > 0 {
+				sent = min(sent+1, ct)
+			}
+			if finish != "" {
+				sent = ct
+			}
+			c.Usage = &openai.Usage{PromptTokens: pt, CompletionTokens: sent, TotalTokens: pt + sent}
+		}
+		return c
 	}
 	send(chunk(openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant}, ""))
 	for i, piece := range splitKeep(reply.Content, 3) {
@@ -310,7 +346,7 @@ func streamChat(ctx context.Context, w http.ResponseWriter, model string, reply 
 		finish = openai.FinishReason(reply.Finish)
 	}
 	send(chunk(openai.ChatCompletionStreamChoiceDelta{}, finish))
-	if usage {
+	if usage != usageNone {
 		send(openai.ChatCompletionStreamResponse{
 			ID: "chatcmpl-test", Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: model,
 			Choices: []openai.ChatCompletionStreamChoice{},

@@ -1,13 +1,17 @@
-// Package siptest is a SIP caller for tests outside package sip: a real
-// user agent (diago over sipgo) on loopback that calls the box, speaks
-// speech-like G.711 audio with pauses, and measures what it hears. It
-// stands in for a phone, never for the box.
+// Package siptest is the phones of tests outside package sip. Caller is a
+// real user agent (diago over sipgo) on loopback that calls the box, speaks
+// speech-like G.711 audio with pauses, and measures what it hears; Baresip
+// runs the real softphone with a recorded voice (SpeechFile). They stand
+// in for phones, never for the box.
 //
 //	c := siptest.NewCaller(t)
 //	call, err := c.Call(ctx, "100", boxSIPAddr)
 //	call.Talk(2) // two bursts of speech, then line noise
 //	poll.Until(t, "the greeting", 10*time.Second, func() bool { return call.Voiced() > 20 })
 //	<-call.Ended()
+//
+//	ph := siptest.StartBaresip(t, "+34600111222", siptest.SpeechFile(t, dir, "Hello.", 2.5, 5), "sip:100@"+boxSIPAddr)
+//	ph.CallEnded(t, time.Minute)
 package siptest
 
 import (

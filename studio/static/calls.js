@@ -47,19 +47,48 @@ export async function callsScreen(main, params) {
   await first;
 }
 
+// The dial form checks what it can before sending (the box checks it all
+// again): a number as the box reads it (spaces, dashes, dots, brackets and
+// slashes dropped: 1 to 32 digits, * or #, an optional leading +), and the
+// identities as one JSON object of strings. Whatever the box answers is
+// shown as text.
+const NUMBER = /^\+?[0-9*#]{1,32}$/;
+
+export function dialProblem(agent, to, identities) {
+  if (!agent) return "Pick an agent.";
+  if (!to) return "Enter the number to call.";
+  const n = to.replace(/[\s\-.()/]/g, "");
+  if (!NUMBER.test(n)) return "The number must be 1 to 32 digits, * or #, with an optional leading + (spaces and dashes are fine).";
+  if (!identities) return "";
+  let v;
+  try { v = JSON.parse(identities); } catch { return "Identities must be a JSON object, such as {\"customerId\": \"crm/1\"}."; }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return "Identities must be a JSON object, such as {\"customerId\": \"crm/1\"}.";
+  for (const [k, x] of Object.entries(v)) if (typeof x !== "string") return "Each identity must be a string; " + JSON.stringify(k).slice(0, 66) + " is not.";
+  return "";
+}
+
 async function dialForm() {
   const agent = await agentFilter("agent", "");
   if (agent.tagName === "SELECT") agent.firstChild.textContent = "(pick an agent)";
   const to = h("input", { name: "to", required: true, placeholder: "+34600111222", maxlength: 64 });
-  const trunk = h("input", { name: "trunk", placeholder: "(first outbound trunk)", maxlength: 100 });
-  const out = h("p", { class: "result", id: "dial-result" });
+  const trunk = h("input", { name: "trunk", placeholder: "(first outbound trunk)", maxlength: 128 });
+  const ids = h("input", { name: "identities", placeholder: '{"customerId": "crm/1"} (optional)', maxlength: 4096 });
+  const out = h("p", { class: "result", id: "dial-result", role: "alert" });
   const form = h("form", { class: "inline", id: "dial", novalidate: true }, field("Agent", agent), field("To", to), field("Trunk", trunk),
-    h("button", { type: "submit" }, "Call"), out);
+    field("Identities", ids), h("button", { type: "submit" }, "Call"), out);
+  if (!can("voice")) {
+    for (const c of form.querySelectorAll("input,select,button")) c.disabled = true;
+    form.append(readOnlyNote("voice", "place calls"));
+  }
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    if (!agent.value || !to.value.trim()) { out.textContent = "Pick an agent and enter a number."; return; }
+    out.textContent = "";
+    const problem = dialProblem(agent.value, to.value.trim(), ids.value.trim());
+    if (problem) { out.textContent = problem; return; }
+    const body = { agent: agent.value, to: to.value.trim(), trunk: trunk.value.trim() };
+    if (ids.value.trim()) body.identities = JSON.parse(ids.value);
     try {
-      const r = await api("POST", "/api/voice/calls", { agent: agent.value, to: to.value.trim(), trunk: trunk.value.trim() });
+      const r = await api("POST", "/api/voice/calls", body);
       location.hash = "#/calls/" + encodeURIComponent(r.callId);
     } catch (e) { out.textContent = explain(e); }
   });

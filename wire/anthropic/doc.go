@@ -45,9 +45,20 @@
 //
 // Usage: message_delta carries the turn's input_tokens and output_tokens
 // over all its model steps (the official clients take both from it).
-// message_start cannot know them yet: OpenAI-compatible providers report
-// usage when a step ends, and the box does not hold back the stream to
-// wait for it; its usage is zero.
+// message_start carries the input tokens of the turn's first model step,
+// as the provider reported them, whenever they are known before the
+// stream's first content, and 0 otherwise. The box never holds the stream
+// back to wait for them, so when they are known depends on the provider:
+//   - a provider with continuousUsage (providers.NAME.continuousUsage, for
+//     vLLM and SGLang, which report usage on every chunk when asked with
+//     stream_options.continuous_usage_stats) reports them with its first
+//     chunk: message_start always has them;
+//   - a provider that reports usage only when a step ends (OpenAI's own API
+//     and most others) gives them too late for a first step that writes
+//     text (message_start says 0, message_delta the real count), and in
+//     time when the first step only called tools the box runs itself.
+//
+// No count is estimated: a figure the wire reports is the provider's.
 //
 // # Held tools
 //

@@ -31,6 +31,8 @@ type streamer struct {
 	openCall string
 	calls    map[string]*callState
 	err      error // the first write error; the client went away
+
+	first *agent.Usage // the first model step's usage, once the provider reported it
 }
 
 // Started reports whether the stream began.
@@ -43,6 +45,15 @@ func (s *streamer) Broken() error { return s.err }
 // block, as the provider sent it.
 func (s *streamer) Emit(ev agent.Event) error {
 	if ev.Server {
+		return nil
+	}
+	if ev.Kind == agent.EventUsage {
+		// message_start reports the first step's input tokens when they are
+		// known before the stream begins (see the package doc).
+		if s.first == nil {
+			u := ev.Usage
+			s.first = &u
+		}
 		return nil
 	}
 	if err := s.start(); err != nil {
@@ -135,9 +146,11 @@ func (s *streamer) start() error {
 		return s.err
 	}
 	s.sse = wire.NewSSE(s.w)
-	s.event("message_start", messageStart{Type: "message_start", Message: messageObject{
-		ID: s.id, Type: "message", Role: "assistant", Model: s.model, Content: []contentBlock{},
-	}})
+	m := messageObject{ID: s.id, Type: "message", Role: "assistant", Model: s.model, Content: []contentBlock{}}
+	if s.first != nil {
+		m.Usage = usageOf(*s.first)
+	}
+	s.event("message_start", messageStart{Type: "message_start", Message: m})
 	return s.err
 }
 

@@ -22,7 +22,12 @@ import (
 	"github.com/stackbone/box/wire/wiretest"
 )
 
+// The scripted model reports usage on every chunk when asked, as vLLM
+// does; the box asks it (continuousUsage), so message_start on the
+// Anthropic stream reports the input tokens.
 const agentsYAML = `
+providers:
+  openai: {continuousUsage: true}
 agents:
   support:
     model: openai/chat
@@ -88,7 +93,8 @@ func respond(req *goopenai.ChatCompletionRequest) providertest.Reply {
 	case strings.Contains(text, "fail"):
 		return providertest.Reply{Status: 500, Message: "scripted failure"}
 	}
-	return providertest.Reply{Content: "Hello from the box. " + counts}
+	// GREETING_USAGE in testdata/lib.mjs.
+	return providertest.Reply{Content: "Hello from the box. " + counts, PromptTokens: 321, CompletionTokens: 12}
 }
 
 func registerAll(mux wire.Mux, cfg wire.Config) {

@@ -69,7 +69,7 @@ func (s *responsesStream) done(i int, item outputItem) {
 }
 
 func (s *responsesStream) Emit(ev agent.Event) error {
-	if ev.Server {
+	if ev.Server || ev.Kind == agent.EventUsage {
 		return nil
 	}
 	if err := s.start(); err != nil {

@@ -77,7 +77,7 @@ func (s *streamer) Broken() error { return s.err }
 // a tool the box runs itself) are one content, separated by
 // agent.StepSeparator, as in a plain answer.
 func (s *streamer) Emit(ev agent.Event) error {
-	if ev.Server {
+	if ev.Server || ev.Kind == agent.EventUsage {
 		return nil
 	}
 	switch ev.Kind {

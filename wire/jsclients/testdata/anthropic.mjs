@@ -1,6 +1,6 @@
 // The official @anthropic-ai/sdk package against the Messages wire.
 import Anthropic from "@anthropic-ai/sdk";
-import { BASE, KEY, IDENTITIES, SERVER_TOOL_TEXTS, greeting, weather, WEATHER_SCHEMA, check, assert, eq, done, newSession, UUID_RE, afterStop, expectError } from "./lib.mjs";
+import { BASE, KEY, IDENTITIES, SERVER_TOOL_TEXTS, greeting, weather, WEATHER_SCHEMA, check, assert, eq, done, newSession, UUID_RE, afterStop, expectError, GREETING_USAGE } from "./lib.mjs";
 
 const client = new Anthropic({ baseURL: `${BASE}/anthropic`, apiKey: KEY, maxRetries: 0, defaultHeaders: { "x-stackbone-identities": IDENTITIES } });
 const user = (content) => [{ role: "user", content }];
@@ -12,7 +12,7 @@ await check("plain", async () => {
   const { data, response } = await client.messages.create({ ...base, messages: user("Hi") }).withResponse();
   eq(texts(data), [greeting()], "text");
   eq(data.stop_reason, "end_turn", "stop_reason");
-  assert(data.usage.input_tokens > 0 && data.usage.output_tokens > 0, "usage");
+  eq([data.usage.input_tokens, data.usage.output_tokens], [GREETING_USAGE.input, GREETING_USAGE.output], "usage");
   assert(UUID_RE.test(response.headers.get("x-stackbone-run-id") ?? ""), "x-stackbone-run-id");
 });
 
@@ -24,8 +24,8 @@ await check("streamed", async () => {
   const msg = await stream.finalMessage();
   eq(streamed, greeting(), "streamed text");
   eq(texts(msg), [greeting()], "final message");
-  assert(msg.usage.input_tokens > 0 && msg.usage.output_tokens > 0, `usage ${JSON.stringify(msg.usage)}`);
-  assert(startInput >= 0, "message_start usage");
+  eq([msg.usage.input_tokens, msg.usage.output_tokens], [GREETING_USAGE.input, GREETING_USAGE.output], "final usage");
+  eq(startInput, GREETING_USAGE.input, "message_start input_tokens");
 });
 
 // loop is Anthropic's documented tool loop: send, run the tool_use blocks,

@@ -10,6 +10,9 @@ if (!BASE || !KEY) throw new Error("BOX_URL and BOX_KEY must be set (the Go test
 export const IDENTITIES = JSON.stringify({ customerId: "crm/1" });
 
 export const SERVER_TOOL_TEXTS = ["Let me check your saved details.", "I have nothing saved about you yet."];
+// GREETING_USAGE is what the scripted model reports for a greeting (on
+// every chunk: the box asks it for continuous usage).
+export const GREETING_USAGE = { input: 321, output: 12 };
 export const greeting = (users = 1, cut = false) => `Hello from the box. [users=${users} calls=0 results=0 cut=${cut}]`;
 export const weather = (users = 1, calls = 1, results = 1) => `Rain in Oslo. [users=${users} calls=${calls} results=${results} cut=false]`;
 export const WEATHER_SCHEMA = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };

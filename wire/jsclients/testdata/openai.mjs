@@ -1,6 +1,6 @@
 // The official openai package against the Chat Completions wire.
 import OpenAI from "openai";
-import { BASE, KEY, IDENTITIES, SERVER_TOOL_TEXTS, greeting, weather, WEATHER_SCHEMA, check, assert, eq, done, newSession, UUID_RE, afterStop, expectError } from "./lib.mjs";
+import { BASE, KEY, IDENTITIES, SERVER_TOOL_TEXTS, greeting, weather, WEATHER_SCHEMA, check, assert, eq, done, newSession, UUID_RE, afterStop, expectError, GREETING_USAGE } from "./lib.mjs";
 
 const client = new OpenAI({ baseURL: `${BASE}/openai/v1`, apiKey: KEY, maxRetries: 0, defaultHeaders: { "x-stackbone-identities": IDENTITIES } });
 const user = (content) => [{ role: "user", content }];
@@ -20,14 +20,14 @@ await check("plain", async () => {
   const { data, response } = await client.chat.completions.create({ model: "support", messages: user("Hi") }).withResponse();
   eq(data.choices[0].message.content, greeting(), "content");
   eq(data.choices[0].finish_reason, "stop", "finish_reason");
-  assert(data.usage.total_tokens > 0, "usage");
+  eq([data.usage.prompt_tokens, data.usage.completion_tokens], [GREETING_USAGE.input, GREETING_USAGE.output], "usage");
   assert(UUID_RE.test(response.headers.get("x-stackbone-run-id") ?? ""), "x-stackbone-run-id");
 });
 
 await check("streamed", async () => {
   const { text, usage } = await streamText({ model: "support", messages: user("Hi") });
   eq(text, greeting(), "text");
-  assert(usage?.total_tokens > 0, "usage chunk");
+  eq([usage?.prompt_tokens, usage?.completion_tokens], [GREETING_USAGE.input, GREETING_USAGE.output], "usage chunk");
 });
 
 await check("client tool round trip", async () => {

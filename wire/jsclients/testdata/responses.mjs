@@ -1,6 +1,6 @@
 // The official openai package against the Responses API.
 import OpenAI from "openai";
-import { BASE, KEY, IDENTITIES, SERVER_TOOL_TEXTS, greeting, weather, WEATHER_SCHEMA, check, assert, eq, done, newSession, UUID_RE, afterStop, expectError } from "./lib.mjs";
+import { BASE, KEY, IDENTITIES, SERVER_TOOL_TEXTS, greeting, weather, WEATHER_SCHEMA, check, assert, eq, done, newSession, UUID_RE, afterStop, expectError, GREETING_USAGE } from "./lib.mjs";
 
 const client = new OpenAI({ baseURL: `${BASE}/openai/v1`, apiKey: KEY, maxRetries: 0, defaultHeaders: { "x-stackbone-identities": IDENTITIES } });
 const base = { model: "support" };
@@ -22,7 +22,7 @@ await check("plain", async () => {
   const { data, response } = await client.responses.create({ ...base, input: "Hi", instructions: "Be brief." }).withResponse();
   eq(data.output_text, greeting(), "output_text");
   eq(data.status, "completed", "status");
-  assert(data.usage.total_tokens > 0, "usage");
+  eq([data.usage.input_tokens, data.usage.output_tokens], [GREETING_USAGE.input, GREETING_USAGE.output], "usage");
   assert(UUID_RE.test(response.headers.get("x-stackbone-run-id") ?? ""), "x-stackbone-run-id");
 });
 
@@ -31,7 +31,7 @@ await check("streamed", async () => {
   eq(text, greeting(), "text");
   eq(final?.output_text ?? final?.output?.[0]?.content?.[0]?.text, greeting(), "completed response");
   eq(types[0], "response.created", "first event");
-  assert(final.usage.total_tokens > 0, "usage");
+  eq([final.usage.input_tokens, final.usage.output_tokens], [GREETING_USAGE.input, GREETING_USAGE.output], "usage");
 });
 
 await check("function tools across turns with previous_response_id", async () => {
