@@ -168,9 +168,9 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	runtime := agent.New(agent.Config{Metrics: metrics, Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log,
 		Tools: agent.Sources(memoryStores.Tools(), retrieval.Tools(cfg.Agents))})
 	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: runtime, Config: cfg, Logger: log, Metrics: metrics})
-	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
-	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
-	aguiwire.Register(handler, aguiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
+	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log, KeepAlive: cfg.HTTP.StreamKeepAlive})
+	anthropicwire.Register(handler, anthropicwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log, KeepAlive: cfg.HTTP.StreamKeepAlive})
+	aguiwire.Register(handler, aguiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log, KeepAlive: cfg.HTTP.StreamKeepAlive})
 	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: runtime, Memory: mem, Settings: settings, Metrics: metrics, BoxID: boxID,
 		MaxDuration: cfg.SIP.MaxCallDuration,
 		Runs:        runStore, Speech: voice.ProviderSpeech(registry, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) }), Logger: log})

@@ -39,7 +39,7 @@ type Box struct {
 }
 
 // New starts a box with the agents of agentsYAML and the wire register
-// mounts. The extraction model is openai/extractor on the scripted server.
+// mounts; the YAML may set http.streamKeepAlive as well. The extraction model is openai/extractor on the scripted server.
 func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config)) *Box {
 	t.Helper()
 	ctx := t.Context()
@@ -68,7 +68,7 @@ func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config)) 
 	}
 	srv := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runs.NewStore(pool),
 		Runtime: rt, Config: cfg, Logger: log})
-	register(srv, wire.Config{Runtime: rt, Guard: srv.Guard, Logger: log})
+	register(srv, wire.Config{Runtime: rt, Guard: srv.Guard, Logger: log, KeepAlive: cfg.HTTP.StreamKeepAlive})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &Box{URL: hs.URL, Model: model, Pool: pool, Keys: keys, Runtime: rt}
