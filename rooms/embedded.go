@@ -118,6 +118,11 @@ func gatherOn(cfg config.EmbeddedRooms) (gathering, error) {
 	if len(cfg.Interfaces) > 0 {
 		names := map[string]bool{}
 		for _, n := range cfg.Interfaces {
+			// A misspelt name would leave the peer without candidates and
+			// every call without media: refuse it at start.
+			if _, err := net.InterfaceByName(n); err != nil {
+				return g, fmt.Errorf("rooms: embedded interface %q: %w", n, err)
+			}
 			names[n] = true
 		}
 		g.iface = func(n string) bool { return names[n] }
@@ -128,6 +133,9 @@ func gatherOn(cfg config.EmbeddedRooms) (gathering, error) {
 			ip := net.ParseIP(s)
 			if ip == nil {
 				return g, fmt.Errorf("rooms: embedded ip %q is not an IP address", s)
+			}
+			if !localAddr(ip) {
+				return g, fmt.Errorf("rooms: embedded ip %s is not an address of this machine (for the address browsers should use, set publicIPs)", s)
 			}
 			keep = append(keep, ip)
 			g.loopback = g.loopback || ip.IsLoopback()
@@ -153,6 +161,21 @@ func gatherOn(cfg config.EmbeddedRooms) (gathering, error) {
 		}
 	}
 	return g, nil
+}
+
+// localAddr reports whether ip is an address of one of this machine's
+// interfaces.
+func localAddr(ip net.IP) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 func listOr(l []string, none string) string {

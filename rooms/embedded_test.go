@@ -10,6 +10,7 @@ import (
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/rooms"
+	"github.com/stackbone/box/store/storetest"
 )
 
 // The embedded peer, end to end in headless Chromium as it ships (no
@@ -89,7 +90,8 @@ func TestEmbeddedCandidates(t *testing.T) {
 		return false
 	}
 
-	def := answerCandidates(t, newBox(t, config.Rooms{}))
+	b0 := newBox(t, config.Rooms{})
+	def := answerCandidates(t, b0)
 	if !has(def, "127.0.0.1") {
 		t.Errorf("default answer %q: no loopback candidate for callers on this machine", def)
 	}
@@ -106,6 +108,14 @@ func TestEmbeddedCandidates(t *testing.T) {
 	for _, c := range only {
 		if !strings.HasPrefix(c, "127.0.0.1 ") {
 			t.Errorf("ips [127.0.0.1]: candidate %q", c)
+		}
+	}
+
+	// Names that match nothing here would leave every call without media:
+	// the service refuses to start.
+	for _, e := range []config.EmbeddedRooms{{Interfaces: []string{"nosuchif0"}}, {IPs: []string{"192.0.2.254"}}} {
+		if _, err := rooms.New(rooms.Config{Manager: b0.calls, Rooms: config.Rooms{Embedded: e}, Logger: storetest.Logger(t)}); err == nil {
+			t.Errorf("rooms started with %+v", e)
 		}
 	}
 
