@@ -183,7 +183,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	memory.Register(b.API, b.Memory, b.Settings, pool)
 	agent.Register(b.API, b.Runtime, cfg)
 	b.Runs.Register(b.API)
-	wcfg := wire.Config{Runtime: b.Runtime, Guard: b.API.Guard, Logger: log}
+	wcfg := wire.Config{Runtime: b.Runtime, Guard: b.API.Guard, Logger: log, KeepAlive: cfg.HTTP.StreamKeepAlive}
 	openaiwire.Register(b.API, wcfg)
 	anthropicwire.Register(b.API, wcfg)
 	aguiwire.Register(b.API, wcfg)

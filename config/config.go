@@ -100,6 +100,14 @@ type HTTP struct {
 	// IdleTimeout closes a keep-alive connection that sends no request
 	// (default 60s).
 	IdleTimeout time.Duration `yaml:"idleTimeout"`
+	// StreamKeepAlive is how often a streamed answer of the text wires
+	// (server-sent events) carries a keep-alive while nothing else was
+	// written, such as while the provider is slow to answer, so proxies
+	// and clients that close a silent connection do not (default 15s;
+	// negative: none). The keep-alive is the wire's own: a comment line
+	// (OpenAI, AG-UI) or a ping event (Anthropic). The first one starts the
+	// stream, so a later failure is reported in the stream.
+	StreamKeepAlive time.Duration `yaml:"streamKeepAlive"`
 	// MaxConnections caps open connections; more wait to be accepted.
 	// Default: half the process's open-file limit, at most 4096.
 	MaxConnections int `yaml:"maxConnections"`
@@ -268,6 +276,9 @@ func Parse(b []byte) (*Config, error) {
 // Validate checks names and values that the box relies on.
 func (c *Config) Validate() error {
 	var problems []string
+	if k := c.HTTP.StreamKeepAlive; k > 0 && k < 100*time.Millisecond {
+		problems = append(problems, "http.streamKeepAlive must be at least 100ms (write units: 15s), or negative for none")
+	}
 	for _, o := range c.HTTP.CORS.AllowedOrigins {
 		if u, err := url.Parse(o); o != "*" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "") {
 			problems = append(problems, fmt.Sprintf("http.cors.allowedOrigins: %q is not \"*\" or an origin such as https://app.example.com", o))

@@ -31,6 +31,7 @@ func TestParseRefusesBadConfig(t *testing.T) {
 		"bad effort":          "memory: {reasoningEffort: extreme}\n",
 		"bad memory model":    "memory: {model: nope}\n",
 		"not yaml":            "agents: [",
+		"tiny keep-alive":     "http: {streamKeepAlive: 10ms}\n",
 	} {
 		if _, err := config.Parse([]byte(y)); !errors.Is(err, config.ErrInvalid) {
 			t.Errorf("%s: got %v, want ErrInvalid", name, err)

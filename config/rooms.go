@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 )
 
 // Defaults of the rooms section, applied by package rooms where a field is 0.
 const (
-	// DefaultRoomsHost is where the embedded peer gathers and advertises
-	// its ICE candidates.
-	DefaultRoomsHost         = "127.0.0.1"
 	DefaultRoomsMaxRooms     = 50
 	DefaultRoomsJoinTimeout  = time.Minute
 	DefaultRoomsMediaTimeout = 30 * time.Second
@@ -54,14 +52,39 @@ type LiveKit struct {
 // Configured reports whether rooms go through LiveKit.
 func (l LiveKit) Configured() bool { return l.URL != "" }
 
-// EmbeddedRooms tunes the embedded WebRTC peer.
+// EmbeddedRooms tunes the embedded WebRTC peer: where it gathers its ICE
+// candidates and which address it tells the browser to use.
+//
+// A browser as it ships gathers no loopback candidates and hides its own
+// host addresses behind mDNS names (`….local`), so by default the peer
+// gathers on every address of every interface that is up (loopback as
+// well, for callers on this machine that do use it) and resolves the
+// browser's mDNS names. A browser on the same machine then meets the box on
+// the machine's own address; a browser elsewhere on the network on the
+// address of the interface it reaches.
 type EmbeddedRooms struct {
-	// Host is the IP address the peer's ICE candidates use (default
-	// 127.0.0.1: a browser on the same machine).
-	Host string `yaml:"host"`
-	// UDPPort carries every embedded room's media on one UDP port when set;
-	// 0 uses a free port per room.
+	// Interfaces names the network interfaces whose addresses carry media
+	// (eth0, ens5); empty: every interface that is up.
+	Interfaces []string `yaml:"interfaces"`
+	// IPs narrows the candidates to these local addresses; empty: every
+	// address of the interfaces above. [127.0.0.1] keeps calls on this
+	// machine, for browsers started with a loopback flag and Go callers.
+	IPs []string `yaml:"ips"`
+	// PublicIPs is the address browsers must use when the box sits behind
+	// a one-to-one NAT (a cloud server's public IP in front of its private
+	// one): the peer advertises it in place of its local addresses. One
+	// address per family (an IPv4 and an IPv6), or "public/local" pairs to
+	// map each local address. It needs the media to reach the box on the
+	// same port, so it is usually set with UDPPort and that port opened.
+	PublicIPs []string `yaml:"publicIPs"`
+	// UDPPort carries every embedded room's media on one UDP port (on each
+	// address) when set; 0 uses a free port per room.
 	UDPPort int `yaml:"udpPort"`
+	// NoMDNS stops the peer from resolving the browser's mDNS host
+	// candidates (it then sends no multicast queries); a browser that hides
+	// its addresses can then only connect through a TURN relay or its
+	// other candidates.
+	NoMDNS bool `yaml:"noMDNS"`
 }
 
 func (r Rooms) validate() []string {
@@ -86,10 +109,32 @@ func (r Rooms) validate() []string {
 			add("livekit.publicURL %q: %v", lk.PublicURL, err)
 		}
 	}
-	if h := r.Embedded.Host; h != "" {
-		if _, err := netip.ParseAddr(h); err != nil {
-			add("embedded.host %q must be an IP address", h)
+	for _, ip := range r.Embedded.IPs {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			add("embedded.ips: %q must be an IP address", ip)
 		}
+	}
+	for _, name := range r.Embedded.Interfaces {
+		if name == "" || strings.ContainsAny(name, " /\x00") || len(name) > 15 {
+			add("embedded.interfaces: %q is not an interface name", name)
+		}
+	}
+	var v4, v6 int
+	for _, p := range r.Embedded.PublicIPs {
+		pub, local, pair := strings.Cut(p, "/")
+		a, err := netip.ParseAddr(pub)
+		if err != nil || (pair && !validAddr(local)) {
+			add("embedded.publicIPs: %q must be an IP address or public/local addresses", p)
+			continue
+		}
+		if !pair && a.Is4() {
+			v4++
+		} else if !pair {
+			v6++
+		}
+	}
+	if v4 > 1 || v6 > 1 {
+		add("embedded.publicIPs: one address per family, or public/local pairs")
 	}
 	if p := r.Embedded.UDPPort; p != 0 && (p < 1024 || p > 65535) {
 		add("embedded.udpPort must be 0 or in 1024-65535")
@@ -104,6 +149,11 @@ func (r Rooms) validate() []string {
 		add("mediaTimeout must be at least 1s (write units: 30s)")
 	}
 	return problems
+}
+
+func validAddr(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }
 
 func validServerURL(s string) error {

@@ -12,7 +12,7 @@ import (
 func TestRoomsValidation(t *testing.T) {
 	good := `rooms:
   livekit: {url: "wss://lk.example.net", publicURL: "wss://media.example.net", apiKey: APIkey, apiSecretEnv: LK_SECRET}
-  embedded: {host: 127.0.0.1, udpPort: 7882}
+  embedded: {interfaces: [eth0], ips: [10.0.0.5, "fd00::5"], publicIPs: [203.0.113.7, "2001:db8::7"], udpPort: 7882}
   maxRooms: 10
   joinTimeout: 90s
   mediaTimeout: 20s
@@ -21,7 +21,8 @@ func TestRoomsValidation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("good config refused: %v", err)
 	}
-	if !c.Rooms.LiveKit.Configured() || c.Rooms.JoinTimeout != 90*time.Second || c.Rooms.Embedded.UDPPort != 7882 {
+	if !c.Rooms.LiveKit.Configured() || c.Rooms.JoinTimeout != 90*time.Second || c.Rooms.Embedded.UDPPort != 7882 ||
+		len(c.Rooms.Embedded.IPs) != 2 || c.Rooms.Embedded.PublicIPs[0] != "203.0.113.7" || c.Rooms.Embedded.Interfaces[0] != "eth0" {
 		t.Fatalf("rooms: %+v", c.Rooms)
 	}
 	if err := c.ApplyEnv(func(k string) string {
@@ -44,7 +45,12 @@ func TestRoomsValidation(t *testing.T) {
 		"no secret":          "rooms: {livekit: {url: \"ws://127.0.0.1:7880\", apiKey: k}}\n",
 		"key without url":    "rooms: {livekit: {apiKey: k, apiSecret: s}}\n",
 		"bad public url":     "rooms: {livekit: {url: \"ws://127.0.0.1:7880\", publicURL: \"nope\", apiKey: k, apiSecret: s}}\n",
-		"host not an IP":     "rooms: {embedded: {host: localhost}}\n",
+		"ip not an IP":       "rooms: {embedded: {ips: [localhost]}}\n",
+		"bad public ip":      "rooms: {embedded: {publicIPs: [box.example.net]}}\n",
+		"bad public pair":    "rooms: {embedded: {publicIPs: [203.0.113.7/eth0]}}\n",
+		"two public v4":      "rooms: {embedded: {publicIPs: [203.0.113.7, 203.0.113.8]}}\n",
+		"bad interface":      "rooms: {embedded: {interfaces: [\"eth0 eth1\"]}}\n",
+		"old host key":       "rooms: {embedded: {host: 127.0.0.1}}\n",
 		"low udp port":       "rooms: {embedded: {udpPort: 80}}\n",
 		"negative max rooms": "rooms: {maxRooms: -1}\n",
 		"short join timeout": "rooms: {joinTimeout: 1s}\n",
@@ -56,7 +62,7 @@ func TestRoomsValidation(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrInvalid", name, err)
 			continue
 		}
-		if name != "unknown key" && name != "unitless timeout" && !strings.Contains(err.Error(), "rooms:") {
+		if name != "unknown key" && name != "old host key" && name != "unitless timeout" && !strings.Contains(err.Error(), "rooms:") {
 			t.Errorf("%s: error does not name the section: %v", name, err)
 		}
 	}

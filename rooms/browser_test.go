@@ -49,12 +49,16 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) {
 	b.model.ScriptTranscripts(callerSays)
 	b.model.RespondTranscripts(func([]byte) string { return "" }) // the quiet tail says nothing
 
-	br, err := cdp.Start(ctx, cdp.Options{UserDataDir: t.TempDir(), FakeAudio: wav, Logf: t.Logf})
+	br, err := cdp.Start(ctx, cdp.Options{UserDataDir: t.TempDir(), FakeAudio: wav, Logf: t.Logf, NetNS: b.ns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer br.Close()
-	page := b.url + "/call?raw=1&agent=frontdesk&idName=phoneNumber&idValue=" + strings.ReplaceAll(number, "+", "%2B")
+	base := b.url
+	if b.pageURL != "" {
+		base = b.pageURL
+	}
+	page := base + "/call?raw=1&agent=frontdesk&idName=phoneNumber&idValue=" + strings.ReplaceAll(number, "+", "%2B")
 	if err := br.Navigate(ctx, page); err != nil {
 		t.Fatal(err)
 	}

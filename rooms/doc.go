@@ -17,9 +17,15 @@
 //     libopus (package rooms/opus, build tag libopus).
 //   - Embedded (nothing configured): the box itself is the browser's
 //     WebRTC peer (pion), signalled over HTTP with one SDP offer and answer
-//     (POST /api/voice/rooms/{id}/offer), ICE on 127.0.0.1 by default, audio
-//     in G.711 µ-law, which browsers offer and which needs no cgo, so
-//     `stackbone dev` offers browser calls on a fresh machine.
+//     (POST /api/voice/rooms/{id}/offer), audio in G.711 µ-law, which
+//     browsers offer and which needs no cgo, so `stackbone dev` offers
+//     browser calls on a fresh machine. ICE gathers host candidates on
+//     every interface that is up, since a browser as it ships offers no
+//     loopback candidates and meets the box on the machine's own address;
+//     rooms.embedded narrows that (interfaces, ips), advertises a public
+//     address for a box behind a one-to-one NAT (publicIPs) and puts every
+//     room on one UDP port (udpPort). The browser's mDNS host names are
+//     resolved.
 //
 // Like package sip, this package translates audio and reports, nothing
 // more: the browser's decoded audio goes to voice.Call.Hear, the browser

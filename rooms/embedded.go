@@ -28,20 +28,16 @@ const embeddedRate = 8000
 
 // embedded is the backend where the box itself is the browser's WebRTC
 // peer, signalled over HTTP: one offer, one answer, no trickle (both sides
-// gather their candidates first; on loopback that takes milliseconds).
+// gather their host candidates first, which takes milliseconds; there is
+// no STUN or TURN server to wait for).
 type embedded struct {
 	cfg config.EmbeddedRooms
 	log *slog.Logger
 	api *webrtc.API
-	mux ice.UDPMux // nil: a free port per room
-	udp net.PacketConn
+	mux *ice.MultiUDPMuxDefault // nil: a free port per room
 }
 
 func newEmbedded(cfg config.EmbeddedRooms, log *slog.Logger) (*embedded, error) {
-	host := net.ParseIP(cfg.Host)
-	if host == nil {
-		return nil, fmt.Errorf("rooms: embedded host %q is not an IP address", cfg.Host)
-	}
 	me := &webrtc.MediaEngine{}
 	if err := me.RegisterCodec(webrtc.RTPCodecParameters{
 		RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: embeddedRate},
@@ -53,31 +49,140 @@ func newEmbedded(cfg config.EmbeddedRooms, log *slog.Logger) (*embedded, error) 
 	if err := webrtc.RegisterDefaultInterceptors(me, reg); err != nil {
 		return nil, fmt.Errorf("rooms: interceptors: %w", err)
 	}
+	g, err := gatherOn(cfg)
+	if err != nil {
+		return nil, err
+	}
 	var se webrtc.SettingEngine
-	// Candidates on the configured address only, no mDNS (it would send
-	// multicast off the machine), and a browser on loopback talks to
-	// loopback only.
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
-	se.SetIPFilter(func(ip net.IP) bool { return ip.Equal(host) })
-	se.SetIncludeLoopbackCandidate(host.IsLoopback())
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	if host.IsLoopback() {
-		se.SetRemoteIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	se.SetInterfaceFilter(g.iface)
+	se.SetIPFilter(g.ip)
+	se.SetIncludeLoopbackCandidate(g.loopback)
+	// A browser as it ships names its host candidates with mDNS (….local);
+	// the peer resolves them (it queries, it never publishes names of its
+	// own, so its addresses stay in the answer as they are).
+	if cfg.NoMDNS {
+		se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	} else {
+		se.SetICEMulticastDNSMode(ice.MulticastDNSModeQueryOnly)
+	}
+	if len(cfg.PublicIPs) > 0 {
+		// A box behind a one-to-one NAT: the browser is told the public
+		// address in place of the local one.
+		se.SetNAT1To1IPs(cfg.PublicIPs, webrtc.ICECandidateTypeHost)
 	}
 	// A browser that vanishes without closing is noticed within seconds.
 	se.SetICETimeouts(3*time.Second, 6*time.Second, time.Second)
 	e := &embedded{cfg: cfg, log: log}
 	if cfg.UDPPort != 0 {
-		conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: host, Port: cfg.UDPPort})
-		if err != nil {
-			return nil, fmt.Errorf("rooms: embedded udp port: %w", err)
+		opts := []ice.UDPMuxFromPortOption{
+			ice.UDPMuxFromPortWithInterfaceFilter(g.iface), ice.UDPMuxFromPortWithIPFilter(g.ip),
+			ice.UDPMuxFromPortWithNetworks(ice.NetworkTypeUDP4, ice.NetworkTypeUDP6),
 		}
-		e.udp = conn
-		e.mux = webrtc.NewICEUDPMux(nil, conn)
-		se.SetICEUDPMux(e.mux)
+		if g.loopback {
+			opts = append(opts, ice.UDPMuxFromPortWithLoopback())
+		}
+		mux, err := ice.NewMultiUDPMuxFromPort(cfg.UDPPort, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("rooms: embedded udp port %d: %w", cfg.UDPPort, err)
+		}
+		if len(mux.GetListenAddresses()) == 0 {
+			_ = mux.Close()
+			return nil, fmt.Errorf("rooms: embedded udp port %d: no address matches rooms.embedded interfaces/ips", cfg.UDPPort)
+		}
+		e.mux = mux
+		se.SetICEUDPMux(mux)
 	}
 	e.api = webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se))
+	log.Info("embedded rooms gather ICE candidates", "interfaces", listOr(cfg.Interfaces, "all up"),
+		"ips", listOr(cfg.IPs, "all"), "loopback", g.loopback, "publicIPs", listOr(cfg.PublicIPs, "none"),
+		"udpPort", cfg.UDPPort, "mdns", !cfg.NoMDNS)
 	return e, nil
+}
+
+// gathering is where the peer gathers candidates: filters on interface
+// names and addresses, and whether loopback addresses are among them.
+type gathering struct {
+	iface    func(string) bool
+	ip       func(net.IP) bool
+	loopback bool
+}
+
+// gatherOn turns the config into candidate filters. By default every
+// address of every interface that is up, loopback included (a Go caller or
+// a browser with its loopback flag on this machine uses it; a browser as
+// it ships uses the machine's own address) unless a public address is
+// advertised, which must not stand for the loopback one.
+func gatherOn(cfg config.EmbeddedRooms) (gathering, error) {
+	g := gathering{iface: func(string) bool { return true }, ip: func(net.IP) bool { return true }}
+	if len(cfg.Interfaces) > 0 {
+		names := map[string]bool{}
+		for _, n := range cfg.Interfaces {
+			// A misspelt name would leave the peer without candidates and
+			// every call without media: refuse it at start.
+			if _, err := net.InterfaceByName(n); err != nil {
+				return g, fmt.Errorf("rooms: embedded interface %q: %w", n, err)
+			}
+			names[n] = true
+		}
+		g.iface = func(n string) bool { return names[n] }
+	}
+	if len(cfg.IPs) > 0 {
+		var keep []net.IP
+		for _, s := range cfg.IPs {
+			ip := net.ParseIP(s)
+			if ip == nil {
+				return g, fmt.Errorf("rooms: embedded ip %q is not an IP address", s)
+			}
+			if !localAddr(ip) {
+				return g, fmt.Errorf("rooms: embedded ip %s is not an address of this machine (for the address browsers should use, set publicIPs)", s)
+			}
+			keep = append(keep, ip)
+			g.loopback = g.loopback || ip.IsLoopback()
+		}
+		g.ip = func(ip net.IP) bool {
+			for _, k := range keep {
+				if k.Equal(ip) {
+					return true
+				}
+			}
+			return false
+		}
+	} else {
+		g.loopback = len(cfg.PublicIPs) == 0
+	}
+	if len(cfg.Interfaces) > 0 && g.loopback {
+		// Loopback addresses only if a named interface is the loopback one.
+		g.loopback = false
+		for _, n := range cfg.Interfaces {
+			if ifc, err := net.InterfaceByName(n); err == nil && ifc.Flags&net.FlagLoopback != 0 {
+				g.loopback = true
+			}
+		}
+	}
+	return g, nil
+}
+
+// localAddr reports whether ip is an address of one of this machine's
+// interfaces.
+func localAddr(ip net.IP) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+func listOr(l []string, none string) string {
+	if len(l) == 0 {
+		return none
+	}
+	return strings.Join(l, ",")
 }
 
 func (e *embedded) name() string { return BackendEmbedded }
@@ -85,10 +190,7 @@ func (e *embedded) rate() int    { return embeddedRate }
 
 func (e *embedded) close() error {
 	if e.mux != nil {
-		_ = e.mux.Close()
-	}
-	if e.udp != nil {
-		return e.udp.Close()
+		return e.mux.Close()
 	}
 	return nil
 }
@@ -131,6 +233,14 @@ func (p *embeddedPeer) send(pcm []int16) error {
 func (p *embeddedPeer) answer(ctx context.Context, offer string) (string, error) {
 	if !strings.Contains(offer, "m=audio") || !strings.Contains(strings.ToUpper(offer), "PCMU/8000") {
 		return "", fmt.Errorf("%w: the offer needs an audio section with PCMU/8000", ErrBadOffer)
+	}
+	// What the browser offers decides whether the call can connect; the
+	// log says how many candidates and how many are mDNS names (never the
+	// addresses themselves).
+	total, mdns := offerCandidates(offer)
+	p.e.log.Debug("rooms: browser offer", "room", p.r.id, "candidates", total, "mdnsCandidates", mdns)
+	if total == 0 {
+		p.e.log.Warn("rooms: the browser offered no ICE candidates; a browser gathers none on a machine without a network interface other than loopback", "room", p.r.id)
 	}
 	p.mu.Lock()
 	if p.pc != nil || p.done {
@@ -199,6 +309,23 @@ func (p *embeddedPeer) answer(ctx context.Context, offer string) (string, error)
 		return fail(fmt.Errorf("%w: no audio codec in common", ErrBadOffer))
 	}
 	return local.SDP, nil
+}
+
+// offerCandidates counts the candidates of an SDP and those whose address
+// is an mDNS name.
+func offerCandidates(sdp string) (total, mdns int) {
+	for _, line := range strings.Split(sdp, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "a=candidate:") {
+			continue
+		}
+		total++
+		// foundation component transport priority address port typ …
+		if f := strings.Fields(line); len(f) > 4 && strings.HasSuffix(f[4], ".local") {
+			mdns++
+		}
+	}
+	return total, mdns
 }
 
 // read decodes the caller's PCMU packets into frames for the controller.

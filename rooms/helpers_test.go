@@ -21,6 +21,7 @@ import (
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/netns"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
@@ -59,12 +60,17 @@ const (
 // key, the calls routes and the rooms service, over real PostgreSQL and
 // the scripted model.
 type box struct {
-	t     *testing.T
-	url   string
-	model *providertest.Server
-	mem   *memory.Service
-	calls *voice.Manager
-	rooms *rooms.Service
+	t       *testing.T
+	url     string
+	handler http.Handler
+	// ns and pageURL put the browser of browserCall on another machine:
+	// inside a network namespace, opening the call page at pageURL.
+	ns      *netns.NS
+	pageURL string
+	model   *providertest.Server
+	mem     *memory.Service
+	calls   *voice.Manager
+	rooms   *rooms.Service
 }
 
 func newBox(t *testing.T, rc config.Rooms) *box {
@@ -116,7 +122,7 @@ func newBox(t *testing.T, rc config.Rooms) *box {
 		}
 		return providertest.Reply{Content: agentSays}
 	})
-	return &box{t: t, url: srv.URL, model: model, mem: mem, calls: calls, rooms: rs}
+	return &box{t: t, url: srv.URL, handler: h, model: model, mem: mem, calls: calls, rooms: rs}
 }
 
 // do sends an API request with the dev key and decodes the envelope's

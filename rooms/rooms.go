@@ -102,9 +102,6 @@ func New(cfg Config) (*Service, error) {
 	if r.MediaTimeout == 0 {
 		r.MediaTimeout = config.DefaultRoomsMediaTimeout
 	}
-	if r.Embedded.Host == "" {
-		r.Embedded.Host = config.DefaultRoomsHost
-	}
 	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "rooms"), rooms: map[string]*room{}}
 	var err error
 	if r.LiveKit.Configured() {

@@ -71,6 +71,9 @@ type Stream interface {
 	Finish(res agent.Result)
 	// Fail ends a stream that began with one error in the wire's shape.
 	Fail(e Error)
+	// KeepAlive writes the wire's keep-alive, starting the stream (its
+	// 200 and opening event) if it has not begun.
+	KeepAlive() error
 }
 
 // Handler serves one protocol's turn route. xAPIKey accepts the key from
@@ -122,14 +125,24 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var res agent.Result
 	if c.Stream {
 		s := h.p.NewStream(w, c)
-		res, err = h.cfg.Runtime.Turn(r.Context(), c.Turn, func(ev agent.Event) error {
+		// The run exists once the turn emits or runs long enough for a
+		// keep-alive; the header goes out with the stream's first write.
+		first := func() {
 			if !s.Started() {
-				// The run exists once the turn emits; the header goes out
-				// with the stream's first write.
 				w.Header().Set(HeaderRunID, runID)
 			}
-			return s.Emit(ev)
+		}
+		ka := StartKeepAlive(h.cfg.KeepAlive, func() error {
+			first()
+			return s.KeepAlive()
 		})
+		res, err = h.cfg.Runtime.Turn(r.Context(), c.Turn, func(ev agent.Event) error {
+			return ka.Do(func() error {
+				first()
+				return s.Emit(ev)
+			})
+		})
+		ka.Stop()
 		switch {
 		case err != nil && !s.Started():
 			setRun(w, res)

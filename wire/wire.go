@@ -32,6 +32,10 @@ type Config struct {
 	// Logger receives ids, codes, sizes and timings, never message text.
 	// Defaults to slog.Default().
 	Logger *slog.Logger
+	// KeepAlive is how often a streamed answer carries a keep-alive while
+	// the turn writes nothing (config http.streamKeepAlive; 0:
+	// DefaultKeepAlive, negative: none).
+	KeepAlive time.Duration
 }
 
 // Mux is where a wire mounts its routes (an *api.Server or an *http.ServeMux).
@@ -123,6 +127,18 @@ func (s *SSE) Event(name string, data []byte) error {
 	b.Write(data)
 	b.WriteString("\n\n")
 	if _, err := s.w.Write([]byte(b.String())); err != nil {
+		return err
+	}
+	if s.f != nil {
+		s.f.Flush()
+	}
+	return nil
+}
+
+// Comment writes an SSE comment line, which every event-stream reader
+// skips: the keep-alive of the OpenAI and AG-UI wires.
+func (s *SSE) Comment(text string) error {
+	if _, err := s.w.Write([]byte(": " + text + "\n\n")); err != nil {
 		return err
 	}
 	if s.f != nil {

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/stackbone/box/internal/netns"
 )
 
 // ErrNoBrowser: no Chromium binary was found.
@@ -44,11 +46,15 @@ type Options struct {
 	FakeAudio string
 	// Logf receives the page's console and exceptions (t.Logf).
 	Logf func(format string, args ...any)
+	// NetNS runs the browser inside this network namespace (a machine of
+	// its own on a private link); nil: this one.
+	NetNS *netns.NS
 }
 
 // Browser is one running browser with one page.
 type Browser struct {
 	cmd  *exec.Cmd
+	http *http.Client // reaches the DevTools port, inside NetNS if set
 	conn *websocket.Conn
 	logf func(string, ...any)
 	next atomic.Int64
@@ -92,15 +98,23 @@ func Start(ctx context.Context, opt Options) (*Browser, error) {
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
 		"--disable-dev-shm-usage", "--mute-audio", "--autoplay-policy=no-user-gesture-required",
 		"--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-		// WebRTC to a peer on this machine: loopback candidates, no mDNS names.
-		"--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns",
+		// WebRTC as the browser ships it: no loopback candidates, host
+		// addresses hidden behind mDNS names where the page has no
+		// permission; no flag here may make a call connect that a
+		// person's browser would not.
 		"--user-data-dir=" + opt.UserDataDir, "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
 	}
 	if opt.FakeAudio != "" {
 		args = append(args, "--use-file-for-fake-audio-capture="+opt.FakeAudio+"%noloop")
 	}
 	args = append(args, "about:blank")
-	cmd := exec.Command(path, args...)
+	argv := append([]string{path}, args...)
+	hc := &http.Client{}
+	if opt.NetNS != nil {
+		argv = opt.NetNS.Exec(argv...)
+		hc.Transport = &http.Transport{DialContext: opt.NetNS.Dial}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -109,7 +123,7 @@ func Start(ctx context.Context, opt Options) (*Browser, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cdp: start %s: %w", path, err)
 	}
-	b := &Browser{cmd: cmd, logf: opt.Logf, pending: map[int64]chan reply{}, done: make(chan struct{})}
+	b := &Browser{cmd: cmd, http: hc, logf: opt.Logf, pending: map[int64]chan reply{}, done: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -146,7 +160,7 @@ func (b *Browser) attach(ctx context.Context, dir string) error {
 	var wsURL string
 	for wsURL == "" {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+port+"/json/list", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := b.http.Do(req); err == nil {
 			var targets []struct {
 				Type string `json:"type"`
 				URL  string `json:"webSocketDebuggerUrl"`
@@ -169,7 +183,7 @@ func (b *Browser) attach(ctx context.Context, dir string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	conn, _, err := websocket.Dial(ctx, wsURL, nil)
+	conn, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPClient: b.http})
 	if err != nil {
 		return fmt.Errorf("cdp: connect: %w", err)
 	}

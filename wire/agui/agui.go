@@ -30,6 +30,8 @@ type handler struct {
 	rt    *agent.Runtime
 	guard func(*http.Request, string, bool) (*http.Request, *api.Refusal)
 	log   *slog.Logger
+	// keepAlive is Config.KeepAlive.
+	keepAlive time.Duration
 }
 
 // Register mounts POST /agui/{agent} on mux. It panics when Runtime or Guard
@@ -42,7 +44,7 @@ func Register(mux wire.Mux, cfg Config) {
 	if log == nil {
 		log = slog.Default()
 	}
-	mux.Handle("POST /agui/{agent}", &handler{rt: cfg.Runtime, guard: cfg.Guard, log: log.With("component", "agui")})
+	mux.Handle("POST /agui/{agent}", &handler{rt: cfg.Runtime, guard: cfg.Guard, log: log.With("component", "agui"), keepAlive: cfg.KeepAlive})
 }
 
 // known reports whether the runtime declares the agent.
@@ -110,7 +112,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// header goes out with the stream.
 	req.RunID = uuid.New()
 	w.Header().Set(wire.HeaderRunID, req.RunID.String())
-	res, err := h.rt.Turn(r.Context(), req, s.emit)
+	// While the turn writes nothing (a slow provider), comment lines keep
+	// proxies and clients from closing the stream.
+	ka := wire.StartKeepAlive(h.keepAlive, s.keepAlive)
+	res, err := h.rt.Turn(r.Context(), req, func(ev agent.Event) error {
+		return ka.Do(func() error { return s.emit(ev) })
+	})
+	ka.Stop()
 	if err != nil && !s.started && res.RunID == uuid.Nil {
 		w.Header().Del(wire.HeaderRunID) // refused before the run began
 	}

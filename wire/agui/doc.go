@@ -69,4 +69,8 @@
 // (the model provider, memory or session storage failing) is a RUN_ERROR
 // event with a code (provider_failed, memory_unavailable,
 // storage_unavailable, timeout, internal) and the end of the stream.
+//
+// A run with nothing to send for wire.Config.KeepAlive (a slow provider)
+// carries an SSE comment `: keep-alive` after RUN_STARTED; the first one
+// starts the stream, so a later failure is a RUN_ERROR.
 package aguiwire

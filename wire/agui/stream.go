@@ -149,14 +149,29 @@ func newStream(w http.ResponseWriter, threadID, runID string) *stream {
 }
 
 func (s *stream) send(v any) error {
-	if !s.started {
-		s.started = true
-		s.sse = wire.NewSSE(s.w)
-		if err := s.write(runStarted{Type: evRunStarted, ThreadID: s.threadID, RunID: s.runID, ProtocolVersion: ProtocolVersion}); err != nil {
-			return err
-		}
+	if err := s.begin(); err != nil {
+		return err
 	}
 	return s.write(v)
+}
+
+// begin starts the response with RUN_STARTED, once.
+func (s *stream) begin() error {
+	if s.started {
+		return nil
+	}
+	s.started = true
+	s.sse = wire.NewSSE(s.w)
+	return s.write(runStarted{Type: evRunStarted, ThreadID: s.threadID, RunID: s.runID, ProtocolVersion: ProtocolVersion})
+}
+
+// keepAlive writes an SSE comment (after RUN_STARTED), which AG-UI's
+// clients skip as every event-stream reader does.
+func (s *stream) keepAlive() error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	return s.sse.Comment("keep-alive")
 }
 
 func (s *stream) write(v any) error {

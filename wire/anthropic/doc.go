@@ -82,4 +82,9 @@
 // allows). The table from the box's errors to statuses is shared with the
 // OpenAI wire (wire.Classify). An error after a stream began is one `event: error` and
 // the stream ends.
+//
+// A stream with nothing to send for wire.Config.KeepAlive (a slow
+// provider) carries a `ping` event after message_start, as Anthropic's API
+// does; the first one starts the stream, so a later failure is its error
+// event.
 package anthropicwire

@@ -230,6 +230,20 @@ func (s *streamer) Finish(res agent.Result) {
 	s.event("message_stop", messageStop{Type: "message_stop"})
 }
 
+// KeepAlive writes a ping event, as Anthropic's API does while a message
+// is slow; its SDKs read and skip it.
+func (s *streamer) KeepAlive() error {
+	if err := s.start(); err != nil {
+		return err
+	}
+	s.event("ping", ping{Type: "ping"})
+	return s.err
+}
+
+type ping struct {
+	Type string `json:"type"`
+}
+
 // Fail ends a stream that began with one error event.
 func (s *streamer) Fail(e wire.Error) {
 	s.event("error", errorBody{Type: "error", Error: e.(*apiError)})

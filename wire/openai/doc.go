@@ -124,4 +124,9 @@
 // with the Anthropic wire (wire.Classify). An error
 // after a stream began is one `data: {"error": {...}}` event, and the stream
 // ends without [DONE].
+//
+// A stream with nothing to send for wire.Config.KeepAlive (a slow
+// provider) carries an SSE comment `: keep-alive`, after the role chunk or
+// response.in_progress; the first one starts the stream, so a later
+// failure is its error event.
 package openaiwire

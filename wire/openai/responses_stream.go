@@ -56,6 +56,16 @@ func (s *responsesStream) start() error {
 	return s.err
 }
 
+// KeepAlive writes an SSE comment after response.created and
+// response.in_progress; it takes no sequence number, since it is no event.
+func (s *responsesStream) KeepAlive() error {
+	if err := s.start(); err != nil {
+		return err
+	}
+	s.err = s.sse.Comment("keep-alive")
+	return s.err
+}
+
 func (s *responsesStream) add(item outputItem) int {
 	s.items[item.ID] = len(s.output)
 	s.output = append(s.output, item)

@@ -178,6 +178,16 @@ func (s *streamer) Finish(res agent.Result) {
 	}
 }
 
+// KeepAlive writes an SSE comment after the role chunk: the event-stream
+// readers of OpenAI's SDKs skip comment lines.
+func (s *streamer) KeepAlive() error {
+	if err := s.start(); err != nil {
+		return err
+	}
+	s.err = s.sse.Comment("keep-alive")
+	return s.err
+}
+
 // Fail ends a stream that began with one error event.
 func (s *streamer) Fail(e wire.Error) {
 	if s.err != nil {

@@ -60,8 +60,9 @@ func Env(env map[string]string) Option { return func(o *options) { o.env = env }
 func LogTo(w io.Writer) Option { return func(o *options) { o.logs = w } }
 
 // New starts a box with the agents of agentsYAML and the wire register
-// mounts. The extraction model is openai/extractor on the scripted server.
-// The agents' http and mcp tools are served (see package tools).
+// mounts; the YAML may set http.streamKeepAlive as well. The extraction
+// model is openai/extractor on the scripted server. The agents' http and
+// mcp tools are served (see package tools).
 func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config), opts ...Option) *Box {
 	t.Helper()
 	var o options
@@ -110,7 +111,7 @@ func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config), 
 	memory.Register(srv, mem, settings, pool)
 	agent.Register(srv, rt, cfg)
 	runs.NewStore(pool).Register(srv)
-	register(srv, wire.Config{Runtime: rt, Guard: srv.Guard, Logger: log})
+	register(srv, wire.Config{Runtime: rt, Guard: srv.Guard, Logger: log, KeepAlive: cfg.HTTP.StreamKeepAlive})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &Box{URL: hs.URL, Model: model, Pool: pool, Keys: keys, Runtime: rt, Tools: actions}
