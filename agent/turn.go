@@ -45,6 +45,7 @@ type turn struct {
 	resumed   bool   // a decision resumed this turn
 	system    string // extra system context of this turn
 	options   Options
+	whole     bool // the model answers each step in one piece
 
 	sel         identity.Selection
 	mem         memorySnapshot
@@ -98,7 +99,7 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	t.system, t.options = req.System, req.Options
+	t.system, t.options, t.whole = req.System, req.Options, req.Whole
 	if req.RunID != uuid.Nil {
 		t.run.ID = req.RunID
 	}
@@ -250,7 +251,7 @@ func (r *Runtime) newTurn(ctx context.Context, name string, ag config.Agent, emi
 		zero := 0
 		run := runs.Run{ID: uuid.New(), Kind: KindAgentTurn, AgentID: name, Model: ag.Model, StartedAt: now, FinishedAt: &now,
 			DurationMS: &zero, Status: runs.StatusFailed, ErrorCode: ErrorCode(err), Metadata: map[string]any{}}
-		if rerr := r.cfg.Pool.SendBatch(context.WithoutCancel(ctx), runsBatch(run)).Close(); rerr != nil {
+		if rerr := r.writeRun(context.WithoutCancel(ctx), run); rerr != nil {
 			r.log.Warn("agent: record failed run", "run", run.ID, "error", rerr)
 		}
 		return nil, err
@@ -381,14 +382,13 @@ func (t *turn) providerFailed(err error) error {
 	return fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
 }
 
-// callModel streams one model step, emitting text and tool call events.
+// callModel runs one model step, emitting text and tool call events: a
+// stream, or one piece when the client takes the answer whole.
 func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, error) {
 	req := openai.ChatCompletionRequest{
-		Model:         t.model.Name,
-		Messages:      t.providerMessages(),
-		Stream:        true,
-		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
-		Stop:          t.options.Stop,
+		Model:    t.model.Name,
+		Messages: t.providerMessages(),
+		Stop:     t.options.Stop,
 	}
 	if o := t.options; o.Temperature != nil {
 		// go-openai omits a zero temperature; the smallest float keeps "0".
@@ -406,6 +406,10 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	for _, ct := range t.clientTools {
 		req.Tools = append(req.Tools, toolDef(ct))
 	}
+	if t.whole {
+		return t.callModelWhole(ctx, req)
+	}
+	req.Stream, req.StreamOptions = true, &openai.StreamOptions{IncludeUsage: true}
 	stream, err := t.model.Client.CreateChatCompletionStream(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -525,6 +529,58 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 		msg.ToolCalls = append(msg.ToolCalls, p.call)
 	}
 	return msg, finish, nil
+}
+
+// callModelWhole runs one model step without a stream and emits its events
+// at once, in the order a stream gives them.
+func (t *turn) callModelWhole(ctx context.Context, req openai.ChatCompletionRequest) (Message, openai.FinishReason, error) {
+	resp, err := t.model.Client.CreateChatCompletion(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Message{}, "", ctx.Err()
+		}
+		return Message{}, "", t.providerFailed(err)
+	}
+	t.usage.InputTokens += resp.Usage.PromptTokens
+	t.usage.OutputTokens += resp.Usage.CompletionTokens
+	if len(resp.Choices) == 0 || resp.Choices[0].FinishReason == "" {
+		return Message{}, "", fmt.Errorf("%w: the provider's answer ended without finishing", ErrProvider)
+	}
+	ch := resp.Choices[0]
+	msg := Message{ID: "msg_" + uuid.NewString(), Role: RoleAssistant, Content: ch.Message.Content}
+	t.partial.Reset()
+	t.partialID = msg.ID
+	if msg.Content != "" {
+		t.partial.WriteString(msg.Content)
+		for _, ev := range []Event{{Kind: EventTextStart, MessageID: msg.ID}, {Kind: EventTextDelta, MessageID: msg.ID, Text: msg.Content},
+			{Kind: EventTextEnd, MessageID: msg.ID}} {
+			if err := t.emit(ev); err != nil {
+				return Message{}, "", err
+			}
+		}
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		call := ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		if call.Name == "" {
+			continue
+		}
+		if call.ID == "" {
+			call.ID = "call_" + uuid.NewString()
+		}
+		server := t.isServer(call.Name)
+		evs := []Event{{Kind: EventToolCallStart, MessageID: msg.ID, ToolCall: call, Server: server}}
+		if call.Arguments != "" {
+			evs = append(evs, Event{Kind: EventToolCallArgs, MessageID: msg.ID, ToolCall: call, Text: call.Arguments, Server: server})
+		}
+		evs = append(evs, Event{Kind: EventToolCallEnd, MessageID: msg.ID, ToolCall: call, Server: server})
+		for _, ev := range evs {
+			if err := t.emit(ev); err != nil {
+				return Message{}, "", err
+			}
+		}
+		msg.ToolCalls = append(msg.ToolCalls, call)
+	}
+	return msg, ch.FinishReason, nil
 }
 
 func (t *turn) isServer(name string) bool { _, ok := t.server[name]; return ok }
@@ -667,7 +723,7 @@ func (t *turn) fail(ctx context.Context, cause error) (Result, error) {
 		}
 		t.rt.release(context.WithoutCancel(ctx), t.sessionID, status)
 	}
-	if err := t.rt.cfg.Pool.SendBatch(context.WithoutCancel(ctx), runsBatch(t.run)).Close(); err != nil {
+	if err := t.rt.writeRun(context.WithoutCancel(ctx), t.run); err != nil {
 		t.rt.log.Warn("agent: record failed run", "run", t.run.ID, "error", err)
 	}
 	var se *storageError

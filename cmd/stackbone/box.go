@@ -164,8 +164,10 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	listener := notify.New(pool, log)
 	listener.Subscribe("auth", keys.Invalidate)
 	listener.Subscribe("settings", settings.Invalidate)
+	memoryStores.Subscribe(listener)
 	go listener.Run(ctx)
 	runtime := agent.New(agent.Config{Metrics: metrics, Pool: pool, Agents: cfg.Agents, Models: registry, Memory: mem, Settings: settings, Logger: log,
+		Runs:  runs.NewWriter(pool),
 		Tools: agent.Sources(memoryStores.Tools(), retrieval.Tools(cfg.Agents))})
 	handler := api.New(api.Config{Pool: pool, Keys: keys, Memory: mem, Settings: settings, Runs: runStore, Runtime: runtime, Config: cfg, Logger: log, Metrics: metrics})
 	openaiwire.Register(handler, openaiwire.Config{Runtime: runtime, Guard: handler.Guard, Logger: log})
