@@ -54,6 +54,7 @@ type turn struct {
 	held        map[string]bool
 
 	run       runs.Run
+	added     int // bytes the box added to the model requests (see addedTokens)
 	toolCalls []map[string]any
 	usage     Usage
 	texts     []string        // the text of each model step that wrote text
@@ -400,8 +401,12 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	if o := t.options; o.MaxTokens != nil {
 		req.MaxCompletionTokens = *o.MaxTokens
 	}
+	// What the box adds to the client's request: its tools and system
+	// context, counted so an operator sees what they cost.
+	t.added += len(t.system)
 	for _, st := range t.sortedServerTools() {
 		req.Tools = append(req.Tools, toolDef(st.Def))
+		t.added += toolBytes + len(st.Def.Name) + len(st.Def.Description) + len(st.Def.Parameters)
 	}
 	for _, ct := range t.clientTools {
 		req.Tools = append(req.Tools, toolDef(ct))
@@ -629,6 +634,14 @@ func (t *turn) providerMessages() []openai.ChatCompletionMessage {
 	return out
 }
 
+// toolBytes is the JSON around one tool definition's fields.
+const toolBytes = len(`{"type":"function","function":{"name":"","description":"","parameters":}}`)
+
+// addedTokens estimates the input tokens of n bytes the box added, at four
+// bytes a token (English text and JSON with common tokenizers); the run
+// records it beside the provider's exact input count.
+func addedTokens(n int) int { return (n + 3) / 4 }
+
 func (t *turn) sortedServerTools() []ServerTool {
 	names := make([]string, 0, len(t.server))
 	for n := range t.server {
@@ -662,6 +675,7 @@ func (t *turn) finish(ctx context.Context, res Result) error {
 	t.run.CostUSD = t.model.Cost(t.usage.InputTokens, t.usage.OutputTokens)
 	t.run.Metadata["finish"] = string(res.Finish)
 	t.run.Metadata["toolCalls"] = t.toolCalls
+	t.run.Metadata["addedTokens"] = addedTokens(t.added)
 	rec := turnRecord{sessionID: t.sessionID, kind: t.kind, turn: t.turnNo, step: t.step, appended: t.appended,
 		status: StatusCompleted, userText: t.userText, replyText: res.Text, run: t.run, durationMS: ms,
 		preview: previewOf(append(slices.Clone(t.history), t.appended...))}
@@ -697,6 +711,7 @@ func (t *turn) fail(ctx context.Context, cause error) (Result, error) {
 	}
 	t.run.InputTokens, t.run.OutputTokens = t.usage.InputTokens, t.usage.OutputTokens
 	t.run.Metadata["toolCalls"] = t.toolCalls
+	t.run.Metadata["addedTokens"] = addedTokens(t.added)
 	if stopped && t.kind == kindSession && !t.resumed {
 		// The client stopped the turn: the session keeps the question and
 		// what was streamed of the answer, marked cut, so the next turn reads
