@@ -230,7 +230,9 @@ func Turns(ctx context.Context, cfg TurnsConfig) (TurnsReport, error) {
 	}
 	proxy := httputil.NewSingleHostReverseProxy(upstream)
 	proxy.FlushInterval = -1
-	proxy.Transport = &http.Transport{MaxIdleConnsPerHost: cfg.Streams * 2}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = cfg.Streams * 2
+	proxy.Transport = tr
 	pln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return TurnsReport{}, err
@@ -316,16 +318,23 @@ func Turns(ctx context.Context, cfg TurnsConfig) (TurnsReport, error) {
 		return out
 	}
 	solo, paced := newScenarios(targets), newScenarios(targets)
+	// A session client starts a new session every sessionTurns turns, as
+	// conversations end: the session's history (loaded and sent upstream
+	// each turn) stays the size of a real conversation's.
+	const sessionTurns = 10
+	var mu sync.Mutex
 	sessions := 0
 	// run drives one scenario: clients streams of turns turns each.
 	run := func(s *scenario, clients, turns int, spread bool) {
 		var wg sync.WaitGroup
 		for w := 0; w < clients; w++ {
+			mu.Lock()
 			sessions++
 			session := ""
 			if s.session {
 				session = fmt.Sprintf("bench-%d", sessions)
 			}
+			mu.Unlock()
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
@@ -335,6 +344,12 @@ func Turns(ctx context.Context, cfg TurnsConfig) (TurnsReport, error) {
 					time.Sleep(time.Duration(w) * (400 * time.Millisecond) / time.Duration(clients))
 				}
 				for i := 0; i < turns; i++ {
+					if s.session && i > 0 && i%sessionTurns == 0 {
+						mu.Lock()
+						sessions++
+						session = fmt.Sprintf("bench-%d", sessions)
+						mu.Unlock()
+					}
 					ttft, full, err := call(s.url, session, body(s.model, true), true)
 					s.ttft.add(ttft, err)
 					s.all.add(full, err)
@@ -413,8 +428,8 @@ func Turns(ctx context.Context, cfg TurnsConfig) (TurnsReport, error) {
 	rep := TurnsReport{CPU: cpu, Report: Report{
 		Title: "text turns over the OpenAI wire: time to first token and full turn, beside the provider directly and a bare reverse proxy",
 		Setup: []string{
-			fmt.Sprintf("one client: %d streamed turns per scenario and round (a short reply); %d concurrent clients (%s): %d streamed turns each; %d interleaved rounds; a session client sends its turns on one key",
-				cfg.SoloTurns, cfg.Streams, map[bool]string{true: "all starting together", false: "starts spread over one turn"}[cfg.Lockstep], cfg.Turns, cfg.Rounds),
+			fmt.Sprintf("one client: %d streamed turns per scenario and round (a short reply); %d concurrent clients (%s): %d streamed turns each; %d interleaved rounds; a session client sends %d turns on each session key",
+				cfg.SoloTurns, cfg.Streams, map[bool]string{true: "all starting together", false: "starts spread over one turn"}[cfg.Lockstep], cfg.Turns, cfg.Rounds, sessionTurns),
 			fmt.Sprintf("scripted model streams %d characters in 3-word chunks, %s apart; PostgreSQL %s; GOMAXPROCS=%d", len(reply), cfg.ChunkDelay, serverVersion(ctx, pool), runtimeProcs()),
 			fmt.Sprintf("load average (1 min): %s at the start, %s after the latency phases, %s after the CPU phase", load0, load1, load2),
 			"added = the scenario's percentile minus the provider-directly percentile",
@@ -429,6 +444,9 @@ func Turns(ctx context.Context, cfg TurnsConfig) (TurnsReport, error) {
 			t := s.ttft.figures(group.label+", "+s.name+": first token", s.baseline)
 			a := s.all.figures(group.label+", "+s.name+": full turn", s.baseline)
 			rep.Figures = append(rep.Figures, t, a)
+			if s.ttft.first != nil {
+				rep.Setup = append(rep.Setup, fmt.Sprintf("first error of %s, %s: %v", s.name, group.label, s.ttft.first))
+			}
 			if s.name != group.scenarios[0].name {
 				rep.Setup = append(rep.Setup, fmt.Sprintf("added by %s, %s: first token p50 %.3f ms, p95 %.3f ms; full turn p50 %.3f ms, p95 %.3f ms",
 					s.name, group.label, ms(t.P50-bt.P50), ms(t.P95-bt.P95), ms(a.P50-ba.P50), ms(a.P95-ba.P95)))
