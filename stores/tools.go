@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -129,7 +130,8 @@ func (s *Service) Tools() agent.ToolSource {
 // Subscribe caches each agent's tools from now on, dropped whenever a
 // store changes: migration 019 notifies every box (topic "stores") of a
 // change to what the tools show or to whether a store is empty, and the
-// listener drops everything when it (re)connects.
+// listener drops everything when it (re)connects; an entry is trusted for
+// at most 30 s without a notification.
 func (s *Service) Subscribe(l *notify.Listener) {
 	s.tools.mu.Lock()
 	s.tools.on = true
@@ -137,12 +139,22 @@ func (s *Service) Subscribe(l *notify.Listener) {
 	l.Subscribe("stores", func(string) { s.tools.invalidate() })
 }
 
+// toolCacheTTL bounds how long cached tools are trusted without a
+// notification (a listener that lost its connection hears none until it
+// reconnects).
+const toolCacheTTL = 30 * time.Second
+
 // toolCache holds each agent's store tools between changes.
 type toolCache struct {
 	mu     sync.Mutex
 	on     bool
 	gen    uint64 // bumped by each invalidation
-	agents map[string][]agent.ServerTool
+	agents map[string]cachedTools
+}
+
+type cachedTools struct {
+	tools []agent.ServerTool
+	at    time.Time
 }
 
 // get returns the agent's cached tools, or the generation a fill must
@@ -150,8 +162,8 @@ type toolCache struct {
 func (c *toolCache) get(name string) (uint64, []agent.ServerTool, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	tools, ok := c.agents[name]
-	return c.gen, tools, ok && c.on
+	ct, ok := c.agents[name]
+	return c.gen, ct.tools, ok && c.on && time.Since(ct.at) < toolCacheTTL
 }
 
 // put caches tools read in generation gen, unless a change came since:
@@ -163,9 +175,9 @@ func (c *toolCache) put(gen uint64, name string, tools []agent.ServerTool) {
 		return
 	}
 	if c.agents == nil {
-		c.agents = map[string][]agent.ServerTool{}
+		c.agents = map[string]cachedTools{}
 	}
-	c.agents[name] = tools
+	c.agents[name] = cachedTools{tools: tools, at: time.Now()}
 }
 
 func (c *toolCache) invalidate() {
