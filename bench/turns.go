@@ -270,6 +270,7 @@ func Turns(ctx context.Context, cfg TurnsConfig) (TurnsReport, error) {
 				return 0, 0, fmt.Errorf("bench: unexpected answer")
 			}
 			d := time.Since(start)
+			_, _ = io.Copy(io.Discard, resp.Body)
 			return d, d, nil
 		}
 		sc := bufio.NewScanner(resp.Body)
