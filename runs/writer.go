@@ -106,6 +106,16 @@ const insertGroupSQL = `
 
 func (w *Writer) insert(ctx context.Context, group []*queued) error {
 	n := len(group)
+	if n == 1 {
+		// Alone: the plain statement, cheaper to encode than arrays.
+		var b pgx.Batch
+		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+		b.Queue(insertSQL, insertArgs(group[0].run, group[0].meta)...)
+		if err := w.pool.SendBatch(ctx, &b).Close(); err != nil {
+			return fmt.Errorf("runs: insert: %w", err)
+		}
+		return nil
+	}
 	var (
 		ids                             = make([]uuid.UUID, n)
 		kinds, agents, statuses, models = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
