@@ -237,6 +237,16 @@ func TestMemoryToolOffering(t *testing.T) {
 		if wantOff := !c.read && !c.save; wantOff != strings.HasPrefix(run.Metadata["memory"].(string), "off") {
 			t.Errorf("read=%v save=%v: run memory %v", c.read, c.save, run.Metadata["memory"])
 		}
+		// The run counts what the box's tools cost, about a token for
+		// every four bytes of their definitions as the model got them.
+		sent, _ := json.Marshal(reqs[len(reqs)-1].Tools)
+		want := 0.0
+		if len(c.want) > 0 {
+			want = float64(len(sent)) / 4
+		}
+		if got, _ := run.Metadata["addedTokens"].(float64); got < 0.8*want || got > 1.2*want {
+			t.Errorf("read=%v save=%v: addedTokens %v, want about %.0f", c.read, c.save, run.Metadata["addedTokens"], want)
+		}
 	}
 	// No identity: no tools, and the reason is recorded.
 	res := e.mustTurn(agent.TurnRequest{Agent: "support", Messages: user("hi")})

@@ -9,6 +9,7 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider"
+	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/telemetry"
 )
 
@@ -39,6 +40,9 @@ type Config struct {
 	MaxSteps int
 	// ModelTimeout bounds one turn. Defaults to 5 minutes.
 	ModelTimeout time.Duration
+	// Runs writes the runs of turns without a session by group commit
+	// (see runs.Writer). Nil: each in its own round trip.
+	Runs *runs.Writer
 	// Metrics records each finished turn by wire and finish (nil: none).
 	Metrics *telemetry.Metrics
 	// SessionLease is how long a running turn holds its session without a

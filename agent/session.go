@@ -224,6 +224,9 @@ type turnRecord struct {
 func (r *Runtime) persist(ctx context.Context, t turnRecord) error {
 	if t.sessionID != "" {
 		defer r.leases.drop(t.sessionID) // the session's status is final from here
+	} else if r.cfg.Runs != nil {
+		// Only the run: it joins the next group commit.
+		return r.writeRun(ctx, t.run)
 	}
 	var b pgx.Batch
 	if t.kind != kindSession {
@@ -396,10 +399,21 @@ func (r *Runtime) GetSession(ctx context.Context, id string) (SessionDetail, err
 	return d, nil
 }
 
-func runsBatch(r runs.Run) *pgx.Batch {
-	var b pgx.Batch
-	queueRun(&b, r)
-	return &b
+// writeRun writes a run of its own (a stateless turn's, a failed turn's):
+// by group commit when the runtime has a writer.
+func (r *Runtime) writeRun(ctx context.Context, run runs.Run) error {
+	var err error
+	if r.cfg.Runs != nil {
+		err = r.cfg.Runs.Write(ctx, run)
+	} else {
+		var b pgx.Batch
+		queueRun(&b, run)
+		err = r.cfg.Pool.SendBatch(ctx, &b).Close()
+	}
+	if err != nil {
+		return storageErr("save run", err)
+	}
+	return nil
 }
 
 // storageErr is a storage failure: its message names the operation only,

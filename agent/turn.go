@@ -46,6 +46,7 @@ type turn struct {
 	resumed   bool   // a decision resumed this turn
 	system    string // extra system context of this turn
 	options   Options
+	whole     bool // the model answers each step in one piece
 
 	sel         identity.Selection
 	mem         memorySnapshot
@@ -54,6 +55,7 @@ type turn struct {
 	held        map[string]bool
 
 	run       runs.Run
+	added     int // bytes the box added to the model requests (see addedTokens)
 	toolCalls []ToolRun
 	leftOut   []map[string]string // tools left out of the turn, and why
 	usage     Usage
@@ -100,7 +102,7 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	t.system, t.options = req.System, req.Options
+	t.system, t.options, t.whole = req.System, req.Options, req.Whole
 	if req.RunID != uuid.Nil {
 		t.run.ID = req.RunID
 	}
@@ -252,7 +254,7 @@ func (r *Runtime) newTurn(ctx context.Context, name string, ag config.Agent, emi
 		zero := 0
 		run := runs.Run{ID: uuid.New(), Kind: KindAgentTurn, AgentID: name, Model: ag.Model, StartedAt: now, FinishedAt: &now,
 			DurationMS: &zero, Status: runs.StatusFailed, ErrorCode: ErrorCode(err), Metadata: map[string]any{}}
-		if rerr := r.cfg.Pool.SendBatch(context.WithoutCancel(ctx), runsBatch(run)).Close(); rerr != nil {
+		if rerr := r.writeRun(context.WithoutCancel(ctx), run); rerr != nil {
 			r.log.Warn("agent: record failed run", "run", run.ID, "error", rerr)
 		}
 		return nil, err
@@ -392,14 +394,13 @@ func (t *turn) providerFailed(err error) error {
 	return fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
 }
 
-// callModel streams one model step, emitting text and tool call events.
+// callModel runs one model step, emitting text and tool call events: a
+// stream, or one piece when the client takes the answer whole.
 func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, error) {
 	req := openai.ChatCompletionRequest{
-		Model:         t.model.Name,
-		Messages:      t.providerMessages(),
-		Stream:        true,
-		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
-		Stop:          t.options.Stop,
+		Model:    t.model.Name,
+		Messages: t.providerMessages(),
+		Stop:     t.options.Stop,
 	}
 	if o := t.options; o.Temperature != nil {
 		// go-openai omits a zero temperature; the smallest float keeps "0".
@@ -411,12 +412,20 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	if o := t.options; o.MaxTokens != nil {
 		req.MaxCompletionTokens = *o.MaxTokens
 	}
+	// What the box adds to the client's request: its tools and system
+	// context, counted so an operator sees what they cost.
+	t.added += len(t.system)
 	for _, st := range t.sortedServerTools() {
 		req.Tools = append(req.Tools, toolDef(st.Def))
+		t.added += toolBytes + len(st.Def.Name) + len(st.Def.Description) + len(st.Def.Parameters)
 	}
 	for _, ct := range t.clientTools {
 		req.Tools = append(req.Tools, toolDef(ct))
 	}
+	if t.whole {
+		return t.callModelWhole(ctx, req)
+	}
+	req.Stream, req.StreamOptions = true, &openai.StreamOptions{IncludeUsage: true}
 	stream, err := t.model.Client.CreateChatCompletionStream(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -547,6 +556,58 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	return msg, finish, nil
 }
 
+// callModelWhole runs one model step without a stream and emits its events
+// at once, in the order a stream gives them.
+func (t *turn) callModelWhole(ctx context.Context, req openai.ChatCompletionRequest) (Message, openai.FinishReason, error) {
+	resp, err := t.model.Client.CreateChatCompletion(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Message{}, "", ctx.Err()
+		}
+		return Message{}, "", t.providerFailed(err)
+	}
+	t.usage.InputTokens += resp.Usage.PromptTokens
+	t.usage.OutputTokens += resp.Usage.CompletionTokens
+	if len(resp.Choices) == 0 || resp.Choices[0].FinishReason == "" {
+		return Message{}, "", fmt.Errorf("%w: the provider's answer ended without finishing", ErrProvider)
+	}
+	ch := resp.Choices[0]
+	msg := Message{ID: "msg_" + uuid.NewString(), Role: RoleAssistant, Content: ch.Message.Content}
+	t.partial.Reset()
+	t.partialID = msg.ID
+	if msg.Content != "" {
+		t.partial.WriteString(msg.Content)
+		for _, ev := range []Event{{Kind: EventTextStart, MessageID: msg.ID}, {Kind: EventTextDelta, MessageID: msg.ID, Text: msg.Content},
+			{Kind: EventTextEnd, MessageID: msg.ID}} {
+			if err := t.emit(ev); err != nil {
+				return Message{}, "", err
+			}
+		}
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		call := ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		if call.Name == "" {
+			continue
+		}
+		if call.ID == "" {
+			call.ID = "call_" + uuid.NewString()
+		}
+		server := t.isServer(call.Name)
+		evs := []Event{{Kind: EventToolCallStart, MessageID: msg.ID, ToolCall: call, Server: server}}
+		if call.Arguments != "" {
+			evs = append(evs, Event{Kind: EventToolCallArgs, MessageID: msg.ID, ToolCall: call, Text: call.Arguments, Server: server})
+		}
+		evs = append(evs, Event{Kind: EventToolCallEnd, MessageID: msg.ID, ToolCall: call, Server: server})
+		for _, ev := range evs {
+			if err := t.emit(ev); err != nil {
+				return Message{}, "", err
+			}
+		}
+		msg.ToolCalls = append(msg.ToolCalls, call)
+	}
+	return msg, ch.FinishReason, nil
+}
+
 func (t *turn) isServer(name string) bool { _, ok := t.server[name]; return ok }
 
 // runServerTool runs one of the box's tools and records it (name, timing
@@ -622,6 +683,14 @@ func (t *turn) providerMessages() []openai.ChatCompletionMessage {
 	return out
 }
 
+// toolBytes is the JSON around one tool definition's fields.
+const toolBytes = len(`{"type":"function","function":{"name":"","description":"","parameters":}}`)
+
+// addedTokens estimates the input tokens of n bytes the box added, at four
+// bytes a token (English text and JSON with common tokenizers); the run
+// records it beside the provider's exact input count.
+func addedTokens(n int) int { return (n + 3) / 4 }
+
 func (t *turn) sortedServerTools() []ServerTool {
 	names := make([]string, 0, len(t.server))
 	for n := range t.server {
@@ -655,6 +724,7 @@ func (t *turn) finish(ctx context.Context, res Result) error {
 	t.run.CostUSD = t.model.Cost(t.usage.InputTokens, t.usage.OutputTokens)
 	t.run.Metadata["finish"] = string(res.Finish)
 	t.run.Metadata["toolCalls"] = t.toolCalls
+	t.run.Metadata["addedTokens"] = addedTokens(t.added)
 	rec := turnRecord{sessionID: t.sessionID, kind: t.kind, turn: t.turnNo, step: t.step, appended: t.appended,
 		status: StatusCompleted, userText: t.userText, replyText: res.Text, run: t.run, durationMS: ms,
 		preview: previewOf(append(slices.Clone(t.history), t.appended...))}
@@ -690,6 +760,7 @@ func (t *turn) fail(ctx context.Context, cause error) (Result, error) {
 	}
 	t.run.InputTokens, t.run.OutputTokens = t.usage.InputTokens, t.usage.OutputTokens
 	t.run.Metadata["toolCalls"] = t.toolCalls
+	t.run.Metadata["addedTokens"] = addedTokens(t.added)
 	if stopped && t.kind == kindSession && !t.resumed {
 		// The client stopped the turn: the session keeps the question and
 		// what was streamed of the answer, marked cut, so the next turn reads
@@ -716,7 +787,7 @@ func (t *turn) fail(ctx context.Context, cause error) (Result, error) {
 		}
 		t.rt.release(context.WithoutCancel(ctx), t.sessionID, status)
 	}
-	if err := t.rt.cfg.Pool.SendBatch(context.WithoutCancel(ctx), runsBatch(t.run)).Close(); err != nil {
+	if err := t.rt.writeRun(context.WithoutCancel(ctx), t.run); err != nil {
 		t.rt.log.Warn("agent: record failed run", "run", t.run.ID, "error", err)
 	}
 	if c := fault.Cause(cause); c != nil {

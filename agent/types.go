@@ -130,6 +130,10 @@ type TurnRequest struct {
 	NoMemoryTools bool
 	// Tools of this turn only (a call's transfer_call), run by the box.
 	ServerTools []ServerTool
+	// Whole asks the model for each step's answer in one piece instead of
+	// a stream: the client takes the answer whole, so nothing is relayed
+	// as it comes. Events still arrive, each step's at once.
+	Whole bool
 }
 
 // Finish says how a turn ended.

@@ -60,12 +60,16 @@ type recorder struct {
 	mu     sync.Mutex
 	lat    []time.Duration
 	errors int
+	first  error // the first error, for the report
 }
 
 func (r *recorder) add(d time.Duration, err error) {
 	r.mu.Lock()
 	if err != nil {
 		r.errors++
+		if r.first == nil {
+			r.first = err
+		}
 	} else {
 		r.lat = append(r.lat, d)
 	}

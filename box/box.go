@@ -154,6 +154,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	b.listener = notify.New(pool, log)
 	b.listener.Subscribe("auth", b.Keys.Invalidate)
 	b.listener.Subscribe("settings", b.Settings.Invalidate)
+	b.Stores.Subscribe(b.listener)
 	// HTTP and MCP tools (Start lists the MCP servers; one that is down
 	// does not stop the box: its tools are left out until it is back).
 	b.Tools, err = tools.New(tools.Config{Agents: cfg.Agents, Logger: log})
@@ -161,7 +162,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 		return nil, err
 	}
 	b.Runtime = agent.New(agent.Config{Metrics: metrics, Pool: pool, Agents: cfg.Agents, Models: b.Models, Memory: b.Memory,
-		Settings: b.Settings, Logger: log, Tools: agent.Sources(b.Stores.Tools(), b.RAG.Tools(cfg.Agents), b.Tools.Tools())})
+		Settings: b.Settings, Logger: log, Runs: runs.NewWriter(pool), Tools: agent.Sources(b.Stores.Tools(), b.RAG.Tools(cfg.Agents), b.Tools.Tools())})
 	speech := voice.ProviderSpeech(b.Models, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) })
 	if opt.Speech != nil {
 		speech = opt.Speech(b.Models)

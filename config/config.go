@@ -190,6 +190,11 @@ type Agent struct {
 	// MemoryStores attaches curated memory stores to every session of the
 	// agent, next to its learned memory (see MemoryStoreAttachment).
 	MemoryStores []MemoryStoreAttachment `yaml:"memoryStores"`
+	// StoreTools offers the memory store tools on every turn. By default
+	// they are offered only when they can help: a curated store is
+	// attached, or the agent's learned store holds memories (each tool
+	// definition costs input tokens on every request).
+	StoreTools bool `yaml:"storeTools"`
 	// Voice holds the agent's speech settings on calls. Nil uses the
 	// defaults of AgentVoice.
 	Voice *AgentVoice `yaml:"voice"`

@@ -5,6 +5,13 @@
 //
 //	rec := runs.NewStore(pool)
 //	err := rec.Insert(ctx, runs.Run{ID: id, Kind: runs.KindMemoryExtraction, ...})
+//
+// Writer writes runs of many concurrent callers by group commit: each
+// Write returns once its run committed, in one statement with the others
+// that arrived meanwhile.
+//
+//	w := runs.NewWriter(pool)
+//	err := w.Write(ctx, run) // committed (not yet flushed to disk) when nil
 package runs
 
 import (
@@ -73,8 +80,9 @@ type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// The one statement that writes a run: every writer of the runs table goes
-// through InsertWith or QueueInsert.
+// The statement that writes one run: every writer of the runs table goes
+// through InsertWith, QueueInsert or a Writer (insertGroupSQL, the same
+// columns).
 const insertSQL = `
 	INSERT INTO stackbone_platform.runs
 	  (id, kind, agent_id, status, model, input_tokens, output_tokens, cost_usd, error_code,

@@ -8,7 +8,11 @@
 // agent's sessions by its memoryStores in the configuration. Sessions never
 // get store contents in the prompt: Tools offers list_memories,
 // search_memories and read_memory (and create/update/delete_memory for
-// read_write attachments), describing each store by name and description.
+// read_write attachments), describing each store by name and description,
+// and only when they can help: a curated store is attached, the learned
+// store holds memories, or the agent's storeTools asks. After Subscribe,
+// each agent's tools are cached until migration 019's trigger notifies a
+// change (topic "stores").
 //
 // Every create, update, rename, delete, restore, merge and retirement
 // writes an immutable version with who wrote it; versions can be listed,
@@ -32,6 +36,7 @@
 //	svc := stores.New(stores.Config{Pool: pool, Agents: cfg.Agents, Models: registry, Logger: log})
 //	if err := svc.Sync(ctx); err != nil { ... }           // learned stores of declared agents
 //	svc.Register(apiServer)                               // the /api routes
+//	svc.Subscribe(listener)                               // cache the tools, dropped by NOTIFY
 //	if err := svc.AddWorkers(reg); err != nil { ... }     // before jobs.NewClient(pool, reg, log)
 //	client.PeriodicJobs().AddMany(svc.PeriodicJobs())     // tick and retention
 //	rt := agent.New(agent.Config{..., Tools: agent.Sources(svc.Tools(), ...)})

@@ -75,8 +75,9 @@ type Config struct {
 // Service is memory stores: the Go API behind the HTTP routes, the session
 // tools and the learning jobs. It is safe for concurrent use.
 type Service struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	tools toolCache
 }
 
 // New returns a Service; it does no I/O (call Sync at start).

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/store/notify"
 )
 
 // Names of the memory store tools.
@@ -96,20 +99,92 @@ func (s *Service) Attachments(ctx context.Context, agentName string) ([]Attached
 // session uses, and create_memory, update_memory and delete_memory when
 // one of them is read_write. The tools show each store's slug, name,
 // description, access and instructions, never its contents: the model
-// browses, searches and reads only what helps the task. A database failure
-// fails the turn with agent.ErrMemory; a bad call answers the model with
-// an error result.
+// browses, searches and reads only what helps the task. They are offered
+// only when they can help (a curated store is attached, the learned store
+// holds memories, or the agent's storeTools asks for them), since their
+// definitions cost input tokens on every request. A database failure fails
+// the turn with agent.ErrMemory; a bad call answers the model with an
+// error result. After Subscribe, each agent's tools are cached until a
+// store changes.
 func (s *Service) Tools() agent.ToolSource {
 	return func(ctx context.Context, agentName string) ([]agent.ServerTool, error) {
 		if !s.agentExists(agentName) {
 			return nil, nil
 		}
+		gen, tools, ok := s.tools.get(agentName)
+		if ok {
+			return tools, nil
+		}
 		att, err := s.Attachments(ctx, agentName)
 		if err != nil {
 			return nil, fmt.Errorf("%w: memory stores: %v", agent.ErrMemory, err)
 		}
-		return s.toolsFor(att), nil
+		if len(att) > 1 || att[0].Store.MemoryCount > 0 || s.cfg.Agents[agentName].StoreTools {
+			tools = s.toolsFor(att)
+		}
+		s.tools.put(gen, agentName, tools)
+		return tools, nil
 	}
+}
+
+// Subscribe caches each agent's tools from now on, dropped whenever a
+// store changes: migration 019 notifies every box (topic "stores") of a
+// change to what the tools show or to whether a store is empty, and the
+// listener drops everything when it (re)connects; an entry is trusted for
+// at most 30 s without a notification.
+func (s *Service) Subscribe(l *notify.Listener) {
+	s.tools.mu.Lock()
+	s.tools.on = true
+	s.tools.mu.Unlock()
+	l.Subscribe("stores", func(string) { s.tools.invalidate() })
+}
+
+// toolCacheTTL bounds how long cached tools are trusted without a
+// notification (a listener that lost its connection hears none until it
+// reconnects).
+const toolCacheTTL = 30 * time.Second
+
+// toolCache holds each agent's store tools between changes.
+type toolCache struct {
+	mu     sync.Mutex
+	on     bool
+	gen    uint64 // bumped by each invalidation
+	agents map[string]cachedTools
+}
+
+type cachedTools struct {
+	tools []agent.ServerTool
+	at    time.Time
+}
+
+// get returns the agent's cached tools, or the generation a fill must
+// present to put.
+func (c *toolCache) get(name string) (uint64, []agent.ServerTool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ct, ok := c.agents[name]
+	return c.gen, ct.tools, ok && c.on && time.Since(ct.at) < toolCacheTTL
+}
+
+// put caches tools read in generation gen, unless a change came since:
+// what was read before it may be stale.
+func (c *toolCache) put(gen uint64, name string, tools []agent.ServerTool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.on || gen != c.gen {
+		return
+	}
+	if c.agents == nil {
+		c.agents = map[string]cachedTools{}
+	}
+	c.agents[name] = cachedTools{tools: tools, at: time.Now()}
+}
+
+func (c *toolCache) invalidate() {
+	c.mu.Lock()
+	c.gen++
+	clear(c.agents)
+	c.mu.Unlock()
 }
 
 func (s *Service) toolsFor(att []Attached) []agent.ServerTool {

@@ -1,15 +1,21 @@
 package stores_test
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/bench/storesbench"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/store/notify"
+	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/stores"
 )
 
@@ -157,19 +163,77 @@ func TestSessionBrowsesSearchesAndReadsAttachedStores(t *testing.T) {
 	}
 	e.call("GET", "/api/memory_stores/release-policy/memory?path=/x.md", nil).fails(t, 404, "not_found")
 
-	// An agent with no attachments gets its learned memory, read only.
+	// An agent with no attachments and an empty learned store is offered
+	// no store tools: they could not help, and their definitions cost
+	// input tokens on every request.
 	e.model.Script(providertest.Reply{Content: "Hello."})
 	if _, err := rt.Turn(e.ctx, agent.TurnRequest{Agent: "support", Messages: []agent.Message{{Role: agent.RoleUser, Content: "Hi"}}},
 		func(agent.Event) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	reqs = e.model.ChatRequests()
-	tools = toolsOf(reqs[len(reqs)-1])
+	if tools = toolsOf(reqs[len(reqs)-1]); len(tools) != 0 {
+		t.Fatalf("support's tools with an empty learned store: %v", tools)
+	}
+	tap.refuteLogged(t, "Bump the minor", "Freeze, tag", "2.4 is a minor release", "minor version")
+}
+
+// TestStoreToolsFollowTheLearnedStore: the tools each agent is offered are
+// cached, and a learned store that starts to hold memories (written by any
+// box or job) reaches the cache by notification: the next turns offer its
+// tools, read only.
+func TestStoreToolsFollowTheLearnedStore(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	l := notify.New(e.pool, storetest.Logger(t))
+	e.svc.Subscribe(l)
+	ctx, cancel := context.WithCancel(e.ctx)
+	t.Cleanup(cancel)
+	go l.Run(ctx)
+	rt := e.runtime()
+	toolsNow := func() map[string]*openai.FunctionDefinition {
+		e.model.Script(providertest.Reply{Content: "Hello."})
+		if _, err := rt.Turn(e.ctx, agent.TurnRequest{Agent: "support", Messages: []agent.Message{{Role: agent.RoleUser, Content: "Hi"}}},
+			func(agent.Event) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		reqs := e.model.ChatRequests()
+		return toolsOf(reqs[len(reqs)-1])
+	}
+	if tools := toolsNow(); len(tools) != 0 {
+		t.Fatalf("tools with an empty learned store: %v", tools)
+	}
+	am, err := e.svc.GetAgentMemory(e.ctx, "support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storesbench.Seed(e.ctx, e.pool, am.MemoryStoreID, 2, 200); err != nil {
+		t.Fatal(err)
+	}
+	var tools map[string]*openai.FunctionDefinition
+	poll.Until(t, "the learned store's tools offered", 10*time.Second, func() bool {
+		tools = toolsNow()
+		return len(tools) > 0
+	})
 	if len(tools) != 3 || tools["list_memories"] == nil || tools["create_memory"] != nil ||
 		!strings.Contains(tools["list_memories"].Description, "- learned-support (Learned memory, read only)") {
 		t.Fatalf("support's tools: %v", tools)
 	}
-	tap.refuteLogged(t, "Bump the minor", "Freeze, tag", "2.4 is a minor release", "minor version")
+	// The agent's config can ask for them always.
+	e2 := newEnv(t)
+	a := e2.cfg.Agents["support"]
+	a.StoreTools = true
+	e2.cfg.Agents["support"] = a
+	e2.svc = stores.New(stores.Config{Pool: e2.pool, Agents: e2.cfg.Agents, Models: e2.reg, Logger: storetest.Logger(t)})
+	e2.model.Script(providertest.Reply{Content: "Hello."})
+	if _, err := e2.runtime().Turn(e2.ctx, agent.TurnRequest{Agent: "support", Messages: []agent.Message{{Role: agent.RoleUser, Content: "Hi"}}},
+		func(agent.Event) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	reqs := e2.model.ChatRequests()
+	if tools := toolsOf(reqs[len(reqs)-1]); len(tools) != 3 {
+		t.Fatalf("tools with storeTools: true: %v", tools)
+	}
 }
 
 func TestToolCallErrorsAnswerTheModel(t *testing.T) {

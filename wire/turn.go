@@ -159,6 +159,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.Finish(res)
 		}
 	} else {
+		// The client takes the answer whole: so does the box from the model.
+		c.Turn.Whole = true
 		res, err = h.cfg.Runtime.Turn(r.Context(), c.Turn, func(agent.Event) error { return nil })
 		setRun(w, res)
 		if err != nil {

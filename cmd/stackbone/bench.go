@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,8 @@ import (
 
 func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Load tests that print the figures the README quotes"}
+	cmd.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	cmd.PersistentFlags().String("memprofile", "", "write an allocation profile at the end of the run to this file (go tool pprof -sample_index=alloc_space)")
 	var cfg bench.MemoryConfig
 	var dataDir string
 	mem := &cobra.Command{
@@ -51,13 +54,21 @@ func turnsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "turns",
 		Short: "Text turns: what the box adds to time to first token and a full streamed turn, beside the provider alone",
-		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.Report, error) {
+		Long: `Measures, side by side in one process, the scripted provider called directly, through
+a bare reverse proxy (httputil.ReverseProxy, one hop and nothing else) and through the
+box's OpenAI wire: time to first token with one client and with --streams clients on
+paced streams (stateless and with a session), then the CPU per 1,000 non-streamed
+requests with the upstream answering at once (this process, and the PostgreSQL
+backends of the run's database read from /proc).`,
+		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.TurnsReport, error) {
 			cfg.AdminURL, cfg.Logger = admin, log
 			return bench.Turns(ctx, cfg)
 		}),
 	}
-	c.Flags().IntVar(&cfg.Streams, "streams", 50, "concurrent streams")
-	c.Flags().IntVar(&cfg.Turns, "turns", 20, "turns per stream per scenario and round")
+	c.Flags().IntVar(&cfg.Streams, "streams", 50, "concurrent clients")
+	c.Flags().IntVar(&cfg.Turns, "turns", 10, "turns per stream per scenario and round (paced phase)")
+	c.Flags().IntVar(&cfg.SoloTurns, "solo-turns", 100, "turns of the one-client phase per scenario and round")
+	c.Flags().IntVar(&cfg.Requests, "requests", 3000, "requests per target and round in the CPU phase")
 	c.Flags().IntVar(&cfg.Rounds, "rounds", 3, "interleaved rounds")
 	c.Flags().BoolVar(&cfg.Lockstep, "lockstep", false, "start every stream of a round at once (the worst case)")
 	c.Flags().DurationVar(&cfg.ChunkDelay, "chunk-delay", 20*time.Millisecond, "pause between the scripted model's chunks (-1ns: none, a CPU saturation test)")
@@ -66,7 +77,7 @@ func turnsCmd() *cobra.Command {
 }
 
 // benchRunE is the RunE of a load command: it finds the database, runs the
-// measurement and prints its report.
+// measurement (profiled when asked) and prints its report.
 func benchRunE[R interface{ Print(io.Writer) }](dataDir *string, run func(ctx context.Context, admin string, log *slog.Logger) (R, error)) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
 		log := newLogger()
@@ -75,9 +86,32 @@ func benchRunE[R interface{ Print(io.Writer) }](dataDir *string, run func(ctx co
 			return err
 		}
 		defer stop()
+		cpuProfile, _ := cmd.Flags().GetString("cpuprofile")
+		memProfile, _ := cmd.Flags().GetString("memprofile")
+		if cpuProfile != "" {
+			f, err := os.Create(cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
 		rep, err := run(cmd.Context(), admin, log)
 		if err != nil {
 			return err
+		}
+		if memProfile != "" {
+			f, err := os.Create(memProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				return err
+			}
 		}
 		rep.Print(os.Stdout)
 		fmt.Println()

@@ -48,11 +48,12 @@ type Reply struct {
 	// is (a misbehaving provider: HTML, truncated JSON, anything).
 	Raw string
 	// Cut closes a streamed answer cleanly after its content chunks,
-	// without the finish chunk or [DONE] (a stream cut in the middle).
+	// without the finish chunk or [DONE] (a stream cut in the middle); a
+	// plain answer ends in the middle of its JSON.
 	Cut bool
 	// Stall holds a streamed answer this long after its first content
-	// chunk (a provider that hangs mid-stream); the wait ends early if the
-	// client goes away.
+	// chunk (a provider that hangs mid-stream), a plain answer in the
+	// middle of its JSON; the wait ends early if the client goes away.
 	Stall time.Duration
 	// ChunkDelay paces a streamed answer: the wait between content chunks,
 	// as a real model generates tokens over time.
@@ -267,7 +268,26 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		Usage:   openai.Usage{PromptTokens: pt, CompletionTokens: ct, TotalTokens: pt + ct},
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(resp)
+	body, _ = json.Marshal(resp)
+	if reply.Cut || reply.Stall > 0 {
+		// The plain answer's misbehaviours: its body cut in the middle, or
+		// held there.
+		half := len(body) / 2
+		_, _ = w.Write(body[:half])
+		if reply.Cut {
+			return
+		}
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		select {
+		case <-time.After(reply.Stall):
+		case <-r.Context().Done():
+			return
+		}
+		body = body[half:]
+	}
+	_, _ = w.Write(body)
 }
 
 // When a stream reports usage.

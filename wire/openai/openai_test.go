@@ -123,6 +123,10 @@ func TestSessionPlainThenStreamed(t *testing.T) {
 		}
 	}
 
+	// The box asks the model the way the client asked the box.
+	if reqs := b.model.ChatRequests(); len(reqs) != 2 || reqs[0].Stream || !reqs[1].Stream {
+		t.Fatalf("upstream requests streamed: %v, want plain then streamed", []bool{reqs[0].Stream, reqs[len(reqs)-1].Stream})
+	}
 	want := []string{"system: You are plain.", "user: Where is order A-1001?", "assistant: Order A-1001 ships tomorrow.", "user: Can I still return it?"}
 	if got := b.sent(1); !slices.Equal(got, want) {
 		t.Fatalf("the model received %q, want %q", got, want)
