@@ -230,7 +230,13 @@ func (c jobsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c jobsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	rows, err := c.pool.Query(ctx, `SELECT queue, state::text, count(*) FROM `+c.schema+`.river_job GROUP BY queue, state`)
+	// Every state of every queue a box has started (River's river_queue),
+	// so an empty queue reads 0 instead of having no series.
+	rows, err := c.pool.Query(ctx, `SELECT q.name, s.state::text, count(j.id)
+		FROM `+c.schema+`.river_queue q
+		CROSS JOIN unnest(enum_range(NULL::`+c.schema+`.river_job_state)) AS s(state)
+		LEFT JOIN `+c.schema+`.river_job j ON j.queue = q.name AND j.state = s.state
+		GROUP BY q.name, s.state`)
 	if err != nil {
 		return
 	}
