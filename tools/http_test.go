@@ -12,6 +12,7 @@ import (
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/lockedbuf"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/wire"
 	"github.com/stackbone/box/wire/wiretest"
@@ -226,7 +227,7 @@ func TestHTTPToolEscapesArguments(t *testing.T) {
 func TestHTTPToolSecretStaysInTheBox(t *testing.T) {
 	t.Parallel()
 	o := newOrders(t)
-	var logs syncBuffer
+	var logs lockedbuf.Buffer
 	b := newReceptionist(t, o, wiretest.LogTo(&logs))
 	b.Model.Script(providertest.Reply{ToolCalls: []providertest.Call{
 		providertest.ToolCall("c1", "order_status", map[string]string{"orderId": "A-1001"}),
@@ -316,29 +317,6 @@ func clipTest(s string) string {
 		return s[:300] + "…"
 	}
 	return s
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
 }
 
 // TestHTTPToolHeldAndLimited: an http tool in interruptOn waits for a

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackbone/box/internal/lockedbuf"
 	"github.com/stackbone/box/store/pgcluster"
 )
 
@@ -39,7 +40,7 @@ func TestDevStartsServesAndStopsCleanly(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	addr := freeAddr(t)
-	logs := &syncBuffer{}
+	logs := &lockedbuf.Buffer{}
 	cmd := exec.Command(bin, "dev", "--data-dir", filepath.Join(dir, ".stackbone"))
 	cmd.Dir = dir // no configs/dev.yaml here: the embedded copy is used
 	cmd.Env = append(filteredEnv(), "STACKBONE_HTTP_ADDR="+addr, "STACKBONE_SIP_ADDR=127.0.0.1:0")

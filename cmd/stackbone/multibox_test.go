@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/stackbone/box/internal/lockedbuf"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip/siptest"
@@ -422,7 +423,7 @@ func portOf(t *testing.T, addr string) string {
 // sipProxy is a running Kamailio.
 type sipProxy struct {
 	addr string // its SIP address
-	out  *syncBuffer
+	out  *lockedbuf.Buffer
 }
 
 // downs is how many times the proxy logged box addr as down.
@@ -449,7 +450,7 @@ func startKamailio(t *testing.T, kamailio string, boxes ...string) *sipProxy {
 		t.Fatal(err)
 	}
 	addr := freeUDPAddr(t)
-	out := &syncBuffer{}
+	out := &lockedbuf.Buffer{}
 	cmd := exec.Command(kamailio, "-DD", "-E", "-f", cfg, "-Y", dir, "-P", filepath.Join(dir, "kamailio.pid"),
 		"-w", dir, "-m", "64", "-M", "8",
 		"-A", "LISTEN_UDP=udp:"+addr, "-A", "LISTEN_TCP=tcp:"+addr,

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/internal/lockedbuf"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip/siptest"
@@ -177,7 +178,7 @@ shutdown: {drain: 1s}
 
 type runningBox struct {
 	cmd      *exec.Cmd
-	out      *syncBuffer
+	out      *lockedbuf.Buffer
 	exited   chan int
 	sipAddr  string
 	httpAddr string
@@ -208,7 +209,7 @@ func startBox(t *testing.T, bin, cfgPath, providerURL string) *runningBox {
 func startBoxAt(t *testing.T, bin, cfgPath, providerURL, sipAddr string) *runningBox {
 	t.Helper()
 	httpAddr := freeAddr(t)
-	out := &syncBuffer{}
+	out := &lockedbuf.Buffer{}
 	cmd := exec.Command(bin, "serve", "--config", cfgPath, "--migrate", "--data-dir", t.TempDir())
 	cmd.Env = append(filteredEnv(), "STACKBONE_HTTP_ADDR="+httpAddr, "STACKBONE_SIP_ADDR="+sipAddr,
 		"OPENAI_BASE_URL="+providerURL, "OPENAI_API_KEY=test")
@@ -255,24 +256,6 @@ func freeUDPAddr(t *testing.T) string {
 	}
 	t.Fatal("no free port")
 	return ""
-}
-
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // The series operators watch move with the work: scraped from a running

@@ -1,7 +1,6 @@
 package siptest
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -13,10 +12,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/stackbone/box/internal/lockedbuf"
 	"github.com/stackbone/box/internal/poll"
 )
 
@@ -67,25 +66,8 @@ type Baresip struct {
 	dir  string
 	snd  string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *lockedbuf.Buffer
 	done chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // StartBaresip runs baresip as user (its From number) with mic (a WAV
@@ -130,7 +112,7 @@ func StartBaresip(t testing.TB, user, mic, dial string) *Baresip {
 	if dial != "" {
 		args = append(args, "-e", "/dial "+dial)
 	}
-	p := &Baresip{Port: port, dir: dir, snd: snd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &Baresip{Port: port, dir: dir, snd: snd, out: &lockedbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command("baresip", args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
