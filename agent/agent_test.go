@@ -16,10 +16,10 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/storetest"
 )
 
 const agentsYAML = `
@@ -54,7 +54,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), pool: storetest.Pool(t), model: providertest.New(t)}
+	e := &env{t: t, ctx: context.Background(), pool: pgtest.Pool(t), model: providertest.New(t)}
 	cfg, err := config.Parse([]byte(agentsYAML))
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func newEnv(t *testing.T) *env {
 // boot builds the runtime on the env's database, as a box start does.
 func (e *env) boot() {
 	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: e.model.URL()}}, nil)
-	log := storetest.Logger(e.t)
+	log := pgtest.Logger(e.t)
 	e.mem = memory.NewService(memory.Config{Pool: e.pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})
 	e.settings = memory.NewSettings(e.pool, memory.AgentsFromConfig(e.cfg), log)
 	if err := e.settings.FixDeclaredKeys(e.ctx); err != nil {
@@ -513,7 +513,7 @@ func TestSessionLeaseOutlivesOnlyLiveTurns(t *testing.T) {
 	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: e.model.URL()}}, nil)
 	box := func() *agent.Runtime {
 		return agent.New(agent.Config{Pool: e.pool, Agents: e.cfg.Agents, Models: reg, Memory: e.mem, Settings: e.settings,
-			Logger: storetest.Logger(t), SessionLease: lease})
+			Logger: pgtest.Logger(t), SessionLease: lease})
 	}
 	a, b := box(), box()
 	turn := func(rt *agent.Runtime, key, text string) error {

@@ -18,10 +18,10 @@ import (
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/storetest"
 )
 
 type box struct {
@@ -37,7 +37,7 @@ const devKey = "local-dev"
 func newBox(t *testing.T) *box {
 	t.Helper()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
+	pool := pgtest.Pool(t)
 	model := providertest.New(t)
 	cfg, err := config.Parse([]byte(`
 agents:
@@ -57,7 +57,7 @@ agents:
 		t.Fatal(err)
 	}
 	reg := provider.NewRegistry(cfg.Providers, nil)
-	log := storetest.Logger(t)
+	log := pgtest.Logger(t)
 	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
 	if err := settings.FixDeclaredKeys(ctx); err != nil {
 		t.Fatal(err)

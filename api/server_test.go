@@ -12,7 +12,7 @@ import (
 
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/wire"
 )
 
@@ -24,7 +24,7 @@ func serveWith(t *testing.T, h http.Handler, c config.HTTP, maxConns int) string
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := api.HTTPServer(h, c, storetest.Logger(t))
+	srv := api.HTTPServer(h, c, pgtest.Logger(t))
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()

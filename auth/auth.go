@@ -27,7 +27,7 @@ import (
 
 	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
-	"github.com/stackbone/box/store/notify"
+	"github.com/stackbone/box/postgres/notify"
 )
 
 // Errors of the key store, with their kinds and codes (package fault).

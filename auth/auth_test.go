@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/stackbone/box/auth"
-	"github.com/stackbone/box/store/notify"
-	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/postgres/notify"
+	"github.com/stackbone/box/postgres/pgtest"
 )
 
 // Two boxes on one database: a key revoked on one stops working on the
@@ -17,9 +17,9 @@ func TestRevocationReachesAnotherBoxCache(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pool := storetest.Pool(t)
+	pool := pgtest.Pool(t)
 	a, b := auth.NewStore(pool), auth.NewStore(pool)
-	l := notify.New(pool, storetest.Logger(t))
+	l := notify.New(pool, pgtest.Logger(t))
 	l.Subscribe("auth", b.Invalidate)
 	go l.Run(ctx)
 
@@ -55,7 +55,7 @@ func TestRevocationReachesAnotherBoxCache(t *testing.T) {
 func TestRevocationSticks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	keys := auth.NewStore(storetest.Pool(t))
+	keys := auth.NewStore(pgtest.Pool(t))
 	if err := keys.Ensure(ctx, auth.DevKey, auth.DevKey, auth.AllScopes); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestRevocationSticks(t *testing.T) {
 func TestRestrictedKeyRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	keys := auth.NewStore(storetest.Pool(t))
+	keys := auth.NewStore(pgtest.Pool(t))
 	secret, _, err := keys.CreateRestricted(ctx, "browser", []string{auth.ScopeAgentsRun}, map[string]string{"customerId": "cust_*"})
 	if err != nil {
 		t.Fatal(err)

@@ -30,12 +30,12 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/migrations"
+	"github.com/stackbone/box/postgres/notify"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/notify"
 	"github.com/stackbone/box/stores"
-	openaiwire "github.com/stackbone/box/wire/openai"
+	openaiwire "github.com/stackbone/box/wire/openaiwire"
 )
 
 // TurnsConfig sets up the text-turn load run.

@@ -32,12 +32,12 @@ import (
 	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/objectstore"
+	"github.com/stackbone/box/postgres/notify"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/rag"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/sip"
-	"github.com/stackbone/box/store/notify"
 	"github.com/stackbone/box/stores"
 	"github.com/stackbone/box/studio"
 	"github.com/stackbone/box/telemetry"
@@ -45,9 +45,9 @@ import (
 	"github.com/stackbone/box/voice"
 	"github.com/stackbone/box/voice/espeak"
 	"github.com/stackbone/box/wire"
-	aguiwire "github.com/stackbone/box/wire/agui"
-	anthropicwire "github.com/stackbone/box/wire/anthropic"
-	openaiwire "github.com/stackbone/box/wire/openai"
+	aguiwire "github.com/stackbone/box/wire/aguiwire"
+	anthropicwire "github.com/stackbone/box/wire/anthropicwire"
+	openaiwire "github.com/stackbone/box/wire/openaiwire"
 )
 
 // Options are what a box takes besides its configuration.

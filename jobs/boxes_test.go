@@ -8,7 +8,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/stackbone/box/jobs"
-	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/postgres/pgtest"
 )
 
 type pingArgs struct{ N int }
@@ -30,11 +30,11 @@ func (w *pingWorker) Work(_ context.Context, j *river.Job[pingArgs]) error {
 func TestJobsOfADeadBoxAreHandedBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
+	pool := pgtest.Pool(t)
 	reg := jobs.NewRegistry()
 	w := &pingWorker{done: make(chan int, 4)}
 	river.AddWorker(reg.Workers(), w)
-	client, err := jobs.NewBoxClient(pool, reg, storetest.Logger(t), "box_alive")
+	client, err := jobs.NewBoxClient(pool, reg, pgtest.Logger(t), "box_alive")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestJobsOfADeadBoxAreHandedBack(t *testing.T) {
 	}
 	hctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go jobs.Heartbeat(hctx, pool, "box_alive", storetest.Logger(t))
+	go jobs.Heartbeat(hctx, pool, "box_alive", pgtest.Logger(t))
 	if err := client.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -10,16 +10,16 @@ import (
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/store/storetest"
 )
 
 // benchService seeds one person with 50 facts and 5 calls through add itself.
 func benchService(b *testing.B) (*memory.Service, string) {
 	b.Helper()
 	ctx := context.Background()
-	pool := storetest.Pool(b)
+	pool := pgtest.Pool(b)
 	model := providertest.New(b)
 	model.DiscardRequests()
 	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: model.URL()}}, nil)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/store/storetest"
 )
 
 type harness struct {
@@ -26,9 +26,9 @@ type harness struct {
 
 func newHarness(t *testing.T, mut ...func(*memory.Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, ctx: context.Background(), pool: storetest.Pool(t), model: providertest.New(t)}
+	h := &harness{t: t, ctx: context.Background(), pool: pgtest.Pool(t), model: providertest.New(t)}
 	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: h.model.URL(), APIKey: "test"}}, nil)
-	cfg := memory.Config{Pool: h.pool, Models: reg, Logger: storetest.Logger(t), FallbackModel: "openai/extractor"}
+	cfg := memory.Config{Pool: h.pool, Models: reg, Logger: pgtest.Logger(t), FallbackModel: "openai/extractor"}
 	for _, m := range mut {
 		m(&cfg)
 	}

@@ -14,10 +14,10 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/storetest"
 )
 
 func TestAddUpdateDeleteKeepsUnchangedFacts(t *testing.T) {
@@ -317,7 +317,7 @@ func TestModelFailures(t *testing.T) {
 		provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: "http://127.0.0.1:1/v1"}}, nil),
 		provider.NewRegistry(map[string]config.Provider{"openai": {}}, nil),
 	} {
-		svc := memory.NewService(memory.Config{Pool: h.pool, Models: reg, Logger: storetest.Logger(t)})
+		svc := memory.NewService(memory.Config{Pool: h.pool, Models: reg, Logger: pgtest.Logger(t)})
 		_, err := svc.Add(h.ctx, memory.AddRequest{AgentID: "support", UserID: u, Transcript: memory.Transcript{Text: "x"}})
 		wantCode(t, err, memory.ErrModelFailed)
 	}
@@ -364,9 +364,9 @@ func TestSchemaMissingAndUnavailable(t *testing.T) {
 	wantCode(t, err, memory.ErrSchemaMissing)
 
 	// A database that cannot be reached.
-	pool := storetest.Pool(t)
+	pool := pgtest.Pool(t)
 	pool.Close()
-	svc := memory.NewService(memory.Config{Pool: pool, Logger: storetest.Logger(t)})
+	svc := memory.NewService(memory.Config{Pool: pool, Logger: pgtest.Logger(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err = svc.Recall(ctx, memory.RecallRequest{AgentID: "support", UserID: "u"})

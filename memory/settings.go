@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/store/notify"
+	"github.com/stackbone/box/postgres/notify"
 )
 
 // Origins of an effective setting.

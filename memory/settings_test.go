@@ -9,13 +9,13 @@ import (
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
-	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/postgres/pgtest"
 )
 
 func newSettings(t *testing.T, agents map[string]*config.AgentMemory) (*memory.Settings, *harness) {
 	t.Helper()
 	h := newHarness(t)
-	s := memory.NewSettings(h.pool, agents, storetest.Logger(t))
+	s := memory.NewSettings(h.pool, agents, pgtest.Logger(t))
 	if err := s.FixDeclaredKeys(h.ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,10 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/objectstore"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rag"
-	"github.com/stackbone/box/store/storetest"
 )
 
 // env is one box on a fresh database: the rag service with its job client
@@ -78,7 +78,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	}
 	e := &env{t: t, ctx: context.Background(), pool: o.pool, prov: o.prov, store: o.store}
 	if e.pool == nil {
-		e.pool = storetest.Pool(t)
+		e.pool = pgtest.Pool(t)
 	}
 	if e.prov == nil {
 		e.prov = providertest.New(t)
@@ -91,7 +91,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 		e.store = st
 	}
 	e.logs = &capture{}
-	log := slog.New(tee{storetest.Logger(t).Handler(), e.logs})
+	log := slog.New(tee{pgtest.Logger(t).Handler(), e.logs})
 	e.models = provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: e.prov.URL()}}, nil)
 	cfg := o.cfg
 	cfg.Pool, cfg.Models, cfg.Store, cfg.Logger = e.pool, e.models, e.store, log

@@ -8,9 +8,9 @@ import (
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rag"
-	"github.com/stackbone/box/store/storetest"
 )
 
 const supportYAML = `
@@ -44,7 +44,7 @@ func TestAgentAnswersFromTheHits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := storetest.Logger(t)
+	log := pgtest.Logger(t)
 	mem := memory.NewService(memory.Config{Pool: e.pool, Models: e.models, Logger: log, FallbackModel: "openai/extractor"})
 	settings := memory.NewSettings(e.pool, memory.AgentsFromConfig(cfg), log)
 	rt := agent.New(agent.Config{Pool: e.pool, Agents: cfg.Agents, Models: e.models, Memory: mem, Settings: settings,

@@ -9,8 +9,8 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/rooms"
-	"github.com/stackbone/box/store/storetest"
 )
 
 // The embedded peer, end to end in headless Chromium as it ships (no
@@ -114,7 +114,7 @@ func TestEmbeddedCandidates(t *testing.T) {
 	// Names that match nothing here would leave every call without media:
 	// the service refuses to start.
 	for _, e := range []config.EmbeddedRooms{{Interfaces: []string{"nosuchif0"}}, {IPs: []string{"192.0.2.254"}}} {
-		if _, err := rooms.New(rooms.Config{Manager: b0.calls, Rooms: config.Rooms{Embedded: e}, Logger: storetest.Logger(t)}); err == nil {
+		if _, err := rooms.New(rooms.Config{Manager: b0.calls, Rooms: config.Rooms{Embedded: e}, Logger: pgtest.Logger(t)}); err == nil {
 			t.Errorf("rooms started with %+v", e)
 		}
 	}

@@ -23,11 +23,11 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/netns"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/voice"
 )
 
@@ -76,7 +76,7 @@ type box struct {
 func newBox(t *testing.T, rc config.Rooms) *box {
 	t.Helper()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
+	pool := pgtest.Pool(t)
 	model := providertest.New(t)
 	cfg, err := config.Parse([]byte(agentsYAML))
 	if err != nil {
@@ -84,7 +84,7 @@ func newBox(t *testing.T, rc config.Rooms) *box {
 	}
 	cfg.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
 	reg := provider.NewRegistry(cfg.Providers, nil)
-	log := storetest.Logger(t)
+	log := pgtest.Logger(t)
 	keys := auth.NewStore(pool)
 	if err := keys.Ensure(ctx, auth.DevKey, devKey, auth.AllScopes); err != nil {
 		t.Fatal(err)

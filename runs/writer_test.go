@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/storetest"
 )
 
 // TestWriterGroupsConcurrentRuns: runs written at once by many callers are
@@ -18,7 +18,7 @@ import (
 func TestWriterGroupsConcurrentRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
+	pool := pgtest.Pool(t)
 	w := runs.NewWriter(pool)
 	store := runs.NewStore(pool)
 	start := time.Now().UTC().Truncate(time.Millisecond)

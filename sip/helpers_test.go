@@ -25,12 +25,12 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/sip/siptest"
-	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/tools"
 	"github.com/stackbone/box/tools/toolstest"
 	"github.com/stackbone/box/voice"
@@ -116,7 +116,7 @@ func newPeer(t testing.TB, serve func(d *diago.DialogServerSession)) *peer {
 		t.Fatal(err)
 	}
 	port := freePort(t, false)
-	log := storetest.Logger(t).With("side", "peer")
+	log := pgtest.Logger(t).With("side", "peer")
 	dg := diago.NewDiago(ua, diago.WithLogger(log),
 		diago.WithTransport(diago.Transport{Transport: "udp", BindHost: "127.0.0.1", BindPort: port}),
 		diago.WithTransport(diago.Transport{Transport: "tcp", BindHost: "127.0.0.1", BindPort: port}))
@@ -305,14 +305,14 @@ type box struct {
 // set, adjusts the call controller's configuration.
 func startBox(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.Config)) *box {
 	t.Helper()
-	return startBoxLogged(t, sipCfg, agents, tune, storetest.Logger(t))
+	return startBoxLogged(t, sipCfg, agents, tune, pgtest.Logger(t))
 }
 
 // startBoxLogged is startBox with the box's logger.
 func startBoxLogged(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.Config), log *slog.Logger) *box {
 	t.Helper()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
+	pool := pgtest.Pool(t)
 	model := providertest.New(t)
 	cfg, err := config.Parse([]byte(agents))
 	if err != nil {
@@ -376,7 +376,7 @@ agents:
 // tests script replies ahead of these.
 func newProtocolBox(t testing.TB, sipCfg config.SIP, extra string, tune func(*voice.Config)) *box {
 	t.Helper()
-	return newProtocolBoxLogged(t, sipCfg, extra, tune, storetest.Logger(t))
+	return newProtocolBoxLogged(t, sipCfg, extra, tune, pgtest.Logger(t))
 }
 
 // newProtocolBoxLogged is newProtocolBox with the box's logger.

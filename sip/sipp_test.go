@@ -18,7 +18,7 @@ import (
 	"github.com/zaf/g711"
 
 	"github.com/stackbone/box/internal/poll"
-	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/voice"
 )
 
@@ -321,7 +321,7 @@ func TestSIPpMethods(t *testing.T) {
 // reaches the box's logs.
 func TestSIPpMalformedOverTCP(t *testing.T) {
 	t.Parallel()
-	logs := &logWatch{marker: "STACKBONE-PEER-TEXT", inner: storetest.Logger(t).Handler()}
+	logs := &logWatch{marker: "STACKBONE-PEER-TEXT", inner: pgtest.Logger(t).Handler()}
 	b := newProtocolBoxLogged(t, inboundConfig(), "", nil, slog.New(logs))
 	if err := sipp(t, b.sip.Addr(), "tcp_malformed.xml", "tcp", nil); err != nil {
 		t.Fatal(err)

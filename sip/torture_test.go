@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/postgres/pgtest"
 )
 
 // The torture messages of RFC 4475 (SIP Torture Test Messages) that reach
@@ -783,7 +783,7 @@ Content-Length: 0
 // (400).
 func TestPeerTextStaysOutOfLogs(t *testing.T) {
 	t.Parallel()
-	logs := &logWatch{marker: "STACKBONE-PEER-TEXT", inner: storetest.Logger(t).Handler()}
+	logs := &logWatch{marker: "STACKBONE-PEER-TEXT", inner: pgtest.Logger(t).Handler()}
 	b := newProtocolBoxLogged(t, inboundConfig(), "", nil, slog.New(logs))
 	for _, c := range []struct {
 		raw  string

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stackbone/box/bench/storesbench"
-	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/stores"
 )
 
@@ -18,8 +18,8 @@ import (
 func benchStore(b *testing.B) (*stores.Service, uuid.UUID) {
 	b.Helper()
 	ctx := context.Background()
-	pool := storetest.Pool(b)
-	svc := stores.New(stores.Config{Pool: pool, Logger: storetest.Logger(b)})
+	pool := pgtest.Pool(b)
+	svc := stores.New(stores.Config{Pool: pool, Logger: pgtest.Logger(b)})
 	st, err := svc.CreateStore(ctx, stores.CreateStore{Name: "Bench"})
 	if err != nil {
 		b.Fatal(err)

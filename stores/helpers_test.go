@@ -22,9 +22,9 @@ import (
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/bench/storesbench"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/stores"
 )
 
@@ -63,7 +63,7 @@ type env struct {
 
 func newEnv(t *testing.T, tweak ...func(*stores.Config)) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), pool: storetest.Pool(t), model: providertest.New(t)}
+	e := &env{t: t, ctx: context.Background(), pool: pgtest.Pool(t), model: providertest.New(t)}
 	cfg, err := config.Parse([]byte(testYAML))
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func newEnv(t *testing.T, tweak ...func(*stores.Config)) *env {
 	cfg.Providers = map[string]config.Provider{"openai": {BaseURL: e.model.URL()}}
 	e.cfg = cfg
 	e.reg = provider.NewRegistry(cfg.Providers, nil)
-	log := storetest.Logger(t)
+	log := pgtest.Logger(t)
 	sc := stores.Config{Pool: e.pool, Agents: cfg.Agents, Models: e.reg, Logger: log}
 	for _, f := range tweak {
 		f(&sc)

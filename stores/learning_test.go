@@ -19,16 +19,16 @@ import (
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/stores"
 )
 
 // runtime builds the agent runtime on the env's database with the store
 // tools, as the box wires it.
 func (e *env) runtime() *agent.Runtime {
-	log := storetest.Logger(e.t)
+	log := pgtest.Logger(e.t)
 	settings := memory.NewSettings(e.pool, memory.AgentsFromConfig(e.cfg), log)
 	return agent.New(agent.Config{Pool: e.pool, Agents: e.cfg.Agents, Models: e.reg, Logger: log, Settings: settings,
 		Memory: memory.NewService(memory.Config{Pool: e.pool, Models: e.reg, Logger: log}), Tools: e.svc.Tools()})
@@ -43,7 +43,7 @@ func (e *env) startJobs() *jobs.Client {
 	}
 	client, err := river.NewClient(riverpgxv5.New(e.pool), &river.Config{Schema: jobs.Schema, Workers: reg.Workers(),
 		Queues:            map[string]river.QueueConfig{stores.Queue: {MaxWorkers: 2}},
-		FetchPollInterval: 20 * time.Millisecond, FetchCooldown: 5 * time.Millisecond, Logger: storetest.Logger(e.t), TestOnly: true})
+		FetchPollInterval: 20 * time.Millisecond, FetchCooldown: 5 * time.Millisecond, Logger: pgtest.Logger(e.t), TestOnly: true})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -674,7 +674,7 @@ func TestBoxWiringRunsTheTickAtStart(t *testing.T) {
 	if err := e.svc.AddWorkers(reg); err != nil {
 		t.Fatal(err)
 	}
-	client, err := jobs.NewClient(e.pool, reg, storetest.Logger(t))
+	client, err := jobs.NewClient(e.pool, reg, pgtest.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

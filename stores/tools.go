@@ -15,7 +15,7 @@ import (
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/store/notify"
+	"github.com/stackbone/box/postgres/notify"
 )
 
 // Names of the memory store tools.

@@ -13,9 +13,9 @@ import (
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/bench/storesbench"
 	"github.com/stackbone/box/internal/poll"
+	"github.com/stackbone/box/postgres/notify"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/store/notify"
-	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/stores"
 )
 
@@ -185,7 +185,7 @@ func TestSessionBrowsesSearchesAndReadsAttachedStores(t *testing.T) {
 func TestStoreToolsFollowTheLearnedStore(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	l := notify.New(e.pool, storetest.Logger(t))
+	l := notify.New(e.pool, pgtest.Logger(t))
 	e.svc.Subscribe(l)
 	ctx, cancel := context.WithCancel(e.ctx)
 	t.Cleanup(cancel)
@@ -224,7 +224,7 @@ func TestStoreToolsFollowTheLearnedStore(t *testing.T) {
 	a := e2.cfg.Agents["support"]
 	a.StoreTools = true
 	e2.cfg.Agents["support"] = a
-	e2.svc = stores.New(stores.Config{Pool: e2.pool, Agents: e2.cfg.Agents, Models: e2.reg, Logger: storetest.Logger(t)})
+	e2.svc = stores.New(stores.Config{Pool: e2.pool, Agents: e2.cfg.Agents, Models: e2.reg, Logger: pgtest.Logger(t)})
 	e2.model.Script(providertest.Reply{Content: "Hello."})
 	if _, err := e2.runtime().Turn(e2.ctx, agent.TurnRequest{Agent: "support", Messages: []agent.Message{{Role: agent.RoleUser, Content: "Hi"}}},
 		func(agent.Event) error { return nil }); err != nil {

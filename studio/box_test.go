@@ -23,19 +23,19 @@ import (
 	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/objectstore"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rag"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/sip"
-	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/stores"
 	"github.com/stackbone/box/studio"
 	"github.com/stackbone/box/voice"
 	"github.com/stackbone/box/wire"
-	aguiwire "github.com/stackbone/box/wire/agui"
-	openaiwire "github.com/stackbone/box/wire/openai"
+	aguiwire "github.com/stackbone/box/wire/aguiwire"
+	openaiwire "github.com/stackbone/box/wire/openaiwire"
 )
 
 // The tests run a real box (Postgres, the agent runtime, the API with its
@@ -98,7 +98,7 @@ type box struct {
 func newBox(t *testing.T) *box {
 	t.Helper()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
+	pool := pgtest.Pool(t)
 	model := providertest.New(t)
 	cfg, err := config.Parse([]byte(agentsYAML))
 	if err != nil {
@@ -106,7 +106,7 @@ func newBox(t *testing.T) *box {
 	}
 	cfg.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
 	reg := provider.NewRegistry(cfg.Providers, nil)
-	log := storetest.Logger(t)
+	log := pgtest.Logger(t)
 	keys := auth.NewStore(pool)
 	if err := keys.Ensure(ctx, "admin", adminKey, auth.AllScopes); err != nil {
 		t.Fatal(err)

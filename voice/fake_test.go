@@ -15,10 +15,10 @@ import (
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/storetest"
 )
 
 // The call tests run whole calls on a mock clock: the test is the caller's
@@ -54,14 +54,14 @@ type env struct {
 func newEnv(t *testing.T, tune ...func(*Config)) *env {
 	t.Helper()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
+	pool := pgtest.Pool(t)
 	model := providertest.New(t)
 	cfg, err := config.Parse([]byte(testAgents))
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: model.URL()}}, nil)
-	ends := &endCounter{Handler: storetest.Logger(t).Handler(), n: map[string]int{}}
+	ends := &endCounter{Handler: pgtest.Logger(t).Handler(), n: map[string]int{}}
 	log := slog.New(ends)
 	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})
 	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stackbone/box/bench"
-	"github.com/stackbone/box/store/pgcluster"
+	"github.com/stackbone/box/postgres/pgcluster"
 )
 
 func benchCmd() *cobra.Command {

@@ -18,8 +18,8 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/configs"
 	"github.com/stackbone/box/migrations"
+	"github.com/stackbone/box/postgres/pgcluster"
 	"github.com/stackbone/box/provider"
-	"github.com/stackbone/box/store/pgcluster"
 	"github.com/stackbone/box/telemetry"
 )
 

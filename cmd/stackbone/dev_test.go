@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/stackbone/box/internal/lockedbuf"
-	"github.com/stackbone/box/store/pgcluster"
+	"github.com/stackbone/box/postgres/pgcluster"
 )
 
 // The front door: `stackbone dev` on a machine with nothing running starts

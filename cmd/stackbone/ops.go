@@ -19,8 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/postgres/pgcluster"
 	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/pgcluster"
 )
 
 func keysCmd() *cobra.Command {

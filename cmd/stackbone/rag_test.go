@@ -18,10 +18,10 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/objectstore"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rag"
-	"github.com/stackbone/box/store/storetest"
 )
 
 // TestRAGCLI drives `stackbone rag` against a box with the rag routes:
@@ -30,8 +30,8 @@ import (
 func TestRAGCLI(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	pool := storetest.Pool(t)
-	log := storetest.Logger(t)
+	pool := pgtest.Pool(t)
+	log := pgtest.Logger(t)
 	prov := providertest.New(t)
 	store, err := objectstore.NewFS(t.TempDir())
 	if err != nil {

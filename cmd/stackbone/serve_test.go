@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/auth"
-	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/postgres/pgtest"
 )
 
 // serve is production: it needs a config and a database, makes no dev key,
@@ -44,7 +44,7 @@ func TestServeNeedsDatabaseAndMakesNoDevKey(t *testing.T) {
 	}
 
 	// A database with no migrations: serve refuses, migrate applies them.
-	empty := storetest.EmptyURL(t)
+	empty := pgtest.EmptyURL(t)
 	if out, err := run([]string{"STACKBONE_DATABASE_URL=" + empty}, "serve", "--config", cfgPath); err == nil || !strings.Contains(out, "stackbone migrate") {
 		t.Fatalf("serve on an unmigrated database: %v %s", err, out)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/stores"
 )
 
@@ -22,8 +22,8 @@ import (
 func TestStoresCLI(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := storetest.Pool(t)
-	log := storetest.Logger(t)
+	pool := pgtest.Pool(t)
+	log := pgtest.Logger(t)
 	cfg, err := config.Parse([]byte("agents:\n  support:\n    model: openai/x\n"))
 	if err != nil {
 		t.Fatal(err)

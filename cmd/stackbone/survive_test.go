@@ -28,9 +28,9 @@ import (
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/internal/lockedbuf"
 	"github.com/stackbone/box/internal/poll"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip/siptest"
-	"github.com/stackbone/box/store/storetest"
 )
 
 // A stop is a path like any other: what a caller heard survives SIGTERM
@@ -133,7 +133,7 @@ func TestCallsSurviveStopAndCrash(t *testing.T) {
 // test's checks.
 func testDatabase(t *testing.T) (string, *pgxpool.Pool) {
 	t.Helper()
-	dbURL := storetest.URL(t)
+	dbURL := pgtest.URL(t)
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -405,7 +405,7 @@ func TestTracesReachAnOTLPCollector(t *testing.T) {
 		w.Write(out)
 	}))
 	t.Cleanup(collector.Close)
-	dbURL := storetest.URL(t)
+	dbURL := pgtest.URL(t)
 	model := providertest.New(t)
 	model.RespondTranscripts(func([]byte) string { return "Hello there." })
 	model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {

@@ -11,9 +11,9 @@ import (
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/wire"
-	aguiwire "github.com/stackbone/box/wire/agui"
-	anthropicwire "github.com/stackbone/box/wire/anthropic"
-	openaiwire "github.com/stackbone/box/wire/openai"
+	aguiwire "github.com/stackbone/box/wire/aguiwire"
+	anthropicwire "github.com/stackbone/box/wire/anthropicwire"
+	openaiwire "github.com/stackbone/box/wire/openaiwire"
 	"github.com/stackbone/box/wire/wiretest"
 )
 

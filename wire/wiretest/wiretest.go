@@ -23,10 +23,10 @@ import (
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/store/storetest"
 	"github.com/stackbone/box/tools"
 	"github.com/stackbone/box/wire"
 )
@@ -70,9 +70,9 @@ func New(t *testing.T, agentsYAML string, register func(wire.Mux, wire.Config), 
 		opt(&o)
 	}
 	ctx := t.Context()
-	pool := storetest.Pool(t)
+	pool := pgtest.Pool(t)
 	model := providertest.New(t)
-	log := storetest.Logger(t)
+	log := pgtest.Logger(t)
 	if o.logs != nil {
 		log = slog.New(teeHandler{log.Handler(), slog.NewJSONHandler(o.logs, &slog.HandlerOptions{Level: slog.LevelDebug})})
 	}

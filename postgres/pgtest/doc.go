@@ -1,11 +1,11 @@
-// Package storetest gives each test its own real, migrated PostgreSQL
+// Package pgtest gives each test its own real, migrated PostgreSQL
 // database, copied from a template rather than migrated, and dropped when
 // the test ends. It needs PostgreSQL 13 or newer (DROP DATABASE ... FORCE).
 //
 //	func TestFacts(t *testing.T) {
 //		t.Parallel()
-//		pool := storetest.Pool(t) // fresh database, all migrations applied
-//		logger := storetest.Logger(t)
+//		pool := pgtest.Pool(t) // fresh database, all migrations applied
+//		logger := pgtest.Logger(t)
 //		_, err := pool.Exec(t.Context(), "INSERT INTO stackbone_platform.memory_facts ...")
 //		...
 //	}
@@ -20,7 +20,7 @@
 //     user may CREATE DATABASE (its own database is only used to administer);
 //  2. else a server on 127.0.0.1:5432 as user postgres, if one answers
 //     within a second;
-//  3. else a private cluster (store/pgcluster, fsync off) in
+//  3. else a private cluster (postgres/pgcluster, fsync off) in
 //     $TMPDIR/stackbone-testpg-<uid>, shared by all test processes and left
 //     running afterwards so later runs start instantly. Stop it with
 //     pg_ctl stop -D $TMPDIR/stackbone-testpg-<uid>/data.
@@ -38,4 +38,4 @@
 // A template left half-built by a killed process is rebuilt; test databases
 // older than an hour, left by killed runs, are dropped on first use.
 // Templates of older migration sets are left in place.
-package storetest
+package pgtest

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/provider/providertest"
-	openaiwire "github.com/stackbone/box/wire/openai"
+	openaiwire "github.com/stackbone/box/wire/openaiwire"
 	"github.com/stackbone/box/wire/wiretest"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/tools/toolstest"
-	openaiwire "github.com/stackbone/box/wire/openai"
+	openaiwire "github.com/stackbone/box/wire/openaiwire"
 	"github.com/stackbone/box/wire/wiretest"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/tools/toolstest"
-	anthropicwire "github.com/stackbone/box/wire/anthropic"
+	anthropicwire "github.com/stackbone/box/wire/anthropicwire"
 	"github.com/stackbone/box/wire/wiretest"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/stackbone/box/provider/providertest"
-	anthropicwire "github.com/stackbone/box/wire/anthropic"
+	anthropicwire "github.com/stackbone/box/wire/anthropicwire"
 	"github.com/stackbone/box/wire/wiretest"
 )
 

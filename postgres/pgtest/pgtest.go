@@ -1,4 +1,4 @@
-package storetest
+package pgtest
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/migrations"
-	"github.com/stackbone/box/store/pgcluster"
+	"github.com/stackbone/box/postgres/pgcluster"
 )
 
 // Environment variables that choose the server.
@@ -45,9 +45,9 @@ const (
 var (
 	// ErrBadEnv means EnvDatabaseURL is not a postgres:// URL or EnvServer
 	// has an unknown value.
-	ErrBadEnv = errors.New("storetest: bad environment")
+	ErrBadEnv = errors.New("pgtest: bad environment")
 	// ErrNoServer means no PostgreSQL was reachable and none could be started.
-	ErrNoServer = errors.New("storetest: no PostgreSQL for tests: set " + EnvDatabaseURL + ", run a server on 127.0.0.1:5432 (user postgres), or install the PostgreSQL binaries")
+	ErrNoServer = errors.New("pgtest: no PostgreSQL for tests: set " + EnvDatabaseURL + ", run a server on 127.0.0.1:5432 (user postgres), or install the PostgreSQL binaries")
 )
 
 const (
@@ -61,7 +61,7 @@ const (
 	// templateDone is the template's database comment once it is fully
 	// migrated. A template without it was left by a process that died while
 	// building it, and is rebuilt.
-	templateDone = "stackbone storetest template: complete"
+	templateDone = "stackbone pgtest template: complete"
 	// templateLockKey serialises template builds across processes (a
 	// Postgres advisory lock, held in the admin database).
 	templateLockKey int64 = 0x5742_0002
@@ -114,13 +114,13 @@ func (s *server) newDatabase(t testing.TB, template string) string {
 	defer cancel()
 	name, err := s.createDatabase(ctx, template)
 	if err != nil {
-		t.Fatalf("storetest: create test database on %s: %v", s.source, err)
+		t.Fatalf("pgtest: create test database on %s: %v", s.source, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if _, err := s.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)"); err != nil {
-			t.Errorf("storetest: drop %s: %v", name, err)
+			t.Errorf("pgtest: drop %s: %v", name, err)
 		}
 	})
 	return dbURL(s.adminURL, name)
@@ -133,7 +133,7 @@ func Pool(t testing.TB) *pgxpool.Pool {
 	u := URL(t)
 	pool, err := pgxpool.New(context.Background(), u)
 	if err != nil {
-		t.Fatalf("storetest: open pool: %v", err)
+		t.Fatalf("pgtest: open pool: %v", err)
 	}
 	t.Cleanup(pool.Close)
 	return pool
@@ -163,12 +163,12 @@ func newServer(ctx context.Context, logger *slog.Logger) (*server, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(adminURL.String())
 	if err != nil {
-		return nil, fmt.Errorf("storetest: %w", err)
+		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	cfg.MaxConns = 4
 	admin, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("storetest: %w", err)
+		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	srv := &server{admin: admin, adminURL: adminURL, source: source}
 	if srv.template, err = templateName(); err != nil {
@@ -180,7 +180,7 @@ func newServer(ctx context.Context, logger *slog.Logger) (*server, error) {
 		return nil, err
 	}
 	srv.dropStale(ctx, logger)
-	logger.Info("storetest: ready", "server", source, "template", srv.template, "duration", time.Since(began).Round(time.Millisecond))
+	logger.Info("pgtest: ready", "server", source, "template", srv.template, "duration", time.Since(began).Round(time.Millisecond))
 	return srv, nil
 }
 
@@ -200,7 +200,7 @@ func chooseServer(ctx context.Context, logger *slog.Logger) (*url.URL, string, e
 			return nil, "", fmt.Errorf("%w: %s must be a postgres:// URL", ErrBadEnv, EnvDatabaseURL)
 		}
 		if err := ping(ctx, u.String(), 10*time.Second); err != nil {
-			return nil, "", fmt.Errorf("storetest: %s: %w", EnvDatabaseURL, err)
+			return nil, "", fmt.Errorf("pgtest: %s: %w", EnvDatabaseURL, err)
 		}
 		return u, EnvDatabaseURL, nil
 	}
@@ -208,7 +208,7 @@ func chooseServer(ctx context.Context, logger *slog.Logger) (*url.URL, string, e
 		u, _ := url.Parse(localURL)
 		return u, "127.0.0.1:5432", nil
 	} else {
-		logger.Info("storetest: no server on 127.0.0.1:5432, using a private cluster", "err", err)
+		logger.Info("pgtest: no server on 127.0.0.1:5432, using a private cluster", "err", err)
 	}
 	return privateCluster(ctx, logger)
 }
@@ -241,7 +241,7 @@ func privateCluster(ctx context.Context, logger *slog.Logger) (*url.URL, string,
 	}
 	u, err := url.Parse(c.URL("postgres"))
 	if err != nil {
-		return nil, "", fmt.Errorf("storetest: %w", err)
+		return nil, "", fmt.Errorf("pgtest: %w", err)
 	}
 	return u, "private cluster in " + dir, nil
 }
@@ -283,7 +283,7 @@ func templateName() (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("storetest: hash migrations: %w", err)
+		return "", fmt.Errorf("pgtest: hash migrations: %w", err)
 	}
 	return templatePrefix + hex.EncodeToString(h.Sum(nil))[:12], nil
 }
@@ -298,7 +298,7 @@ func (s *server) templateState(ctx context.Context, q interface {
 		return false, false, nil
 	}
 	if err != nil {
-		return false, false, fmt.Errorf("storetest: %w", err)
+		return false, false, fmt.Errorf("pgtest: %w", err)
 	}
 	return true, comment != nil && *comment == templateDone, nil
 }
@@ -315,11 +315,11 @@ func (s *server) ensureTemplate(ctx context.Context, name string, logger *slog.L
 	// whatever happens, and no pooled session is left holding it.
 	conn, err := pgx.Connect(ctx, s.adminURL.String())
 	if err != nil {
-		return fmt.Errorf("storetest: %w", err)
+		return fmt.Errorf("pgtest: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", templateLockKey); err != nil {
-		return fmt.Errorf("storetest: template lock: %w", err)
+		return fmt.Errorf("pgtest: template lock: %w", err)
 	}
 	exists, complete, err := s.templateState(ctx, conn, name)
 	if err != nil || complete {
@@ -327,9 +327,9 @@ func (s *server) ensureTemplate(ctx context.Context, name string, logger *slog.L
 	}
 	began := time.Now()
 	if exists {
-		logger.Warn("storetest: rebuilding incomplete template", "template", name)
+		logger.Warn("pgtest: rebuilding incomplete template", "template", name)
 		if _, err := conn.Exec(ctx, "DROP DATABASE "+ident(name)+" WITH (FORCE)"); err != nil {
-			return fmt.Errorf("storetest: drop incomplete template: %w", err)
+			return fmt.Errorf("pgtest: drop incomplete template: %w", err)
 		}
 	}
 	// template0 never has sessions (so the copy cannot fail on them) and
@@ -342,21 +342,21 @@ func (s *server) ensureTemplate(ctx context.Context, name string, logger *slog.L
 			// building the same template. Let it finish.
 			return s.awaitTemplate(ctx, conn, name)
 		}
-		return fmt.Errorf("storetest: create template: %w", err)
+		return fmt.Errorf("pgtest: create template: %w", err)
 	}
 	if err := migrations.Apply(ctx, dbURL(s.adminURL, name), logger); err != nil {
-		return fmt.Errorf("storetest: migrate template: %w", err)
+		return fmt.Errorf("pgtest: migrate template: %w", err)
 	}
 	// No one needs to connect to the template again, and a session on it
 	// (autovacuum, a curious psql) would make CREATE DATABASE ... TEMPLATE
 	// fail. Copies are created with connections allowed.
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+ident(name)+" WITH ALLOW_CONNECTIONS false"); err != nil {
-		return fmt.Errorf("storetest: seal template: %w", err)
+		return fmt.Errorf("pgtest: seal template: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "COMMENT ON DATABASE "+ident(name)+" IS '"+templateDone+"'"); err != nil {
-		return fmt.Errorf("storetest: mark template: %w", err)
+		return fmt.Errorf("pgtest: mark template: %w", err)
 	}
-	logger.Info("storetest: built template", "template", name, "duration", time.Since(began).Round(time.Millisecond))
+	logger.Info("pgtest: built template", "template", name, "duration", time.Since(began).Round(time.Millisecond))
 	return nil
 }
 
@@ -370,7 +370,7 @@ func (s *server) awaitTemplate(ctx context.Context, conn *pgx.Conn, name string)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("storetest: template %s still incomplete: %w", name, ctx.Err())
+			return fmt.Errorf("pgtest: template %s still incomplete: %w", name, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -410,12 +410,12 @@ func (s *server) createDatabase(ctx context.Context, template string) (string, e
 func (s *server) dropStale(ctx context.Context, logger *slog.Logger) {
 	rows, err := s.admin.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'stackbone\_test\_%'`)
 	if err != nil {
-		logger.Warn("storetest: list stale test databases", "err", err)
+		logger.Warn("pgtest: list stale test databases", "err", err)
 		return
 	}
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		logger.Warn("storetest: list stale test databases", "err", err)
+		logger.Warn("pgtest: list stale test databases", "err", err)
 		return
 	}
 	dropped := 0
@@ -426,13 +426,13 @@ func (s *server) dropStale(ctx context.Context, logger *slog.Logger) {
 			continue
 		}
 		if _, err := s.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(n)+" WITH (FORCE)"); err != nil {
-			logger.Warn("storetest: drop stale test database", "database", n, "err", err)
+			logger.Warn("pgtest: drop stale test database", "database", n, "err", err)
 			continue
 		}
 		dropped++
 	}
 	if dropped > 0 {
-		logger.Info("storetest: dropped stale test databases", "count", dropped)
+		logger.Info("pgtest: dropped stale test databases", "count", dropped)
 	}
 }
 

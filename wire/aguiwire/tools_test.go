@@ -9,7 +9,7 @@ import (
 
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/tools/toolstest"
-	aguiwire "github.com/stackbone/box/wire/agui"
+	aguiwire "github.com/stackbone/box/wire/aguiwire"
 	"github.com/stackbone/box/wire/wiretest"
 )
 

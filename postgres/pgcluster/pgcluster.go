@@ -294,7 +294,7 @@ func (c *Cluster) initIfNeeded(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pgcluster: %w", err)
 	}
-	_, err = fmt.Fprintf(f, "\n# Added by stackbone (store/pgcluster): settings derived from its Config,\n# rewritten on every start.\ninclude_if_exists = '%s'\n", confFile)
+	_, err = fmt.Fprintf(f, "\n# Added by stackbone (postgres/pgcluster): settings derived from its Config,\n# rewritten on every start.\ninclude_if_exists = '%s'\n", confFile)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -493,7 +493,7 @@ func portFree(port int) bool {
 // writeConf writes the settings that follow from Config and Dir.
 func (c *Cluster) writeConf() error {
 	var b strings.Builder
-	b.WriteString("# Written by stackbone (store/pgcluster) on every start: edit its Config, not this file.\n")
+	b.WriteString("# Written by stackbone (postgres/pgcluster) on every start: edit its Config, not this file.\n")
 	b.WriteString("listen_addresses = '127.0.0.1'\n")
 	fmt.Fprintf(&b, "port = %d\n", c.port)
 	sock := fmt.Sprintf("%s/.s.PGSQL.%d", c.dir, c.port)

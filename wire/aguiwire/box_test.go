@@ -18,7 +18,7 @@ import (
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
-	aguiwire "github.com/stackbone/box/wire/agui"
+	aguiwire "github.com/stackbone/box/wire/aguiwire"
 	"github.com/stackbone/box/wire/wiretest"
 )
 

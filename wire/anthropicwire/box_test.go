@@ -10,7 +10,7 @@ import (
 
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/provider/providertest"
-	anthropicwire "github.com/stackbone/box/wire/anthropic"
+	anthropicwire "github.com/stackbone/box/wire/anthropicwire"
 	"github.com/stackbone/box/wire/wiretest"
 )
 

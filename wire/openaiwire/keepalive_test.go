@@ -13,7 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/stackbone/box/provider/providertest"
-	openaiwire "github.com/stackbone/box/wire/openai"
+	openaiwire "github.com/stackbone/box/wire/openaiwire"
 	"github.com/stackbone/box/wire/wiretest"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/types"
 
 	"github.com/stackbone/box/provider/providertest"
-	aguiwire "github.com/stackbone/box/wire/agui"
+	aguiwire "github.com/stackbone/box/wire/aguiwire"
 	"github.com/stackbone/box/wire/wiretest"
 )
 

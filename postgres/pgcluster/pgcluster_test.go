@@ -16,8 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/stackbone/box/store/pgcluster"
-	"github.com/stackbone/box/store/storetest"
+	"github.com/stackbone/box/postgres/pgcluster"
+	"github.com/stackbone/box/postgres/pgtest"
 )
 
 // needBinaries skips the test when the machine has no PostgreSQL binaries;
@@ -55,7 +55,7 @@ func testContext(t *testing.T) context.Context {
 func start(ctx context.Context, t *testing.T, cfg pgcluster.Config) *pgcluster.Cluster {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = storetest.Logger(t)
+		cfg.Logger = pgtest.Logger(t)
 	}
 	c, err := pgcluster.Start(ctx, cfg)
 	if err != nil {
@@ -129,7 +129,7 @@ func TestReuseRunningServer(t *testing.T) {
 	dir := clusterDir(t)
 	first := start(ctx, t, pgcluster.Config{Dir: dir, NoSync: true})
 
-	second, err := pgcluster.Start(ctx, pgcluster.Config{Dir: dir, NoSync: true, Logger: storetest.Logger(t)})
+	second, err := pgcluster.Start(ctx, pgcluster.Config{Dir: dir, NoSync: true, Logger: pgtest.Logger(t)})
 	if err != nil {
 		t.Fatalf("second Start: %v", err)
 	}
@@ -295,7 +295,7 @@ func TestStartFailureShowsServerLog(t *testing.T) {
 	}
 	defer taken.Close()
 	port := taken.Addr().(*net.TCPAddr).Port
-	_, err = pgcluster.Start(testContext(t), pgcluster.Config{Dir: clusterDir(t), Port: port, NoSync: true, Logger: storetest.Logger(t)})
+	_, err = pgcluster.Start(testContext(t), pgcluster.Config{Dir: clusterDir(t), Port: port, NoSync: true, Logger: pgtest.Logger(t)})
 	if !errors.Is(err, pgcluster.ErrStart) {
 		t.Fatalf("err = %v, want ErrStart", err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
-	aguiwire "github.com/stackbone/box/wire/agui"
+	aguiwire "github.com/stackbone/box/wire/aguiwire"
 )
 
 // These tests check the mapping from the runtime's turns to AG-UI events,
