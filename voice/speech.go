@@ -20,6 +20,44 @@ type Transcriber interface {
 	Transcribe(ctx context.Context, pcm []int16, rate int) (string, error)
 }
 
+// StreamingTranscriber is a Transcriber that can also listen while the
+// caller speaks: audio goes to the provider as it arrives, and interim and
+// final transcripts come back. The call controller uses Listen when the
+// agent's transcriber offers it and Transcribe otherwise.
+type StreamingTranscriber interface {
+	Transcriber
+	// Listen opens one live transcription for a call at rate; it lasts
+	// until Close or ctx ends.
+	Listen(ctx context.Context, rate int) (TranscriptStream, error)
+}
+
+// TranscriptStream is one live transcription of a call's caller audio.
+type TranscriptStream interface {
+	// Send passes caller audio in order as it arrives. It does not wait on
+	// the network: a stream that cannot keep up fails (an Err event)
+	// rather than hold the media path.
+	Send(pcm []int16) error
+	// Finalize asks for the final transcript of the audio sent since the
+	// previous final: the controller's endpointing decided the caller
+	// stopped. The answer arrives on Results with Final set.
+	Finalize() error
+	// Results carries interim and final transcripts in order; it is
+	// closed when the stream ends, after an event with Err if it failed.
+	Results() <-chan TranscriptEvent
+	// Close ends the stream and releases its connection.
+	Close() error
+}
+
+// TranscriptEvent is an interim or final transcript of the utterance in
+// progress, or the error that ended the stream.
+type TranscriptEvent struct {
+	// Text is the whole utterance so far (interim) or its transcript
+	// (final), not a delta.
+	Text  string
+	Final bool
+	Err   error
+}
+
 // Synthesizer speaks one sentence at rate; the segment's Words are the
 // engine's word timings when it has them.
 type Synthesizer interface {
