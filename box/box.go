@@ -74,6 +74,9 @@ type Options struct {
 	// BoxID names this box in the calls it carries and the jobs it runs
 	// (default: a new id).
 	BoxID string
+	// Getenv reads the secrets the configuration names by variable (tools'
+	// ${NAME} and tokenEnv, object store keys); default os.Getenv.
+	Getenv func(string) string
 }
 
 // Box is every part of one box. Fields are for the command, tests and load
@@ -119,14 +122,21 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	if opt.BoxID == "" {
 		opt.BoxID = "box_" + uuid.NewString()
 	}
+	if opt.Getenv == nil {
+		opt.Getenv = os.Getenv
+	}
 	pool := opt.Pool
 	b := &Box{Config: cfg, Pool: pool, ID: opt.BoxID, Log: log, Metrics: metrics}
 
-	transport := metrics.Transport(nil)
-	if opt.Tracing {
-		transport = telemetry.TraceTransport(transport)
-	}
-	b.Models = provider.NewRegistry(cfg.Providers, &http.Client{Transport: transport})
+	// Provider requests are counted (and traced); each provider's
+	// transport keeps its own timeouts underneath.
+	b.Models = provider.NewRegistry(cfg.Providers, func(rt http.RoundTripper) http.RoundTripper {
+		rt = metrics.Transport(rt)
+		if opt.Tracing {
+			rt = telemetry.TraceTransport(rt)
+		}
+		return rt
+	})
 	b.Keys = auth.NewStore(pool)
 	b.Runs = runs.NewStore(pool)
 	b.Memory = memory.NewService(memory.Config{
@@ -141,7 +151,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	if err := b.Stores.Sync(ctx); err != nil {
 		return nil, err
 	}
-	originals, err := objectstore.Open(cfg.ObjectStore, opt.DataDir, os.Getenv)
+	originals, err := objectstore.Open(cfg.ObjectStore, opt.DataDir, opt.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +167,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	b.Stores.Subscribe(b.listener)
 	// HTTP and MCP tools (Start lists the MCP servers; one that is down
 	// does not stop the box: its tools are left out until it is back).
-	b.Tools, err = tools.New(tools.Config{Agents: cfg.Agents, Logger: log})
+	b.Tools, err = tools.New(tools.Config{Agents: cfg.Agents, Logger: log, Getenv: opt.Getenv})
 	if err != nil {
 		return nil, err
 	}

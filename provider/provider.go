@@ -42,18 +42,19 @@ type entry struct {
 	prices     map[string]config.Price
 }
 
-// NewRegistry builds clients for every provider in cfg. httpClient may be nil
-// for a transport of the provider's own connect and first-byte timeouts;
-// either way each answer's body is bounded by the provider's chunk timeout
-// (see newHTTPClient), and calls by their context, because streams can be long.
-func NewRegistry(cfg map[string]config.Provider, httpClient *http.Client) *Registry {
+// NewRegistry builds clients for every provider in cfg, each with the
+// provider's own connect, first-byte and chunk timeouts (see
+// newHTTPClient); calls are bounded by their context, because streams can
+// be long. wrap, when not nil, wraps each provider's transport (metrics,
+// tracing) without replacing its timeouts.
+func NewRegistry(cfg map[string]config.Provider, wrap func(http.RoundTripper) http.RoundTripper) *Registry {
 	r := &Registry{providers: map[string]*entry{}}
 	for name, p := range cfg {
 		cc := openai.DefaultConfig(p.APIKey)
 		if p.BaseURL != "" {
 			cc.BaseURL = p.BaseURL
 		}
-		hc := newHTTPClient(p, httpClient)
+		hc := newHTTPClient(p, wrap)
 		if p.ContinuousUsage {
 			hc.Transport = &continuousUsage{next: hc.Transport}
 		}

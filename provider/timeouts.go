@@ -36,7 +36,7 @@ func (e *timeoutError) Temporary() bool { return true }
 // connecting, the first byte of the answer and the silence between chunks
 // of its body, instead of one timeout that cannot fit a long stream. Calls
 // are otherwise bounded by their context.
-func newHTTPClient(p config.Provider, base *http.Client) *http.Client {
+func newHTTPClient(p config.Provider, wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
 	connect, first, chunk := p.ConnectTimeout, p.FirstByteTimeout, p.ChunkTimeout
 	if connect <= 0 {
 		connect = DefaultConnectTimeout
@@ -47,15 +47,13 @@ func newHTTPClient(p config.Provider, base *http.Client) *http.Client {
 	if chunk <= 0 {
 		chunk = DefaultChunkTimeout
 	}
-	var rt http.RoundTripper
-	if base != nil && base.Transport != nil {
-		rt = base.Transport
-	} else {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
-		tr.TLSHandshakeTimeout = connect
-		tr.ResponseHeaderTimeout = first
-		rt = tr
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = connect
+	tr.ResponseHeaderTimeout = first
+	var rt http.RoundTripper = tr
+	if wrap != nil {
+		rt = wrap(rt)
 	}
 	return &http.Client{Transport: &watchdog{next: rt, chunk: chunk}}
 }

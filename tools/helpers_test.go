@@ -8,9 +8,9 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/tools"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 func user(text string) []agent.Message { return []agent.Message{{Role: agent.RoleUser, Content: text}} }
@@ -36,7 +36,7 @@ func toolResult(t *testing.T, reqs []*openai.ChatCompletionRequest, n int) strin
 }
 
 // toolRuns is the toolCalls of a run's metadata.
-func toolRuns(t *testing.T, b *wiretest.Box, run uuid.UUID) []map[string]any {
+func toolRuns(t *testing.T, b *boxtest.Box, run uuid.UUID) []map[string]any {
 	t.Helper()
 	var meta []byte
 	if err := b.Pool.QueryRow(t.Context(), `SELECT metadata FROM stackbone_platform.runs WHERE id = $1`, run).Scan(&meta); err != nil {
@@ -52,7 +52,7 @@ func toolRuns(t *testing.T, b *wiretest.Box, run uuid.UUID) []map[string]any {
 }
 
 // runMeta is a run's whole metadata as JSON text.
-func runMeta(t *testing.T, b *wiretest.Box, run uuid.UUID) string {
+func runMeta(t *testing.T, b *boxtest.Box, run uuid.UUID) string {
 	t.Helper()
 	var meta []byte
 	if err := b.Pool.QueryRow(t.Context(), `SELECT metadata FROM stackbone_platform.runs WHERE id = $1`, run).Scan(&meta); err != nil {

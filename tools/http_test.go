@@ -11,11 +11,10 @@ import (
 	"testing"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/lockedbuf"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/wire"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 const ordersToken = "s3cr3t-orders-token-7f1c"
@@ -109,9 +108,9 @@ agents:
 `, ordersURL)
 }
 
-func newReceptionist(t *testing.T, o *orders, opts ...wiretest.Option) *wiretest.Box {
-	opts = append([]wiretest.Option{wiretest.Env(map[string]string{"ORDERS_TOKEN": ordersToken})}, opts...)
-	return wiretest.New(t, receptionistYAML(o.srv.URL), func(wire.Mux, wire.Config) {}, opts...)
+func newReceptionist(t *testing.T, o *orders, opts ...boxtest.Option) *boxtest.Box {
+	opts = append([]boxtest.Option{boxtest.Env(map[string]string{"ORDERS_TOKEN": ordersToken})}, opts...)
+	return boxtest.New(t, receptionistYAML(o.srv.URL), opts...)
 }
 
 // TestHTTPToolThroughATurn runs the order tool through real turns against
@@ -228,7 +227,7 @@ func TestHTTPToolSecretStaysInTheBox(t *testing.T) {
 	t.Parallel()
 	o := newOrders(t)
 	var logs lockedbuf.Buffer
-	b := newReceptionist(t, o, wiretest.LogTo(&logs))
+	b := newReceptionist(t, o, boxtest.LogTo(&logs))
 	b.Model.Script(providertest.Reply{ToolCalls: []providertest.Call{
 		providertest.ToolCall("c1", "order_status", map[string]string{"orderId": "A-1001"}),
 		providertest.ToolCall("c2", "order_status", map[string]string{"orderId": "missing"}),
@@ -261,7 +260,7 @@ func TestHTTPToolSecretStaysInTheBox(t *testing.T) {
 	for _, path := range []string{"/api/runs", "/api/runs/" + res.RunID.String(), "/api/sessions",
 		"/api/sessions/" + agent.SessionID("session", "receptionist", "", "s1")} {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, b.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+wiretest.Key)
+		req.Header.Set("Authorization", "Bearer "+boxtest.Key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -328,7 +327,7 @@ func TestHTTPToolHeldAndLimited(t *testing.T) {
 	yaml := receptionistYAML(o.srv.URL) + `    interruptOn: [open_ticket]
     maxToolCalls: 2
 `
-	b := wiretest.New(t, yaml, func(wire.Mux, wire.Config) {}, wiretest.Env(map[string]string{"ORDERS_TOKEN": ordersToken}))
+	b := boxtest.New(t, yaml, boxtest.Env(map[string]string{"ORDERS_TOKEN": ordersToken}))
 	b.Model.Script(providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("c1", "open_ticket", map[string]string{"subject": "late"})}})
 	res, err := b.Runtime.Turn(t.Context(), agent.TurnRequest{Agent: "receptionist", SessionKey: "s1", Messages: user("Open a ticket.")}, func(agent.Event) error { return nil })
 	if err != nil {

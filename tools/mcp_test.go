@@ -17,10 +17,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/wire"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 // stdioServerArg makes the test binary an MCP server over stdio (see
@@ -92,7 +91,7 @@ func closedURL(t *testing.T) string {
 	return "http://" + addr + "/mcp"
 }
 
-func turnOn(t *testing.T, b *wiretest.Box, agentName string, replies ...providertest.Reply) (agent.Result, *agentRequests) {
+func turnOn(t *testing.T, b *boxtest.Box, agentName string, replies ...providertest.Reply) (agent.Result, *agentRequests) {
 	t.Helper()
 	before := len(b.Model.ChatRequests())
 	b.Model.Script(replies...)
@@ -110,7 +109,7 @@ func turnOn(t *testing.T, b *wiretest.Box, agentName string, replies ...provider
 func TestMCPOverStreamableHTTP(t *testing.T) {
 	t.Parallel()
 	crm, url := newCRM(t)
-	b := wiretest.New(t, fmt.Sprintf(`
+	b := boxtest.New(t, fmt.Sprintf(`
 agents:
   concierge:
     model: openai/chat
@@ -120,7 +119,7 @@ agents:
         url: %s
         tokenEnv: CRM_MCP_TOKEN
         allow: [lookup_customer, add_note]
-`, url), func(wire.Mux, wire.Config) {}, wiretest.Env(map[string]string{"CRM_MCP_TOKEN": crmToken}))
+`, url), boxtest.Env(map[string]string{"CRM_MCP_TOKEN": crmToken}))
 
 	res, reqs := turnOn(t, b, "concierge",
 		providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("c1", "crm__lookup_customer", map[string]string{"customerId": "42"})}},
@@ -176,7 +175,7 @@ agents:
 // turn: its tools are left out and the run says why.
 func TestMCPServerDown(t *testing.T) {
 	t.Parallel()
-	b := wiretest.New(t, fmt.Sprintf(`
+	b := boxtest.New(t, fmt.Sprintf(`
 agents:
   concierge:
     model: openai/chat
@@ -185,7 +184,7 @@ agents:
         kind: mcp
         url: %s
         timeout: 2s
-`, closedURL(t)), func(wire.Mux, wire.Config) {})
+`, closedURL(t)))
 	res, reqs := turnOn(t, b, "concierge", providertest.Reply{Content: "I cannot look that up right now."})
 	if got := offered(reqs.reqs[0]); len(got) != 0 {
 		t.Fatalf("offered %v, want nothing of a server that is down", got)
@@ -208,7 +207,7 @@ func TestMCPServerDiesMidCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := wiretest.New(t, fmt.Sprintf(`
+	b := boxtest.New(t, fmt.Sprintf(`
 agents:
   concierge:
     model: openai/chat
@@ -217,7 +216,7 @@ agents:
         kind: mcp
         command: [%q, %s]
         timeout: 5s
-`, exe, stdioServerArg), func(wire.Mux, wire.Config) {})
+`, exe, stdioServerArg))
 	res, reqs := turnOn(t, b, "concierge",
 		providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("c1", "local__echo", map[string]string{"customerId": "5"})}},
 		providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("c2", "local__crash", map[string]string{"customerId": "5"})}},
@@ -265,7 +264,7 @@ func TestMCPEverythingOverStdio(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node is required (scripts/test installs it): %v", err)
 	}
-	b := wiretest.New(t, fmt.Sprintf(`
+	b := boxtest.New(t, fmt.Sprintf(`
 agents:
   concierge:
     model: openai/chat
@@ -275,7 +274,7 @@ agents:
         command: [%q, %q, stdio]
         allow: [echo, get-sum]
         timeout: 20s
-`, node, index), func(wire.Mux, wire.Config) {})
+`, node, index))
 	res, reqs := turnOn(t, b, "concierge",
 		providertest.Reply{ToolCalls: []providertest.Call{
 			providertest.ToolCall("c1", "everything__echo", map[string]string{"message": "hello from the box"}),

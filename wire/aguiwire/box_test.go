@@ -16,10 +16,9 @@ import (
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
-	aguiwire "github.com/stackbone/box/wire/aguiwire"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 // These tests run a real box (Postgres, the agent runtime, the API's auth)
@@ -43,7 +42,7 @@ agents:
     memory: {identityKey: contact.email, read: true, save: false}
 `
 
-const boxKey = wiretest.Key
+const boxKey = boxtest.Key
 
 type box struct {
 	url   string
@@ -54,7 +53,7 @@ type box struct {
 
 func newBox(t *testing.T) *box {
 	t.Helper()
-	b := wiretest.New(t, boxYAML, aguiwire.Register)
+	b := boxtest.New(t, boxYAML)
 	return &box{url: b.URL, model: b.Model, keys: b.Keys, pool: b.Pool}
 }
 

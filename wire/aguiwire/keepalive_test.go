@@ -8,9 +8,8 @@ import (
 
 	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/types"
 
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/provider/providertest"
-	aguiwire "github.com/stackbone/box/wire/aguiwire"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 // While the provider is slow to answer, the run's stream carries SSE
@@ -18,7 +17,7 @@ import (
 // and receives the whole run.
 func TestStreamKeepsAliveWhileTheProviderIsSlow(t *testing.T) {
 	t.Parallel()
-	wb := wiretest.New(t, boxYAML+"http: {streamKeepAlive: 100ms}\n", aguiwire.Register)
+	wb := boxtest.New(t, boxYAML+"http: {streamKeepAlive: 100ms}\n")
 	b := &box{url: wb.URL, model: wb.Model, keys: wb.Keys, pool: wb.Pool}
 	const answer = "Sorry for the wait."
 	b.model.Script(providertest.Reply{Content: answer, Delay: time.Second}, providertest.Reply{Content: answer, Delay: time.Second})

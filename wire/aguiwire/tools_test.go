@@ -7,10 +7,9 @@ import (
 
 	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/types"
 
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/tools/toolstest"
-	aguiwire "github.com/stackbone/box/wire/aguiwire"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 // An agent's http tool runs in the box during an AG-UI run: the SDK client
@@ -18,7 +17,7 @@ import (
 func TestHTTPToolInAnAGUIRun(t *testing.T) {
 	t.Parallel()
 	orders := toolstest.NewOrders(t)
-	wb := wiretest.New(t, "agents:\n  receptionist:\n    model: openai/chat\n"+orders.ToolYAML(""), aguiwire.Register, wiretest.Env(toolstest.Env()))
+	wb := boxtest.New(t, "agents:\n  receptionist:\n    model: openai/chat\n"+orders.ToolYAML(""), boxtest.Env(toolstest.Env()))
 	b := &box{url: wb.URL, model: wb.Model, keys: wb.Keys, pool: wb.Pool}
 	b.model.Script(
 		providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("call_o", "order_status", map[string]string{"orderId": "A-1001"})}},

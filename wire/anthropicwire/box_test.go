@@ -9,9 +9,8 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/provider/providertest"
-	anthropicwire "github.com/stackbone/box/wire/anthropicwire"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 const agentsYAML = `
@@ -37,7 +36,7 @@ agents:
 type openaiRequest = goopenai.ChatCompletionRequest
 
 const (
-	testKey   = wiretest.Key
+	testKey   = boxtest.Key
 	readerKey = "reader-key" // holds memory:read only
 )
 
@@ -52,7 +51,7 @@ type box struct {
 
 func newBox(t *testing.T) *box {
 	t.Helper()
-	b := wiretest.New(t, agentsYAML, anthropicwire.Register)
+	b := boxtest.New(t, agentsYAML)
 	if err := b.Keys.Ensure(t.Context(), "reader", readerKey, []string{auth.ScopeMemoryRead}); err != nil {
 		t.Fatal(err)
 	}

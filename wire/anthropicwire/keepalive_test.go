@@ -9,8 +9,8 @@ import (
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/provider/providertest"
-	anthropicwire "github.com/stackbone/box/wire/anthropicwire"
 	"github.com/stackbone/box/wire/wiretest"
 )
 
@@ -19,7 +19,7 @@ import (
 // them and assembles the answer that follows.
 func TestStreamPingsWhileTheProviderIsSlow(t *testing.T) {
 	t.Parallel()
-	b := wiretest.New(t, agentsYAML+"http: {streamKeepAlive: 100ms}\n", anthropicwire.Register)
+	b := boxtest.New(t, agentsYAML+"http: {streamKeepAlive: 100ms}\n")
 	b.Model.Script(providertest.Reply{Content: "Sorry for the wait.", Delay: time.Second})
 	tap := &wiretest.Tap{}
 	c := anthropic.NewClient(option.WithoutEnvironmentDefaults(), option.WithBaseURL(b.URL+"/anthropic/"),

@@ -4,10 +4,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/tools/toolstest"
-	anthropicwire "github.com/stackbone/box/wire/anthropicwire"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 // An agent's http tool runs in the box during a streamed message: the
@@ -16,7 +15,7 @@ import (
 func TestHTTPToolInAStreamedMessage(t *testing.T) {
 	t.Parallel()
 	orders := toolstest.NewOrders(t)
-	wb := wiretest.New(t, "agents:\n  receptionist:\n    model: openai/chat\n"+orders.ToolYAML(""), anthropicwire.Register, wiretest.Env(toolstest.Env()))
+	wb := boxtest.New(t, "agents:\n  receptionist:\n    model: openai/chat\n"+orders.ToolYAML(""), boxtest.Env(toolstest.Env()))
 	b := &box{t: t, url: wb.URL, model: wb.Model, pool: wb.Pool}
 	b.model.Script(
 		providertest.Reply{Content: "Let me check.", ToolCalls: []providertest.Call{providertest.ToolCall("call_o", "order_status", map[string]string{"orderId": "A-1001"})}},

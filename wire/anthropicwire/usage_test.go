@@ -8,9 +8,8 @@ import (
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/provider/providertest"
-	anthropicwire "github.com/stackbone/box/wire/anthropicwire"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 // A provider that reports usage on every chunk (continuousUsage) is asked
@@ -18,7 +17,7 @@ import (
 // turn's first model step; message_delta carries the turn's totals.
 func TestMessageStartReportsInputTokens(t *testing.T) {
 	t.Parallel()
-	b := wiretest.New(t, "providers:\n  openai: {continuousUsage: true}\n"+agentsYAML, anthropicwire.Register)
+	b := boxtest.New(t, "providers:\n  openai: {continuousUsage: true}\n"+agentsYAML)
 	c := (&box{t: t, url: b.URL, model: b.Model, pool: b.Pool}).client()
 
 	b.Model.Script(providertest.Reply{Content: "Order A-1001 ships tomorrow.", PromptTokens: 1234, CompletionTokens: 7})

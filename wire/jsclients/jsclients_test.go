@@ -14,12 +14,8 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/wire"
-	aguiwire "github.com/stackbone/box/wire/aguiwire"
-	anthropicwire "github.com/stackbone/box/wire/anthropicwire"
-	openaiwire "github.com/stackbone/box/wire/openaiwire"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 // The scripted model reports usage on every chunk when asked, as vLLM
@@ -97,12 +93,6 @@ func respond(req *goopenai.ChatCompletionRequest) providertest.Reply {
 	return providertest.Reply{Content: "Hello from the box. " + counts, PromptTokens: 321, CompletionTokens: 12}
 }
 
-func registerAll(mux wire.Mux, cfg wire.Config) {
-	openaiwire.Register(mux, cfg)
-	anthropicwire.Register(mux, cfg)
-	aguiwire.Register(mux, cfg)
-}
-
 func TestJavaScriptClients(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -118,13 +108,13 @@ func TestJavaScriptClients(t *testing.T) {
 	for _, script := range []string{"openai.mjs", "anthropic.mjs", "aisdk.mjs", "langchain.mjs", "agui.mjs", "responses.mjs"} {
 		t.Run(strings.TrimSuffix(script, ".mjs"), func(t *testing.T) {
 			t.Parallel()
-			b := wiretest.New(t, agentsYAML, registerAll)
+			b := boxtest.New(t, agentsYAML)
 			b.Model.Respond(respond)
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, script)
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "BOX_URL="+b.URL, "BOX_KEY="+wiretest.Key)
+			cmd.Env = append(os.Environ(), "BOX_URL="+b.URL, "BOX_KEY="+boxtest.Key)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			err := cmd.Run()

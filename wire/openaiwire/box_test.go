@@ -9,9 +9,8 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/provider/providertest"
-	openaiwire "github.com/stackbone/box/wire/openaiwire"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 const agentsYAML = `
@@ -37,7 +36,7 @@ agents:
 type openaiRequest = goopenai.ChatCompletionRequest
 
 const (
-	testKey   = wiretest.Key
+	testKey   = boxtest.Key
 	readerKey = "reader-key" // holds memory:read only
 )
 
@@ -48,12 +47,12 @@ type box struct {
 	url   string
 	model *providertest.Server
 	pool  *pgxpool.Pool
-	box   *wiretest.Box
+	box   *boxtest.Box
 }
 
 func newBox(t *testing.T) *box {
 	t.Helper()
-	b := wiretest.New(t, agentsYAML, openaiwire.Register)
+	b := boxtest.New(t, agentsYAML)
 	if err := b.Keys.Ensure(t.Context(), "reader", readerKey, []string{auth.ScopeMemoryRead}); err != nil {
 		t.Fatal(err)
 	}

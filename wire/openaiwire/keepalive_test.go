@@ -12,8 +12,8 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/provider/providertest"
-	openaiwire "github.com/stackbone/box/wire/openaiwire"
 	"github.com/stackbone/box/wire/wiretest"
 )
 
@@ -27,7 +27,7 @@ var stalled = providertest.Reply{Content: "Sorry for the wait.", Delay: time.Sec
 // official client on it with a tap on what the client reads.
 func tapped(t *testing.T, yaml string, reply providertest.Reply) (*openai.Client, *wiretest.Tap) {
 	t.Helper()
-	b := wiretest.New(t, yaml, openaiwire.Register)
+	b := boxtest.New(t, yaml)
 	b.Model.Script(reply)
 	tap := &wiretest.Tap{}
 	c := openai.NewClient(option.WithBaseURL(b.URL+"/openai/v1/"), option.WithAPIKey(testKey), option.WithMaxRetries(0),

@@ -5,10 +5,9 @@ import (
 
 	openai "github.com/openai/openai-go/v3"
 
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/tools/toolstest"
-	openaiwire "github.com/stackbone/box/wire/openaiwire"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 // An agent's http tool runs in the box during a streamed completion: the
@@ -17,7 +16,7 @@ import (
 func TestHTTPToolInAStreamedCompletion(t *testing.T) {
 	t.Parallel()
 	orders := toolstest.NewOrders(t)
-	wb := wiretest.New(t, "agents:\n  receptionist:\n    model: openai/chat\n"+orders.ToolYAML(""), openaiwire.Register, wiretest.Env(toolstest.Env()))
+	wb := boxtest.New(t, "agents:\n  receptionist:\n    model: openai/chat\n"+orders.ToolYAML(""), boxtest.Env(toolstest.Env()))
 	b := &box{t: t, url: wb.URL, model: wb.Model, pool: wb.Pool, box: wb}
 	b.model.Script(
 		providertest.Reply{ToolCalls: []providertest.Call{providertest.ToolCall("call_o", "order_status", map[string]string{"orderId": "A-1001"})}},

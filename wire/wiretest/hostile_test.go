@@ -8,13 +8,10 @@ import (
 	"time"
 
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/wire"
-	aguiwire "github.com/stackbone/box/wire/aguiwire"
-	anthropicwire "github.com/stackbone/box/wire/anthropicwire"
-	openaiwire "github.com/stackbone/box/wire/openaiwire"
-	"github.com/stackbone/box/wire/wiretest"
 )
 
 const agents = `
@@ -24,16 +21,9 @@ agents:
     memory: {identityKey: customerId, read: true, save: false}
 `
 
-// allWires mounts the three text wires on one box.
-func allWires(mux wire.Mux, cfg wire.Config) {
-	openaiwire.Register(mux, cfg)
-	anthropicwire.Register(mux, cfg)
-	aguiwire.Register(mux, cfg)
-}
-
-func post(t *testing.T, b *wiretest.Box, path, body string, headers ...string) (int, string) {
+func post(t *testing.T, b *boxtest.Box, path, body string, headers ...string) (int, string) {
 	t.Helper()
-	return do(t, b, wiretest.Key, "POST", path, body, headers...)
+	return do(t, b, boxtest.Key, "POST", path, body, headers...)
 }
 
 // NUL characters and bytes that are not UTF-8 are refused at the edge of
@@ -41,7 +31,7 @@ func post(t *testing.T, b *wiretest.Box, path, body string, headers ...string) (
 // reach PostgreSQL as a 5xx.
 func TestBadBytesAreRefusedAtEveryWire(t *testing.T) {
 	t.Parallel()
-	b := wiretest.New(t, agents, allWires)
+	b := boxtest.New(t, agents)
 	for _, tc := range []struct {
 		name, path, body, field string
 		headers                 []string
@@ -79,7 +69,7 @@ func TestBadBytesAreRefusedAtEveryWire(t *testing.T) {
 }
 
 // do sends method path with the given key and returns the status and body.
-func do(t *testing.T, b *wiretest.Box, key, method, path, body string, headers ...string) (int, string) {
+func do(t *testing.T, b *boxtest.Box, key, method, path, body string, headers ...string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, b.URL+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
@@ -101,11 +91,11 @@ func do(t *testing.T, b *wiretest.Box, key, method, path, body string, headers .
 // persons; naming no identity, it acts as its own person.
 func TestRestrictedKeyReachesOnlyItsPerson(t *testing.T) {
 	t.Parallel()
-	b := wiretest.New(t, agents, allWires)
+	b := boxtest.New(t, agents)
 	ctx := t.Context()
 	for _, p := range []struct{ user, fact string }{{"cust_A", "A drinks green tea."}, {"cust_B", "B is allergic to nuts."}} {
 		b.Model.Script(providertest.Reply{Content: `{"operations":[{"op":"add","content":"` + p.fact + `"}],"summary":"A first call."}`})
-		if status, body := do(t, b, wiretest.Key, "POST", "/api/memory/add",
+		if status, body := do(t, b, boxtest.Key, "POST", "/api/memory/add",
 			`{"agentId":"support","userId":"`+p.user+`","content":"hello"}`); status != http.StatusOK {
 			t.Fatalf("seed %s: %d %s", p.user, status, body)
 		}
@@ -185,7 +175,7 @@ func TestMisbehavingProviderIsAnErrorOnEveryWire(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			// The provider's chunk timeout, from config, bounds the hang.
-			b := wiretest.New(t, agents+"providers:\n  openai: {chunkTimeout: 500ms}\n", allWires)
+			b := boxtest.New(t, agents+"providers:\n  openai: {chunkTimeout: 500ms}\n")
 			for _, w := range []struct{ path, body, terminal string }{
 				{"/openai/v1/chat/completions", `{"model":"support","messages":[{"role":"user","content":"hi"}]}`, ""},
 				{"/openai/v1/chat/completions", `{"model":"support","stream":true,"messages":[{"role":"user","content":"hi"}]}`, "data: [DONE]"},
@@ -232,7 +222,7 @@ func TestMisbehavingProviderIsAnErrorOnEveryWire(t *testing.T) {
 // A turn refused for want of a provider still leaves its run, failed.
 func TestTurnWithoutProviderIsARun(t *testing.T) {
 	t.Parallel()
-	b := wiretest.New(t, agents+"  ghost:\n    model: nowhere/model\n", allWires)
+	b := boxtest.New(t, agents+"  ghost:\n    model: nowhere/model\n")
 	status, body := post(t, b, "/openai/v1/chat/completions", `{"model":"ghost","messages":[{"role":"user","content":"hi"}]}`)
 	if status != http.StatusBadGateway {
 		t.Fatalf("%d %s", status, body)

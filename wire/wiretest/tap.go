@@ -1,3 +1,6 @@
+// Package wiretest holds what the text wires' tests share besides the box
+// itself (box/boxtest builds that): Tap, which keeps the raw bytes an
+// official SDK read. Its own tests throw hostile input at all three wires.
 package wiretest
 
 import (
