@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -16,26 +15,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
-	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/internal/cdp"
-	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/memory"
-	"github.com/stackbone/box/objectstore"
-	"github.com/stackbone/box/postgres/pgtest"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/rag"
-	"github.com/stackbone/box/rooms"
-	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/sip"
-	"github.com/stackbone/box/stores"
-	"github.com/stackbone/box/studio"
 	"github.com/stackbone/box/voice"
-	"github.com/stackbone/box/wire"
-	aguiwire "github.com/stackbone/box/wire/aguiwire"
-	openaiwire "github.com/stackbone/box/wire/openaiwire"
 )
 
 // The tests run a real box (Postgres, the agent runtime, the API with its
@@ -97,100 +83,14 @@ type box struct {
 
 func newBox(t *testing.T) *box {
 	t.Helper()
-	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	model := providertest.New(t)
-	cfg, err := config.Parse([]byte(agentsYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
-	reg := provider.NewRegistry(cfg.Providers, nil)
-	log := pgtest.Logger(t)
-	keys := auth.NewStore(pool)
-	if err := keys.Ensure(ctx, "admin", adminKey, auth.AllScopes); err != nil {
-		t.Fatal(err)
-	}
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
-	if err := settings.FixDeclaredKeys(ctx); err != nil {
-		t.Fatal(err)
-	}
-	runStore := runs.NewStore(pool)
-	memoryStores := stores.New(stores.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Logger: log})
-	if err := memoryStores.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log,
-		Tools: agent.Sources(memoryStores.Tools())})
-	h := api.New(api.Config{Pool: pool, Keys: keys, Logger: log})
-	memory.Register(h, mem, settings, pool)
-	agent.Register(h, rt, cfg)
-	runStore.Register(h)
-	wcfg := wire.Config{Runtime: rt, Guard: h.Guard, Logger: log}
-	openaiwire.Register(h, wcfg)
-	aguiwire.Register(h, wcfg)
-	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
-		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: log})
-	calls.Register(h)
-	phones, err := sip.New(sip.Config{Config: cfg.SIP, Manager: calls, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sipCtx, stopSIP := context.WithCancel(context.Background())
-	if err := phones.Start(sipCtx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		phones.Close()
-		stopSIP()
-	})
-	phones.Register(h)
-	memoryStores.Register(h)
 	// The call page pre-fills the dev key, as under `stackbone dev`
 	// (TestSaveOffBetweenTwoCalls signs its calls in with it).
-	browserRooms, err := rooms.New(rooms.Config{Manager: calls, Rooms: config.Rooms{}, Logger: log, DevKey: auth.DevKey})
-	if err != nil {
+	b := boxtest.New(t, agentsYAML, boxtest.DevKey(auth.DevKey))
+	if err := b.Keys.Ensure(t.Context(), "admin", adminKey, auth.AllScopes); err != nil {
 		t.Fatal(err)
 	}
-	browserRooms.Register(h)
-	t.Cleanup(func() {
-		if err := browserRooms.Close(); err != nil {
-			t.Errorf("rooms close: %v", err)
-		}
-	})
-	originals, err := objectstore.NewFS(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	retrieval, err := rag.New(rag.Config{Pool: pool, Models: reg, Store: originals, Runs: runStore, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	retrieval.Register(h)
-	queue := jobs.NewRegistry()
-	retrieval.AddWorkers(queue)
-	jobClient, err := jobs.NewClient(pool, queue, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobCtx, stopJobs := context.WithCancel(context.Background())
-	if err := retrieval.Start(jobCtx, jobClient); err != nil {
-		t.Fatal(err)
-	}
-	if err := jobClient.Start(jobCtx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stop, done := context.WithTimeout(context.Background(), 10*time.Second)
-		defer done()
-		_ = jobClient.StopAndCancel(stop)
-		stopJobs()
-	})
-	studio.Register(h)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &box{t: t, url: srv.URL, model: model, pool: pool, keys: keys, rt: rt, mem: mem, calls: calls, sip: phones}
+	return &box{t: t, url: b.URL, model: b.Model, pool: b.Pool, keys: b.Keys, rt: b.Runtime, mem: b.Memory,
+		calls: b.Calls, sip: b.Phones}
 }
 
 // do sends an API request with key and decodes the envelope's data into
