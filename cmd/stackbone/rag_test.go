@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,15 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
-	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/jobs"
-	"github.com/stackbone/box/objectstore"
-	"github.com/stackbone/box/postgres/pgtest"
-	"github.com/stackbone/box/provider"
-	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/rag"
+	"github.com/stackbone/box/box/boxtest"
 )
 
 // TestRAGCLI drives `stackbone rag` against a box with the rag routes:
@@ -30,46 +22,13 @@ import (
 func TestRAGCLI(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	pool := pgtest.Pool(t)
-	log := pgtest.Logger(t)
-	prov := providertest.New(t)
-	store, err := objectstore.NewFS(t.TempDir())
+	b := boxtest.New(t, "agents: {}\n")
+	secret, _, err := b.Keys.Create(ctx, "cli", []string{auth.ScopeRAGRead, auth.ScopeRAGWrite})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := rag.New(rag.Config{Pool: pool, Store: store, Logger: log,
-		Models: provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: prov.URL()}}, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := jobs.NewRegistry()
-	svc.AddWorkers(reg)
-	client, err := jobs.NewClient(pool, reg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(ctx, client); err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stop, done := context.WithTimeout(context.Background(), 10*time.Second)
-		defer done()
-		client.StopAndCancel(stop)
-		cancel()
-	})
-	keys := auth.NewStore(pool)
-	secret, _, err := keys.Create(ctx, "cli", []string{auth.ScopeRAGRead, auth.ScopeRAGWrite})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: log})
-	svc.Register(srv)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	bc := &boxClient{base: hs.URL, key: secret, http: &http.Client{Timeout: 30 * time.Second}}
+	t.Cleanup(cancel)
+	bc := &boxClient{base: b.URL, key: secret, http: &http.Client{Timeout: 30 * time.Second}}
 
 	run := func(args ...string) (string, string, error) {
 		cmd := ragCommand(func() *boxClient { return bc })
@@ -100,7 +59,7 @@ func TestRAGCLI(t *testing.T) {
 	if strings.Count(out, "succeeded") != 2 || !strings.Contains(progress, "ingesting") || !strings.Contains(progress, "returns.md") {
 		t.Fatalf("ingest output:\n%s\nprogress:\n%s", out, progress)
 	}
-	if n := ragCount(t, pool, `SELECT count(*) FROM stackbone_platform.rag_chunks WHERE metadata @> '{"lang":"en"}'`); n != 2 {
+	if n := ragCount(t, b.Pool, `SELECT count(*) FROM stackbone_platform.rag_chunks WHERE metadata @> '{"lang":"en"}'`); n != 2 {
 		t.Fatalf("%d chunks stored", n)
 	}
 	out, _, err = run("query", "--collection", "help-center", "--top-k", "1", "how", "long", "to", "return", "an", "item")

@@ -5,14 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/stackbone/box/api"
-	"github.com/stackbone/box/auth"
-	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/postgres/pgtest"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/stores"
 )
 
@@ -22,23 +18,9 @@ import (
 func TestStoresCLI(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	log := pgtest.Logger(t)
-	cfg, err := config.Parse([]byte("agents:\n  support:\n    model: openai/x\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := stores.New(stores.Config{Pool: pool, Agents: cfg.Agents, Logger: log})
-	keys := auth.NewStore(pool)
-	if err := keys.Ensure(ctx, "cli", "cli-key", auth.AllScopes); err != nil {
-		t.Fatal(err)
-	}
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: log})
-	svc.Register(srv)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
+	b := boxtest.New(t, "agents:\n  support:\n    model: openai/x\n")
 	run := func(stdin string, args ...string) (string, error) {
-		cmd := storesCommand(func() *boxClient { return &boxClient{base: hs.URL, key: "cli-key", http: http.DefaultClient} })
+		cmd := storesCommand(func() *boxClient { return &boxClient{base: b.URL, key: boxtest.Key, http: http.DefaultClient} })
 		var out bytes.Buffer
 		cmd.SetOut(&out)
 		cmd.SetErr(&out)
