@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,14 +20,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/stackbone/box/api"
-	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/migrations"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/runs"
 )
 
 // MemoryConfig sets up the person-memory load run.
@@ -81,7 +77,7 @@ func Memory(ctx context.Context, cfg MemoryConfig) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	pcfg.MaxConns = int32(cfg.Concurrency*2 + 4)
+	pcfg.MaxConns = int32(cfg.Concurrency*2 + 8) // the box's listener and jobs hold a few
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return Report{}, err
@@ -97,30 +93,21 @@ func Memory(ctx context.Context, cfg MemoryConfig) (Report, error) {
 		return providertest.Reply{Content: fmt.Sprintf(
 			`{"operations":[{"op":"update","handle":"f3","content":"Prefers a call back after 16:00 (note %d)."}],"summary":"Asked for an afternoon call back."}`, n)}
 	})
-	registry := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: model.URL(), APIKey: "bench"}}, nil)
-	svc := memory.NewService(memory.Config{Pool: pool, Models: registry, Logger: slog.New(slog.DiscardHandler), FallbackModel: "openai/bench"})
+	boxCfg := &config.Config{Providers: map[string]config.Provider{"openai": {BaseURL: model.URL(), APIKey: "bench"}},
+		Memory: config.Memory{Model: "openai/bench"}, Agents: map[string]config.Agent{"support": {Model: "openai/bench"}}}
+	const benchKey = "bench-key"
+	served, stopBox, err := StartBox(ctx, pool, boxCfg, benchKey, box.Options{})
+	if err != nil {
+		return Report{}, err
+	}
+	defer stopBox()
+	svc := served.Memory
 
 	log.Info("seeding", "persons", cfg.Persons, "facts", cfg.Facts, "calls", cfg.Calls)
 	if err := seed(ctx, pool, cfg); err != nil {
 		return Report{}, err
 	}
-
-	keys := auth.NewStore(pool)
-	const benchKey = "bench-key"
-	if err := keys.Ensure(ctx, "bench", benchKey, auth.AllScopes); err != nil {
-		return Report{}, err
-	}
-	handler := api.New(api.Config{Pool: pool, Keys: keys, Logger: slog.New(slog.DiscardHandler)})
-	memory.Register(handler, svc, memory.NewSettings(pool, nil, nil), pool)
-	runs.NewStore(pool).Register(handler)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return Report{}, err
-	}
-	srv := &http.Server{Handler: handler}
-	go srv.Serve(ln)
-	defer srv.Close()
-	base := "http://" + ln.Addr().String()
+	base := served.URL
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency * 2}}
 	chat := openai.NewClientWithConfig(func() openai.ClientConfig {
 		c := openai.DefaultConfig("bench")

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,20 +14,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/api"
-	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/configs"
 	"github.com/stackbone/box/internal/cdp"
-	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/migrations"
-	"github.com/stackbone/box/objectstore"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/rag"
-	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/studio"
-	"github.com/stackbone/box/voice"
 )
 
 // StudioConfig sets up `stackbone bench studio`.
@@ -99,7 +89,6 @@ func Studio(ctx context.Context, cfg StudioConfig) (StudioReport, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	quiet := slog.New(slog.DiscardHandler)
 	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
 	if err != nil {
 		return StudioReport{}, err
@@ -118,39 +107,18 @@ func Studio(ctx context.Context, cfg StudioConfig) (StudioReport, error) {
 	if err != nil {
 		return StudioReport{}, err
 	}
-	reg := provider.NewRegistry(nil, nil)
-	keys := auth.NewStore(pool)
-	if err := keys.Ensure(ctx, "bench", benchStudioKey, auth.AllScopes); err != nil {
-		return StudioReport{}, err
-	}
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: quiet})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(boxCfg), quiet)
-	if err := settings.FixDeclaredKeys(ctx); err != nil {
-		return StudioReport{}, err
-	}
-	runStore := runs.NewStore(pool)
-	rt := agent.New(agent.Config{Pool: pool, Agents: boxCfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: quiet})
-	h := api.New(api.Config{Pool: pool, Keys: keys, Logger: quiet})
-	memory.Register(h, mem, settings, pool)
-	agent.Register(h, rt, boxCfg)
-	runStore.Register(h)
-	voice.NewManager(voice.Config{Pool: pool, Agents: boxCfg.Agents, Runtime: rt, Memory: mem, Settings: settings, Runs: runStore,
-		Speech: voice.ProviderSpeech(reg, nil), Logger: quiet}).Register(h)
 	dir, err := os.MkdirTemp("", "stackbone-bench-studio-")
 	if err != nil {
 		return StudioReport{}, err
 	}
 	defer os.RemoveAll(dir)
-	originals, err := objectstore.NewFS(dir)
+	boxCfg.SIP.Addr = "127.0.0.1:0" // beside a running `stackbone dev`
+	served, stopBox, err := StartBox(ctx, pool, boxCfg, benchStudioKey, box.Options{DataDir: dir})
 	if err != nil {
 		return StudioReport{}, err
 	}
-	retrieval, err := rag.New(rag.Config{Pool: pool, Models: reg, Store: originals, Runs: runStore, Logger: quiet})
-	if err != nil {
-		return StudioReport{}, err
-	}
-	retrieval.Register(h)
-	studio.Register(h)
+	defer stopBox()
+	retrieval := served.RAG
 	if _, err := retrieval.CreateCollection(ctx, rag.CreateCollection{Name: "help-center", Description: "bench"}); err != nil {
 		return StudioReport{}, err
 	}
@@ -159,14 +127,7 @@ func Studio(ctx context.Context, cfg StudioConfig) (StudioReport, error) {
 		return StudioReport{}, err
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return StudioReport{}, err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
-	base := "http://" + ln.Addr().String()
+	base := served.URL
 
 	profile, err := os.MkdirTemp("", "stackbone-bench-chromium-")
 	if err != nil {

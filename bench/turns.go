@@ -24,18 +24,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/api"
-	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/migrations"
-	"github.com/stackbone/box/postgres/notify"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/stores"
-	openaiwire "github.com/stackbone/box/wire/openaiwire"
 )
 
 // TurnsConfig sets up the text-turn load run.
@@ -184,47 +176,17 @@ func Turns(ctx context.Context, cfg TurnsConfig) (TurnsReport, error) {
 		return providertest.Reply{Content: reply, ChunkDelay: cfg.ChunkDelay}
 	})
 
-	quiet := slog.New(slog.DiscardHandler)
 	c, err := config.Parse([]byte("agents:\n  support:\n    model: openai/bench\n    instructions: You are the support agent.\n"))
 	if err != nil {
 		return TurnsReport{}, err
 	}
 	c.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
-	reg := provider.NewRegistry(c.Providers, nil)
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: quiet})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(c), quiet)
-	// The tool sources of the real box.
-	memoryStores := stores.New(stores.Config{Pool: pool, Agents: c.Agents, Models: reg, Logger: quiet})
-	if err := memoryStores.Sync(ctx); err != nil {
-		return TurnsReport{}, err
-	}
-	listener := notify.New(pool, quiet)
-	listener.Subscribe("settings", settings.Invalidate)
-	memoryStores.Subscribe(listener)
-	lctx, stopListener := context.WithCancel(ctx)
-	defer stopListener()
-	go listener.Run(lctx)
-	runStore := runs.NewStore(pool)
-	rt := agent.New(agent.Config{Pool: pool, Agents: c.Agents, Models: reg, Memory: mem, Settings: settings, Logger: quiet,
-		Runs: runs.NewWriter(pool), Tools: agent.Sources(memoryStores.Tools())})
-	keys := auth.NewStore(pool)
-	listener.Subscribe("auth", keys.Invalidate)
 	const key = "bench-key"
-	if err := keys.Ensure(ctx, "bench", key, auth.AllScopes); err != nil {
-		return TurnsReport{}, err
-	}
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: quiet})
-	memory.Register(srv, mem, settings, pool)
-	agent.Register(srv, rt, c)
-	runStore.Register(srv)
-	openaiwire.Register(srv, openaiwire.Config{Runtime: rt, Guard: srv.Guard, Logger: quiet})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	served, stopBox, err := StartBox(ctx, pool, c, key, box.Options{})
 	if err != nil {
 		return TurnsReport{}, err
 	}
-	hs := &http.Server{Handler: srv}
-	go hs.Serve(ln)
-	defer hs.Close()
+	defer stopBox()
 
 	// The baseline hop: a bare reverse proxy to the same upstream.
 	upstream, err := url.Parse(model.URL())
@@ -296,7 +258,7 @@ func Turns(ctx context.Context, cfg TurnsConfig) (TurnsReport, error) {
 			"messages": []map[string]string{{"role": "user", "content": "Where is my order A-1001?"}}})
 		return b
 	}
-	boxURL := "http://" + ln.Addr().String() + "/openai/v1/chat/completions"
+	boxURL := served.URL + "/openai/v1/chat/completions"
 	type target struct {
 		name     string
 		baseline bool

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/stackbone/box/api"
-	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/bench"
+	"github.com/stackbone/box/box"
+	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/migrations"
 	"github.com/stackbone/box/stores"
 )
@@ -72,14 +71,19 @@ func Run(ctx context.Context, cfg Config) (bench.Report, error) {
 	if err != nil {
 		return bench.Report{}, err
 	}
-	pcfg.MaxConns = int32(cfg.Concurrency*2 + 4)
+	pcfg.MaxConns = int32(cfg.Concurrency*2 + 8) // the box's listener and jobs hold a few
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return bench.Report{}, err
 	}
 	defer pool.Close()
-	quiet := slog.New(slog.DiscardHandler)
-	svc := stores.New(stores.Config{Pool: pool, Logger: quiet})
+	const key = "bench-stores-key"
+	served, stopBox, err := bench.StartBox(ctx, pool, &config.Config{}, key, box.Options{})
+	if err != nil {
+		return bench.Report{}, err
+	}
+	defer stopBox()
+	svc := served.Stores
 	st, err := svc.CreateStore(ctx, stores.CreateStore{Name: "Bench"})
 	if err != nil {
 		return bench.Report{}, err
@@ -92,21 +96,7 @@ func Run(ctx context.Context, cfg Config) (bench.Report, error) {
 		return bench.Report{}, err
 	}
 
-	keys := auth.NewStore(pool)
-	const key = "bench-stores-key"
-	if err := keys.Ensure(ctx, "bench", key, auth.AllScopes); err != nil {
-		return bench.Report{}, err
-	}
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: quiet})
-	svc.Register(srv)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return bench.Report{}, err
-	}
-	hs := &http.Server{Handler: srv}
-	go hs.Serve(ln)
-	defer hs.Close()
-	base := "http://" + ln.Addr().String() + "/api/memory_stores/" + st.ID.String()
+	base := served.URL + "/api/memory_stores/" + st.ID.String()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency * 2}}
 	get := func(u string) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -180,7 +170,7 @@ func Run(ctx context.Context, cfg Config) (bench.Report, error) {
 			return err
 		}},
 		{name: "authenticated HTTP request (unknown route, 404)", baseline: true, op: func(int, int) error {
-			return get("http://" + ln.Addr().String() + "/api/nothing-here")
+			return get(served.URL + "/api/nothing-here")
 		}},
 		{name: fmt.Sprintf("list, HTTP API (a folder of %d memories)", n/(Topics*Subs)), op: func(w, i int) error {
 			return get(base + "/memories?path_prefix=" + url.QueryEscape(folder(pick(w, i))))
