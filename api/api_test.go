@@ -7,21 +7,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
-	"github.com/stackbone/box/postgres/pgtest"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/runs"
 )
 
 type box struct {
@@ -36,40 +31,23 @@ const devKey = "local-dev"
 
 func newBox(t *testing.T) *box {
 	t.Helper()
-	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	model := providertest.New(t)
-	cfg, err := config.Parse([]byte(`
+	b := boxtest.New(t, `
 agents:
   support:
     model: openai/gpt-4o-mini
     memory: {identityKey: customerId, read: true, save: false, instructions: "Remember preferences."}
   receptionist:
     model: openai/gpt-4o-mini
-`))
-	if err != nil {
+`, boxtest.Tune(func(cfg *config.Config) {
+		p := cfg.Providers["openai"]
+		p.Prices = map[string]config.Price{"gpt-4o": {Input: 2.5, Output: 10}}
+		cfg.Providers["openai"] = p
+		cfg.Memory.Model = ""
+	}))
+	if err := b.Keys.Ensure(t.Context(), auth.DevKey, devKey, auth.AllScopes); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL(),
-		Prices: map[string]config.Price{"gpt-4o": {Input: 2.5, Output: 10}}}}
-	keys := auth.NewStore(pool)
-	if err := keys.Ensure(ctx, auth.DevKey, devKey, auth.AllScopes); err != nil {
-		t.Fatal(err)
-	}
-	reg := provider.NewRegistry(cfg.Providers, nil)
-	log := pgtest.Logger(t)
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
-	if err := settings.FixDeclaredKeys(ctx); err != nil {
-		t.Fatal(err)
-	}
-	h := api.New(api.Config{Pool: pool, Keys: keys, Logger: log})
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log})
-	memory.Register(h, mem, settings, pool)
-	agent.Register(h, agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log}), cfg)
-	runs.NewStore(pool).Register(h)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &box{t: t, url: srv.URL, model: model, keys: keys, pool: pool}
+	return &box{t: t, url: b.URL, model: b.Model, keys: b.Keys, pool: b.Pool}
 }
 
 type envelope struct {
