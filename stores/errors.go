@@ -2,7 +2,7 @@ package stores
 
 import (
 	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/stackbone/box/fault"
 )
@@ -66,7 +66,7 @@ func notFound(what string) error { return fmt.Errorf("%w: %s", ErrNotFound, what
 // the log only (fault.Hide). An error that already is one of the package's
 // passes through.
 func dbErr(op string, err error) error {
-	if e := fault.Of(err); e != nil && strings.HasPrefix(e.Error(), "stores: ") {
+	if own(err) != nil {
 		return err
 	}
 	return fault.Hide(fmt.Errorf("%w: %s", ErrUnavailable, op), err)
@@ -75,8 +75,20 @@ func dbErr(op string, err error) error {
 // Code is the specification's error code for err, or "" when err is not
 // one of the package's errors.
 func Code(err error) string {
-	if e := fault.Of(err); e != nil && strings.HasPrefix(e.Error(), "stores: ") {
+	if e := own(err); e != nil {
 		return e.Code()
 	}
 	return ""
+}
+
+// sentinels are the package's own errors.
+var sentinels = []*fault.Error{ErrInvalidRequest, ErrNotFound, ErrHashMismatch, ErrPathExists, ErrVersionCurrent,
+	ErrStoreFull, ErrUnavailable, ErrModel, ErrInvalidModelOutput, ErrConflict}
+
+// own is the package's error err carries, or nil when it carries none.
+func own(err error) *fault.Error {
+	if e := fault.Of(err); e != nil && slices.Contains(sentinels, e) {
+		return e
+	}
+	return nil
 }
