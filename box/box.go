@@ -74,6 +74,9 @@ type Options struct {
 	// BoxID names this box in the calls it carries and the jobs it runs
 	// (default: a new id).
 	BoxID string
+	// TuneCalls, when set, adjusts the call controller's configuration
+	// before it is built (tests and load tools: clocks, hooks, timeouts).
+	TuneCalls func(*voice.Config)
 	// Getenv reads the secrets the configuration names by variable (tools'
 	// ${NAME} and tokenEnv, object store keys); default os.Getenv.
 	Getenv func(string) string
@@ -177,8 +180,12 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	if opt.Speech != nil {
 		speech = opt.Speech(b.Models)
 	}
-	b.Calls = voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: b.Runtime, Memory: b.Memory, Settings: b.Settings,
-		Metrics: metrics, BoxID: b.ID, MaxDuration: cfg.SIP.MaxCallDuration, Runs: b.Runs, Speech: speech, Logger: log})
+	vcfg := voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: b.Runtime, Memory: b.Memory, Settings: b.Settings,
+		Metrics: metrics, BoxID: b.ID, MaxDuration: cfg.SIP.MaxCallDuration, Runs: b.Runs, Speech: speech, Logger: log}
+	if opt.TuneCalls != nil {
+		opt.TuneCalls(&vcfg)
+	}
+	b.Calls = voice.NewManager(vcfg)
 	b.Rooms, err = rooms.New(rooms.Config{Manager: b.Calls, Rooms: cfg.Rooms, Logger: log, DevKey: opt.DevKey})
 	if err != nil {
 		return nil, err

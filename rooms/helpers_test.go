@@ -2,12 +2,10 @@ package rooms_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,17 +15,13 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/netns"
 	"github.com/stackbone/box/memory"
-	"github.com/stackbone/box/postgres/pgtest"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rooms"
-	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/voice"
 )
 
@@ -75,46 +69,12 @@ type box struct {
 
 func newBox(t *testing.T, rc config.Rooms) *box {
 	t.Helper()
-	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	model := providertest.New(t)
-	cfg, err := config.Parse([]byte(agentsYAML))
-	if err != nil {
+	// The call page pre-fills the dev key, as `stackbone dev` serves it.
+	b := boxtest.New(t, agentsYAML, boxtest.DevKey(devKey), boxtest.Tune(func(cfg *config.Config) { cfg.Rooms = rc }))
+	if err := b.Keys.Ensure(t.Context(), auth.DevKey, devKey, auth.AllScopes); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
-	reg := provider.NewRegistry(cfg.Providers, nil)
-	log := pgtest.Logger(t)
-	keys := auth.NewStore(pool)
-	if err := keys.Ensure(ctx, auth.DevKey, devKey, auth.AllScopes); err != nil {
-		t.Fatal(err)
-	}
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
-	if err := settings.FixDeclaredKeys(ctx); err != nil {
-		t.Fatal(err)
-	}
-	runStore := runs.NewStore(pool)
-	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log})
-	h := api.New(api.Config{Pool: pool, Keys: keys, Logger: log})
-	memory.Register(h, mem, settings, pool)
-	agent.Register(h, rt, cfg)
-	runStore.Register(h)
-	calls := voice.NewManager(voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
-		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: log})
-	calls.Register(h)
-	rs, err := rooms.New(rooms.Config{Manager: calls, Rooms: rc, Logger: log, DevKey: devKey}) // the page as `stackbone dev` serves it
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs.Register(h)
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.Close()
-		if err := rs.Close(); err != nil {
-			t.Errorf("rooms close: %v", err)
-		}
-	})
+	model := b.Model
 	// The model answers the call's turn, and the extraction after it.
 	model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
 		if len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, `"operations"`) {
@@ -122,7 +82,7 @@ func newBox(t *testing.T, rc config.Rooms) *box {
 		}
 		return providertest.Reply{Content: agentSays}
 	})
-	return &box{t: t, url: srv.URL, handler: h, model: model, mem: mem, calls: calls, rooms: rs}
+	return &box{t: t, url: b.URL, handler: b.Handler(), model: model, mem: b.Memory, calls: b.Calls, rooms: b.Rooms}
 }
 
 // do sends an API request with the dev key and decodes the envelope's

@@ -21,17 +21,14 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/zaf/g711"
 
-	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/postgres/pgtest"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/sip/siptest"
-	"github.com/stackbone/box/tools"
 	"github.com/stackbone/box/tools/toolstest"
 	"github.com/stackbone/box/voice"
 )
@@ -311,53 +308,25 @@ func startBox(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.C
 // startBoxLogged is startBox with the box's logger.
 func startBoxLogged(t testing.TB, sipCfg config.SIP, agents string, tune func(*voice.Config), log *slog.Logger) *box {
 	t.Helper()
-	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	model := providertest.New(t)
-	cfg, err := config.Parse([]byte(agents))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: model.URL()}}, nil)
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
-	if err := settings.FixDeclaredKeys(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// The agents' http tools read their secret from toolstest's environment.
-	env := toolstest.Env()
-	actions, err := tools.New(tools.Config{Agents: cfg.Agents, Logger: log, Getenv: func(k string) string { return env[k] }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: reg, Memory: mem, Settings: settings, Logger: log, Tools: actions.Tools()})
 	opened := make(chan *voice.Call, 16)
-	vcfg := voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: rt, Memory: mem, Settings: settings,
-		Runs: runs.NewStore(pool), Speech: voice.ProviderSpeech(reg, nil), Logger: log,
-		OnOpen: func(c *voice.Call) {
-			select {
-			case opened <- c:
-			default:
+	b := boxtest.New(t, agents, boxtest.Logger(log),
+		boxtest.Env(toolstest.Env()), // the agents' http tools read their secret from toolstest's environment
+		boxtest.Tune(func(cfg *config.Config) {
+			cfg.SIP = sipCfg
+			cfg.SIP.Addr = "127.0.0.1:0"
+		}),
+		boxtest.TuneCalls(func(vcfg *voice.Config) {
+			vcfg.OnOpen = func(c *voice.Call) {
+				select {
+				case opened <- c:
+				default:
+				}
 			}
-		}}
-	if tune != nil {
-		tune(&vcfg)
-	}
-	mgr := voice.NewManager(vcfg)
-	sipCfg.Addr = "127.0.0.1:0"
-	srv, err := sip.New(sip.Config{Config: sipCfg, Manager: mgr, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	if err := srv.Start(sctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-	})
-	return &box{model: model, pool: pool, mem: mem, mgr: mgr, sip: srv, opened: opened}
+			if tune != nil {
+				tune(vcfg)
+			}
+		}))
+	return &box{model: b.Model, pool: b.Pool, mem: b.Memory, mgr: b.Calls, sip: b.Phones, opened: opened}
 }
 
 // protocolAgents is the agent of the protocol tests; extra is appended to

@@ -48,6 +48,8 @@ type options struct {
 	devKey string
 	speech func(voice.Models) voice.SpeechFactory
 	tune   func(*config.Config)
+	calls  func(*voice.Config)
+	log    *slog.Logger
 }
 
 // Env is the environment the agents' http and mcp tools read their
@@ -71,6 +73,13 @@ func Speech(f func(voice.Models) voice.SpeechFactory) Option {
 // the provider and the SIP address are set).
 func Tune(f func(*config.Config)) Option { return func(o *options) { o.tune = f } }
 
+// TuneCalls adjusts the call controller's configuration (see
+// box.Options.TuneCalls).
+func TuneCalls(f func(*voice.Config)) Option { return func(o *options) { o.calls = f } }
+
+// Logger is the box's logger (default: the test's log, pgtest.Logger).
+func Logger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
+
 // New builds and starts a box from configYAML (agents and any other
 // settings). The scripted provider is "openai" (the YAML may set its other
 // settings, such as timeouts); the extraction model defaults to
@@ -85,7 +94,10 @@ func New(t testing.TB, configYAML string, opts ...Option) *Box {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	model := providertest.New(t)
-	log := pgtest.Logger(t)
+	log := o.log
+	if log == nil {
+		log = pgtest.Logger(t)
+	}
 	if o.logs != nil {
 		log = slog.New(teeHandler{log.Handler(), slog.NewJSONHandler(o.logs, &slog.HandlerOptions{Level: slog.LevelDebug})})
 	}
@@ -106,7 +118,7 @@ func New(t testing.TB, configYAML string, opts ...Option) *Box {
 		o.tune(cfg)
 	}
 	b, err := box.New(ctx, cfg, box.Options{Pool: pool, Logger: log, Speech: o.speech, DevKey: o.devKey,
-		DataDir: t.TempDir(), Getenv: o.getenv})
+		DataDir: t.TempDir(), Getenv: o.getenv, TuneCalls: o.calls})
 	if err != nil {
 		t.Fatal(err)
 	}
