@@ -8,7 +8,7 @@
 // the keys routes.
 //
 //	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: log})
-//	memory.Register(srv, svc, settings)
+//	memory.Register(srv, svc, settings, pool)
 //	http.ListenAndServe(addr, srv)
 package api
 

@@ -70,7 +70,10 @@ type box struct {
 func newBox(t *testing.T, rc config.Rooms) *box {
 	t.Helper()
 	// The call page pre-fills the dev key, as `stackbone dev` serves it.
-	b := boxtest.New(t, agentsYAML, boxtest.DevKey(devKey), boxtest.Tune(func(cfg *config.Config) { cfg.Rooms = rc }))
+	// Its speech is the providers' only: no offline engine
+	// (TestFailedCallSaysWhy calls an agent that asks for one).
+	b := boxtest.New(t, agentsYAML, boxtest.DevKey(devKey), boxtest.Tune(func(cfg *config.Config) { cfg.Rooms = rc }),
+		boxtest.Speech(func(m voice.Models) voice.SpeechFactory { return voice.ProviderSpeech(m, nil) }))
 	if err := b.Keys.Ensure(t.Context(), auth.DevKey, devKey, auth.AllScopes); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
-// Package runs keeps run history: one row for every model-backed unit of work
-// (a memory extraction now; agent turns and learning runs as they arrive).
-// A run records ids, model, token usage, cost, timing and an error code, and
-// never prompt or response content.
+// Package runs owns run history: one row for every model-backed unit of
+// work, written only through this package (agent turns, memory
+// extractions, memory stores' session reports and learning runs, RAG
+// ingests; each package names its own kind). A run records ids, model,
+// token usage, cost, timing, tool names and an error code, and never
+// prompt or response content. Store.Register serves /api/runs.
 //
 //	rec := runs.NewStore(pool)
 //	err := rec.Insert(ctx, runs.Run{ID: id, Kind: runs.KindMemoryExtraction, ...})
