@@ -1,7 +1,6 @@
 // Calls: every phone and browser call, a call's heard transcript, what
 // memory did and where each turn's time went; a form to dial out.
-import { h, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear } from "./lib.js";
-import { agentFilter } from "./sessions.js";
+import { h, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear, agentFilter } from "./lib.js";
 
 const outcomes = ["completed", "caller_hangup", "transferred", "media_timeout", "max_duration", "cancelled", "failed", "shutdown", "no_answer", "box_lost"];
 

@@ -236,3 +236,24 @@ export function ask(anchor, body, yesLabel, onYes) {
   anchor.after(box);
   return box;
 }
+
+// agentOptions lists the agents for a filter (needs config:read; without
+// it the filter is a free text box).
+// The agents of the config change only with a restart of the box: one
+// request per page load serves every filter.
+let agentsOnce = null;
+export function agents() {
+  if (!agentsOnce) agentsOnce = api("GET", "/api/agents").catch((e) => { agentsOnce = null; throw e; });
+  return agentsOnce;
+}
+
+export async function agentOptions(all = "All agents") {
+  if (!can("config:read")) return null;
+  const list = await agents();
+  return [["", all], ...list.map((a) => [a.name, a.name])];
+}
+
+export async function agentFilter(name, value) {
+  const opts = await agentOptions();
+  return opts ? select(name, opts, value) : h("input", { name, value, placeholder: "agent name", maxlength: 100 });
+}

@@ -1,7 +1,6 @@
 // People: look a person up by agent and identity, see their facts and
 // recent calls, erase them with a confirmation that shows what goes.
-import { h, api, can, fmtAge, fmtTime, fmtSeconds, field, explain, readOnlyNote, ask, clear } from "./lib.js";
-import { agentFilter } from "./sessions.js";
+import { h, api, can, fmtAge, fmtTime, fmtSeconds, field, explain, readOnlyNote, ask, clear, agentFilter } from "./lib.js";
 
 export async function peopleScreen(main, params) {
   const agent = await agentFilter("agent", params.get("agent") || "");

@@ -2,8 +2,7 @@
 // does. The reply streams in; tool calls and their results are blocks that
 // unfold. The threadId is the session key, so every conversation here is a
 // session (listed under Sessions); New conversation starts another.
-import { h, api, can, session, field, explain, clear, readOnlyNote, ApiError } from "./lib.js";
-import { agentOptions } from "./sessions.js";
+import { h, api, can, session, field, explain, clear, readOnlyNote, ApiError, agentOptions } from "./lib.js";
 import { testCallPanel } from "./testcall.js";
 
 const THREADS = "stackbone.studio.threads";

@@ -1,7 +1,6 @@
 // Runs: every turn, extraction and ingest, with tokens, cost, latency and
 // tool timings; never prompt or response text (the box does not keep it).
-import { h, api, qs, pager, badge, fmtTime, fmtInt, field, select } from "./lib.js";
-import { agentFilter } from "./sessions.js";
+import { h, api, qs, pager, badge, fmtTime, fmtInt, field, select, agentFilter } from "./lib.js";
 
 export async function runsScreen(main, params) {
   const f = { kind: params.get("kind") || "", agent: params.get("agent") || "", status: params.get("status") || "" };

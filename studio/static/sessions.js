@@ -1,27 +1,6 @@
 // Sessions: every conversation the box keeps, newest activity first, and a
 // session's transcript with its held tool decision.
-import { h, api, qs, can, pager, badge, fmtAge, fmtInt, fmtTime, field, select, explain, notice, readOnlyNote, clear } from "./lib.js";
-
-// agentOptions lists the agents for a filter (needs config:read; without
-// it the filter is a free text box).
-// The agents of the config change only with a restart of the box: one
-// request per page load serves every filter.
-let agentsOnce = null;
-export function agents() {
-  if (!agentsOnce) agentsOnce = api("GET", "/api/agents").catch((e) => { agentsOnce = null; throw e; });
-  return agentsOnce;
-}
-
-export async function agentOptions(all = "All agents") {
-  if (!can("config:read")) return null;
-  const list = await agents();
-  return [["", all], ...list.map((a) => [a.name, a.name])];
-}
-
-export async function agentFilter(name, value) {
-  const opts = await agentOptions();
-  return opts ? select(name, opts, value) : h("input", { name, value, placeholder: "agent name", maxlength: 100 });
-}
+import { h, api, qs, can, pager, badge, fmtAge, fmtInt, fmtTime, field, select, explain, notice, readOnlyNote, clear, agentFilter } from "./lib.js";
 
 export async function sessionsScreen(main, params) {
   const agent = params.get("agent") || "", status = params.get("status") || "";
