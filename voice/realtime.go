@@ -90,7 +90,7 @@ func (w *realtimeWire) audio(pcm []int16) (websocket.MessageType, []byte) {
 	return websocket.MessageText, b
 }
 
-func (w *realtimeWire) finalize() []byte { return []byte(`{"type":"input_audio_buffer.commit"}`) }
+func (w *realtimeWire) finalize() []byte  { return []byte(`{"type":"input_audio_buffer.commit"}`) }
 func (w *realtimeWire) keepAlive() []byte { return nil }
 func (w *realtimeWire) closing() []byte   { return nil }
 

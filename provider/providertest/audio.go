@@ -26,6 +26,8 @@ type audio struct {
 	fallback    func(wav []byte) string
 	speech      []string // texts asked to be spoken
 	uploads     [][]byte // audio files received for transcription
+	live        Live
+	sessions    []*LiveSession // live transcription connections
 }
 
 // ScriptTranscripts queues what /v1/audio/transcriptions answers, in order.
