@@ -41,9 +41,7 @@ type entry struct {
 	client     *openai.Client
 	configured bool
 	prices     map[string]config.Price
-	baseURL    string
-	apiKey     string
-	connect    time.Duration
+	ep         *endpoint
 }
 
 // NewRegistry builds clients for every provider in cfg. httpClient may be nil
@@ -70,9 +68,7 @@ func NewRegistry(cfg map[string]config.Provider, httpClient *http.Client) *Regis
 			client:     openai.NewClientWithConfig(cc),
 			configured: p.BaseURL != "" || p.APIKey != "",
 			prices:     p.Prices,
-			baseURL:    cc.BaseURL,
-			apiKey:     p.APIKey,
-			connect:    connect,
+			ep:         &endpoint{baseURL: cc.BaseURL, apiKey: p.APIKey, connect: connect},
 		}
 	}
 	return r
@@ -89,9 +85,13 @@ type Model struct {
 	// Client talks to the provider.
 	Client *openai.Client
 	price  *config.Price
-	// The provider's endpoint, for the protocols the client does not
-	// speak (live transcription over WebSocket); unexported so that a
-	// Model printed with %v never shows the key.
+	// ep is the provider's endpoint, for the protocols the client does
+	// not speak (live transcription over WebSocket): behind a pointer, so
+	// a Model printed with %+v or %#v shows an address, never the key.
+	ep *endpoint
+}
+
+type endpoint struct {
 	baseURL, apiKey string
 	connect         time.Duration
 }
@@ -101,7 +101,10 @@ type Model struct {
 // the OpenAI client's own (live transcription WebSockets). Never log the
 // key.
 func (m Model) Endpoint() (baseURL, apiKey string, connectTimeout time.Duration) {
-	return m.baseURL, m.apiKey, m.connect
+	if m.ep == nil {
+		return "", "", DefaultConnectTimeout
+	}
+	return m.ep.baseURL, m.ep.apiKey, m.ep.connect
 }
 
 // Resolve finds the client for a provider/model id. It returns
@@ -119,7 +122,7 @@ func (r *Registry) Resolve(id string) (Model, error) {
 	if !e.configured {
 		return Model{}, fmt.Errorf("%w: model %s needs provider %q; set OPENAI_BASE_URL or OPENAI_API_KEY (or providers.%s in the config)", ErrNotConfigured, id, p, p)
 	}
-	m := Model{ID: id, Provider: p, Name: name, Client: e.client, baseURL: e.baseURL, apiKey: e.apiKey, connect: e.connect}
+	m := Model{ID: id, Provider: p, Name: name, Client: e.client, ep: e.ep}
 	if pr, ok := e.prices[name]; ok {
 		m.price = &pr
 	}

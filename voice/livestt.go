@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -159,7 +160,8 @@ type liveStream struct {
 	sent   bool   // audio sent since the last finalize
 	want   []bool // finalizes awaiting their final, in order; true: nothing was sent, the final is ""
 
-	emitMu sync.Mutex // orders sends on results
+	emitMu     sync.Mutex // orders sends on results
+	keepAlives atomic.Int64
 }
 
 func newLiveStream(ctx context.Context, conn *websocket.Conn, proto liveProtocol, opts LiveOptions, rate, wire int) *liveStream {
@@ -354,6 +356,7 @@ func (s *liveStream) write() {
 				s.fail(s.wireError(err, "keep-alive"))
 				return
 			}
+			s.keepAlives.Add(1)
 			idle.Reset(s.opts.KeepAlive)
 			continue
 		}
