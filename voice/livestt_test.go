@@ -372,9 +372,14 @@ func TestLiveTranscribeAndFallback(t *testing.T) {
 		t.Fatalf("%d HTTP uploads, want the live streams only", n)
 	}
 
-	// No key: the WebSocket upgrade is refused (401), so Transcribe goes
-	// over HTTP; with a key, the same agent streams.
-	for _, key := range []string{"", liveKey} {
+	// A provider that refuses the WebSocket upgrade: Transcribe goes over
+	// HTTP; one that takes it streams. Either way with or without a key.
+	for _, refuse := range []bool{true, false} {
+		srv.SetLive(providertest.Live{Refuse: refuse})
+		key := liveKey
+		if !refuse {
+			key = "" // a local provider without a key
+		}
 		reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: srv.URL(), APIKey: key}}, nil)
 		if m, _ := reg.Resolve("openai/gpt-4o-transcribe"); key != "" && strings.Contains(fmt.Sprintf("%+v %#v", m, m), key) {
 			t.Fatal("a printed model shows the key")
@@ -393,16 +398,19 @@ func TestLiveTranscribeAndFallback(t *testing.T) {
 			srv.ScriptTranscripts("fallback or not")
 			got, err := stt.Transcribe(context.Background(), pcm, 8000)
 			if err != nil || got != "fallback or not" {
-				t.Fatalf("key %v, mode %s: %q, %v", key != "", mode, got, err)
+				t.Fatalf("refused %v, mode %s: %q, %v", refuse, mode, got, err)
 			}
 			overHTTP := len(srv.Uploads()) > uploads
-			if want := mode == "http" || key == ""; overHTTP != want {
-				t.Fatalf("key %v, mode %s: over HTTP %v, want %v", key != "", mode, overHTTP, want)
+			if want := mode == "http" || refuse; overHTTP != want {
+				t.Fatalf("refused %v, mode %s: over HTTP %v, want %v", refuse, mode, overHTTP, want)
 			}
-			if live := len(srv.LiveSessions()) > sessions; live != (mode != "http" && key != "") {
-				t.Fatalf("key %v, mode %s: live session %v", key != "", mode, live)
+			if live := len(srv.LiveSessions()) > sessions; live != (mode != "http" && !refuse) {
+				t.Fatalf("refused %v, mode %s: live session %v", refuse, mode, live)
 			}
 		}
+	}
+	if s := srv.LiveSessions(); s[len(s)-1].Header.Get("Authorization") != "" {
+		t.Fatal("an Authorization header without a key")
 	}
 
 	// A provider that is not there: Listen fails at once, classified.

@@ -47,6 +47,9 @@ type Live struct {
 	// Stall stops reading after the handshake (a provider that cannot keep
 	// up): the client's sends back up.
 	Stall bool
+	// Refuse answers the WebSocket upgrade with 503 (a provider without
+	// live transcription).
+	Refuse bool
 	// ErrorMessage is the text of a scripted error (default one that quotes
 	// a key, to prove clients never relay it).
 	ErrorMessage string
@@ -283,11 +286,30 @@ func (s *Server) stalled() bool {
 	return s.audio.live.Stall
 }
 
+// refused answers the upgrade itself when the script refuses it or the
+// request's credentials are not the protocol's (a key is optional, as on
+// the HTTP endpoints, but one sent must be in the protocol's scheme).
+func (s *Server) refused(w http.ResponseWriter, r *http.Request, scheme string) bool {
+	s.audio.mu.Lock()
+	refuse := s.audio.live.Refuse
+	s.audio.mu.Unlock()
+	auth := r.Header.Get("Authorization")
+	switch {
+	case refuse:
+		s.record(r, nil)
+		writeError(w, http.StatusServiceUnavailable, "providertest: live transcription refused by the script")
+	case auth != "" && !strings.HasPrefix(auth, scheme+" "):
+		s.record(r, nil)
+		writeError(w, http.StatusUnauthorized, "providertest: the key goes as Authorization: "+scheme+" KEY")
+	default:
+		return false
+	}
+	return true
+}
+
 // realtime is the OpenAI Realtime transcription session.
 func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
-		s.record(r, nil)
-		writeError(w, http.StatusUnauthorized, "providertest: realtime needs Authorization: Bearer KEY")
+	if s.refused(w, r, "Bearer") {
 		return
 	}
 	c, ok := s.openLive(w, r, "realtime", 24000)
@@ -406,9 +428,7 @@ func (s *Server) deepgram(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	rate, err := strconv.Atoi(q.Get("sample_rate"))
 	switch {
-	case !strings.HasPrefix(r.Header.Get("Authorization"), "Token "):
-		s.record(r, nil)
-		writeError(w, http.StatusUnauthorized, "providertest: listen needs Authorization: Token KEY")
+	case s.refused(w, r, "Token"):
 		return
 	case q.Get("encoding") != "linear16" || err != nil || rate < 8000 || rate > 48000:
 		s.record(r, nil)
