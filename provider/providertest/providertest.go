@@ -1,6 +1,8 @@
 // Package providertest is the one stand-in the box's tests use: a scripted
 // OpenAI-compatible HTTP server that plays the model provider at its wire and
-// records every request it was sent.
+// records every request it was sent. It also plays live transcription over
+// WebSocket (an OpenAI Realtime transcription session at /v1/realtime and a
+// Deepgram-compatible /v1/listen; see Live and LiveSessions).
 //
 //	srv := providertest.New(t)
 //	srv.Script(providertest.Reply{Content: `{"operations":[],"summary":"hi"}`})
