@@ -53,8 +53,8 @@ type LiveOptions struct {
 	KeepAlive time.Duration
 	// WriteTimeout bounds one write to the provider (default 10 s).
 	WriteTimeout time.Duration
-	// FinalTimeout bounds Transcribe's wait for the final transcript
-	// after it finalized (default 15 s).
+	// FinalTimeout bounds the wait for a final transcript after a
+	// Finalize: past it the stream fails with ErrSTTTimeout (default 15 s).
 	FinalTimeout time.Duration
 }
 
@@ -159,6 +159,10 @@ type liveStream struct {
 	closed bool   // Close was called
 	sent   bool   // audio sent since the last finalize
 	want   []bool // finalizes awaiting their final, in order; true: nothing was sent, the final is ""
+	// overdue holds one timer per finalize sent to the provider and not
+	// yet answered, in order: a final later than FinalTimeout fails the
+	// stream (a provider that never answers must not hold the turn).
+	overdue []*time.Timer
 
 	emitMu     sync.Mutex // orders sends on results
 	keepAlives atomic.Int64
@@ -182,6 +186,10 @@ func newLiveStream(ctx context.Context, conn *websocket.Conn, proto liveProtocol
 		conn.CloseNow()
 		wg.Wait()
 		s.mu.Lock()
+		for _, t := range s.overdue {
+			t.Stop()
+		}
+		s.overdue = nil
 		err, closed := s.err, s.closed
 		if err == nil && !closed {
 			err = fmt.Errorf("%w: the call's context ended", ErrSTTUnavailable)
@@ -261,6 +269,9 @@ func (s *liveStream) Finalize() error {
 	case s.out <- outMsg{websocket.MessageText, s.proto.finalize()}:
 		s.sent = false
 		s.want = append(s.want, false)
+		s.overdue = append(s.overdue, time.AfterFunc(s.opts.FinalTimeout, func() {
+			s.fail(fmt.Errorf("%w: no final transcript %s after the end of the utterance", ErrSTTTimeout, s.opts.FinalTimeout))
+		}))
 		s.mu.Unlock()
 		return nil
 	default:
@@ -404,6 +415,8 @@ func (s *liveStream) read() {
 			}
 			empties := 0
 			s.want = s.want[1:]
+			s.overdue[0].Stop()
+			s.overdue = s.overdue[1:]
 			for len(s.want) > 0 && s.want[0] {
 				s.want = s.want[1:]
 				empties++

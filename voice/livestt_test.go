@@ -301,6 +301,38 @@ func TestLiveServerDropsTheStream(t *testing.T) {
 	}
 }
 
+// A provider that never answers a Finalize fails the stream as Timeout
+// rather than hold the turn.
+func TestLiveFinalOverdue(t *testing.T) {
+	srv := providertest.New(t)
+	srv.SetLive(providertest.Live{FinalDelay: time.Minute})
+	for name, c := range liveClients(srv, LiveOptions{FinalTimeout: 300 * time.Millisecond}) {
+		srv.ScriptTranscripts("too late")
+		ts, err := c.Listen(context.Background(), 8000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range speechFrames(300, 8000) {
+			_ = ts.Send(f)
+		}
+		_ = ts.Finalize()
+		var got error
+		for ev := range ts.Results() {
+			if ev.Final {
+				t.Fatalf("%s: a final %q", name, ev.Text)
+			}
+			if ev.Err != nil {
+				got = ev.Err
+			}
+		}
+		if !errors.Is(got, ErrSTTTimeout) || fault.KindOf(got) != fault.Timeout {
+			t.Fatalf("%s: %v, want ErrSTTTimeout", name, got)
+		}
+		_ = ts.Close()
+	}
+	noStreamGoroutines(t)
+}
+
 // A provider that stops reading backs the queue up: Send never waits, and
 // the stream fails with ErrSTTOverflow instead.
 func TestLiveSlowServerOverflows(t *testing.T) {
@@ -420,4 +452,22 @@ func TestLiveTranscribeAndFallback(t *testing.T) {
 		t.Fatalf("Listen on a closed port: %v", err)
 	}
 	noStreamGoroutines(t)
+}
+
+// What a 20 ms frame of an 8 kHz call costs the media path on each wire
+// before the network: resampling and encoding.
+func BenchmarkLiveFrame(b *testing.B) {
+	frame := speechFrames(20, 8000)[0]
+	for name, w := range map[string]liveProtocol{"realtime": &realtimeWire{}, "deepgram": &deepgramWire{}} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				pcm := frame
+				if name == "realtime" {
+					pcm = Resample(frame, 8000, RealtimeRate)
+				}
+				w.audio(pcm)
+			}
+		})
+	}
 }

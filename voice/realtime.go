@@ -86,7 +86,13 @@ func (w *realtimeWire) audio(pcm []int16) (websocket.MessageType, []byte) {
 	for i, v := range pcm {
 		binary.LittleEndian.PutUint16(raw[2*i:], uint16(v))
 	}
-	b, _ := json.Marshal(map[string]string{"type": "input_audio_buffer.append", "audio": base64.StdEncoding.EncodeToString(raw)})
+	// Built by hand: 50 of these a second on every call, and base64 needs
+	// no JSON escaping.
+	const head, tail = `{"type":"input_audio_buffer.append","audio":"`, `"}`
+	b := make([]byte, len(head)+base64.StdEncoding.EncodedLen(len(raw))+len(tail))
+	n := copy(b, head)
+	base64.StdEncoding.Encode(b[n:], raw)
+	copy(b[n+base64.StdEncoding.EncodedLen(len(raw)):], tail)
 	return websocket.MessageText, b
 }
 
