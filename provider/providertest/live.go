@@ -64,8 +64,12 @@ type LiveSession struct {
 	// Rate is the sample rate of Audio: 24000 on Realtime, the query's
 	// sample_rate on Deepgram.
 	Rate int
-	// Audio is every sample received, in order.
-	Audio []int16
+	// Audio is every sample received, in order; FirstAudio and LastAudio
+	// are when its first and last pieces arrived (a client streaming as
+	// the caller speaks spreads them over the speech, one handing over a
+	// whole utterance does not).
+	Audio                 []int16
+	FirstAudio, LastAudio time.Time
 	// Messages are the text messages received other than audio
 	// (session.update, input_audio_buffer.commit, Finalize, KeepAlive,
 	// CloseStream...), as sent.
@@ -206,6 +210,11 @@ func (c *liveConn) received(pcm []int16) (interim string, fail, drop bool, l Liv
 	defer a.mu.Unlock()
 	l = a.live
 	before := c.heard
+	now := time.Now()
+	if c.sess.FirstAudio.IsZero() {
+		c.sess.FirstAudio = now
+	}
+	c.sess.LastAudio = now
 	c.sess.Audio = append(c.sess.Audio, pcm...)
 	c.heard += len(pcm)
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Second / time.Duration(c.rate) }
