@@ -135,6 +135,9 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
+// finalsRoom is how much of the results channel interims leave free.
+const finalsRoom = 16
+
 // outMsg is one queued message.
 type outMsg struct {
 	typ  websocket.MessageType
@@ -323,8 +326,10 @@ func (s *liveStream) stateLocked() error {
 }
 
 // emit delivers an event in order. Interim events are dropped when the
-// consumer is behind (the next one carries the whole text); finals wait
-// for room until the stream ends.
+// consumer is behind (the next one carries the whole text), leaving room
+// for finals, so a Finalize that answers "" at once does not wait on a
+// consumer that is itself the caller; finals wait for room until the
+// stream ends.
 func (s *liveStream) emit(ev TranscriptEvent) {
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock()
@@ -332,9 +337,8 @@ func (s *liveStream) emit(ev TranscriptEvent) {
 		return
 	}
 	if !ev.Final {
-		select {
-		case s.results <- ev:
-		default:
+		if len(s.results) < cap(s.results)-finalsRoom {
+			s.results <- ev
 		}
 		return
 	}

@@ -224,6 +224,56 @@ func TestLiveTwoUtterancesOnOneStream(t *testing.T) {
 	noStreamGoroutines(t)
 }
 
+// A consumer that reads nothing while the caller speaks loses interims
+// (each later one carries the whole text), never a final: Finalize does
+// not wait on it either.
+func TestLiveConsumerBehindKeepsFinals(t *testing.T) {
+	srv := providertest.New(t)
+	srv.SetLive(providertest.Live{InterimEvery: 20 * time.Millisecond})
+	words := strings.TrimSpace(strings.Repeat("word ", 150))
+	for name, c := range liveClients(srv, LiveOptions{}) {
+		t.Run(name, func(t *testing.T) {
+			srv.ScriptTranscripts(words, "second")
+			n := len(srv.LiveSessions())
+			ts, err := c.Listen(context.Background(), 8000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ts.Close()
+			for _, f := range speechFrames(3000, 8000) {
+				_ = ts.Send(f)
+			}
+			poll.Until(t, "the interims to be sent", 10*time.Second, func() bool { return len(srv.LiveSessions()[n].Interims) >= 140 })
+			_ = ts.Finalize()
+			_ = ts.Finalize() // nothing new: "" at once
+			for _, f := range speechFrames(300, 8000) {
+				_ = ts.Send(f)
+			}
+			_ = ts.Finalize()
+			var finals []string
+			interims := 0
+			for len(finals) < 3 {
+				ev, ok := next(t, ts, 10*time.Second)
+				switch {
+				case !ok || ev.Err != nil:
+					t.Fatalf("stream ended: %v", ev.Err)
+				case ev.Final:
+					finals = append(finals, ev.Text)
+				default:
+					interims++
+				}
+			}
+			if len(finals[0]) != len(words) || finals[1] != "" || finals[2] != "second" {
+				t.Fatalf("finals %q", finals)
+			}
+			if interims >= 140 {
+				t.Fatalf("%d interims delivered to a consumer that read none while they came", interims)
+			}
+		})
+	}
+	noStreamGoroutines(t)
+}
+
 // failures runs a scripted misbehaviour on both protocols and returns each
 // protocol's stream error, after checking the stream's contract: an Err
 // event, then Results closed, and Send refused.
