@@ -73,6 +73,28 @@ func noStreamGoroutines(t *testing.T) {
 	}
 }
 
+// listen opens a stream at rate (closed when the test ends).
+func listen(t *testing.T, c StreamingTranscriber, rate int) TranscriptStream {
+	t.Helper()
+	ts, err := c.Listen(context.Background(), rate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ts.Close() })
+	return ts
+}
+
+// speak sends ms of voiced audio in 20 ms frames, failing the test if a
+// Send fails.
+func speak(t *testing.T, ts TranscriptStream, ms, rate int) {
+	t.Helper()
+	for _, f := range speechFrames(ms, rate) {
+		if err := ts.Send(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // next waits for the next event, failing the test after limit.
 func next(t *testing.T, ts TranscriptStream, limit time.Duration) (TranscriptEvent, bool) {
 	t.Helper()
@@ -112,16 +134,8 @@ func TestLiveInterimThenFinal(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv.ScriptTranscripts("I would like to book a table")
 			n := len(srv.LiveSessions())
-			ts, err := c.Listen(context.Background(), 8000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ts.Close()
-			for _, f := range speechFrames(1200, 8000) {
-				if err := ts.Send(f); err != nil {
-					t.Fatal(err)
-				}
-			}
+			ts := listen(t, c, 8000)
+			speak(t, ts, 1200, 8000)
 			// Interims arrive while audio flows, before any Finalize.
 			first, _ := next(t, ts, 10*time.Second)
 			if first.Final || first.Err != nil || first.Text == "" {
@@ -193,19 +207,11 @@ func TestLiveTwoUtterancesOnOneStream(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv.ScriptTranscripts("first question", "second question")
 			n := len(srv.LiveSessions())
-			ts, err := c.Listen(context.Background(), 16000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ts.Close()
-			for _, f := range speechFrames(600, 16000) {
-				_ = ts.Send(f)
-			}
+			ts := listen(t, c, 16000)
+			speak(t, ts, 600, 16000)
 			_ = ts.Finalize()
 			_ = ts.Finalize() // nothing new: ""
-			for _, f := range speechFrames(600, 16000) {
-				_ = ts.Send(f)
-			}
+			speak(t, ts, 600, 16000)
 			_ = ts.Finalize()
 			var finals []string
 			for len(finals) < 3 {
@@ -235,20 +241,12 @@ func TestLiveConsumerBehindKeepsFinals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv.ScriptTranscripts(words, "second")
 			n := len(srv.LiveSessions())
-			ts, err := c.Listen(context.Background(), 8000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ts.Close()
-			for _, f := range speechFrames(3000, 8000) {
-				_ = ts.Send(f)
-			}
+			ts := listen(t, c, 8000)
+			speak(t, ts, 3000, 8000)
 			poll.Until(t, "the interims to be sent", 10*time.Second, func() bool { return len(srv.LiveSessions()[n].Interims) >= 140 })
 			_ = ts.Finalize()
 			_ = ts.Finalize() // nothing new: "" at once
-			for _, f := range speechFrames(300, 8000) {
-				_ = ts.Send(f)
-			}
+			speak(t, ts, 300, 8000)
 			_ = ts.Finalize()
 			var finals []string
 			interims := 0
@@ -358,13 +356,8 @@ func TestLiveFinalOverdue(t *testing.T) {
 	srv.SetLive(providertest.Live{FinalDelay: time.Minute})
 	for name, c := range liveClients(srv, LiveOptions{FinalTimeout: 300 * time.Millisecond}) {
 		srv.ScriptTranscripts("too late")
-		ts, err := c.Listen(context.Background(), 8000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range speechFrames(300, 8000) {
-			_ = ts.Send(f)
-		}
+		ts := listen(t, c, 8000)
+		speak(t, ts, 300, 8000)
 		_ = ts.Finalize()
 		var got error
 		for ev := range ts.Results() {
@@ -400,10 +393,7 @@ func TestLiveKeepAliveAndQuietClose(t *testing.T) {
 	for name, c := range liveClients(srv, LiveOptions{KeepAlive: 50 * time.Millisecond}) {
 		t.Run(name, func(t *testing.T) {
 			n := len(srv.LiveSessions())
-			ts, err := c.Listen(context.Background(), 8000)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ts := listen(t, c, 8000)
 			poll.Until(t, "two keep-alives", 10*time.Second, func() bool { return ts.(*liveStream).keepAlives.Load() >= 2 })
 			if name == "deepgram" {
 				if n := strings.Count(strings.Join(srv.LiveSessions()[n].Messages, "\n"), `{"type":"KeepAlive"}`); n < 2 {
@@ -413,9 +403,7 @@ func TestLiveKeepAliveAndQuietClose(t *testing.T) {
 			// Still healthy: an utterance after the idle time is
 			// transcribed.
 			srv.ScriptTranscripts("still here")
-			for _, f := range speechFrames(400, 8000) {
-				_ = ts.Send(f)
-			}
+			speak(t, ts, 400, 8000)
 			_ = ts.Finalize()
 			if _, ev := untilFinal(t, ts); ev.Text != "still here" {
 				t.Fatalf("final after idle %q", ev.Text)
