@@ -155,22 +155,38 @@ const maxCatchUp = 5
 // stall (the process descheduled, a busy machine) the frames that came due
 // go out back to back, up to maxCatchUp, so a stall delays this call's
 // audio instead of dropping frames, as a ticker's missed ticks would on
-// every call at once.
+// every call at once. A talkspurt (speech after silence) does not wait for
+// the next frame of that schedule: it starts the moment its first audio is
+// playable, and the schedule continues from there.
 func (c *Call) play(ctx context.Context) {
 	next := c.clk.Now().Add(FrameDuration)
 	timer := c.clk.Timer(FrameDuration)
 	defer timer.Stop()
+	speaking := false // the last frame written carried speech
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.playout.wake:
+			if speaking {
+				continue // mid-talkspurt: the schedule plays it
+			}
+			now := c.clk.Now()
+			var ok bool
+			if speaking, ok = c.playFrame(ctx); !ok {
+				return
+			}
+			next = now.Add(FrameDuration)
+			timer.Reset(FrameDuration)
+			continue
 		case <-timer.C:
 		}
 		now := c.clk.Now()
 		var due int
 		due, next = schedule(next, now)
 		for range due {
-			if !c.playFrame(ctx) {
+			var ok bool
+			if speaking, ok = c.playFrame(ctx); !ok {
 				return
 			}
 		}
@@ -194,15 +210,16 @@ func schedule(next, now time.Time) (int, time.Time) {
 	return due, next
 }
 
-// playFrame writes one frame of the playout; false once the call must end.
-func (c *Call) playFrame(ctx context.Context) bool {
+// playFrame writes one frame of the playout and says whether it carried
+// speech; ok is false once the call must end.
+func (c *Call) playFrame(ctx context.Context) (speech, ok bool) {
 	speech, finished, err := c.playout.Tick(c.t)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.m.log.Warn("voice: media write", "call", c.info.ID, "error", err)
 			c.End(OutcomeFailed, "the agent's audio could not be sent")
 		}
-		return false
+		return false, false
 	}
 	if speech {
 		c.mu.Lock()
@@ -214,7 +231,7 @@ func (c *Call) playFrame(ctx context.Context) bool {
 	if finished {
 		c.endAssistant(false)
 	}
-	return true
+	return speech, true
 }
 
 // converse greets, then answers each caller turn in order.

@@ -110,6 +110,31 @@ func (t *turn) run(ctx context.Context) {
 		first := true
 		for s := range sentences {
 			t0 := c.clk.Now()
+			firstByte := func() {
+				if first {
+					first = false
+					t.metrics["textToSpeechFirstByteMs"] = c.clk.Since(t0).Milliseconds()
+				}
+			}
+			if st, ok := c.tts.(StreamingSynthesizer); ok {
+				// The first bytes play as they arrive; the next sentence is
+				// synthesised while this one plays. A filler (and any
+				// segment of this engine) has no word timings: heard only
+				// once all of it played.
+				seg := c.playout.Stream(t.id, Segment{Text: s.text})
+				if seg == nil {
+					continue // the turn was cut
+				}
+				err := st.SynthesizeStream(genCtx, s.text, c.info.SampleRate, func(pcm []int16) {
+					firstByte()
+					c.playout.Append(seg, pcm)
+				})
+				c.playout.Seal(seg, err != nil)
+				if err != nil && genCtx.Err() == nil {
+					c.m.log.Warn("voice: text-to-speech", "call", c.info.ID, "error", err)
+				}
+				continue
+			}
 			seg, err := c.tts.Synthesize(genCtx, s.text, c.info.SampleRate)
 			if err != nil {
 				if genCtx.Err() == nil {
@@ -122,10 +147,7 @@ func (t *turn) run(ctx context.Context) {
 				// committed word by word.
 				seg.Words = nil
 			}
-			if first {
-				first = false
-				t.metrics["textToSpeechFirstByteMs"] = c.clk.Since(t0).Milliseconds()
-			}
+			firstByte()
 			c.playout.Enqueue(t.id, seg)
 		}
 	}()
