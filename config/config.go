@@ -235,6 +235,15 @@ type AgentVoice struct {
 	// FillerAfter is how long a tool may run before the filler plays
 	// (default 700ms).
 	FillerAfter time.Duration `yaml:"fillerAfter"`
+	// MinEndpointDelay is the silence after which a caller's turn that is
+	// complete (its transcript so far ends a sentence or a question) ends
+	// (default 200ms).
+	MinEndpointDelay time.Duration `yaml:"minEndpointDelay"`
+	// MaxEndpointDelay is the longest silence a turn waits for the caller to
+	// go on when they trailed off ("and", "um", a half sentence) (default
+	// 1.2s). A turn with nothing known of its words ends after the box's
+	// VAD delay (600 ms by default), kept between the two.
+	MaxEndpointDelay time.Duration `yaml:"maxEndpointDelay"`
 }
 
 // AgentMemory is an agent's declared memory defaults. A nil field is not

@@ -1,6 +1,7 @@
 package sip_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +17,10 @@ import (
 // realtime, then deepgram): the caller's audio reaches the scripted provider
 // over the protocol's WebSocket, and the caller turn committed to the call's
 // transcript, and sent to the model, is the provider's final transcript.
-// Whether the controller streams while the caller speaks (Listen) or hands
-// over the whole utterance (Transcribe), the audio goes over the live
-// protocol, never over HTTP.
+// The controller streams while the caller speaks (Listen): one stream for
+// the call, opened at its start, carries the audio as it comes (spread over
+// the call, not one burst at the end of the utterance), interims come back
+// while the caller speaks, and nothing goes over HTTP transcription.
 func TestBaresipLiveSpeechToText(t *testing.T) {
 	t.Parallel()
 	siptest.NeedBaresip(t)
@@ -77,6 +79,13 @@ agents:
 			}
 			if voiced == 0 || interims == 0 {
 				t.Fatalf("%d live sessions, %d with the caller's voice, %d interim transcripts sent", len(sessions), voiced, interims)
+			}
+			if len(sessions) != 1 {
+				t.Fatalf("%d live sessions for one call, want one stream for the call", len(sessions))
+			}
+			if s := sessions[0]; s.LastAudio.Sub(s.FirstAudio) < 2*time.Second || fmt.Sprint(s.Finals) != "["+said+"]" {
+				t.Fatalf("the stream's audio came over %s (want the call's length, as spoken), finals %q",
+					s.LastAudio.Sub(s.FirstAudio), s.Finals)
 			}
 			if s := sessions[0]; mode == "deepgram" && s.Query.Get("sample_rate") != "8000" {
 				t.Fatalf("deepgram sample_rate %q, want the call's 8000", s.Query.Get("sample_rate"))

@@ -116,7 +116,7 @@ func (w *deepgramWire) decode(typ websocket.MessageType, msg []byte) ([]Transcri
 		text = strings.TrimSpace(m.Channel.Alternatives[0].Transcript)
 	}
 	if !m.IsFinal {
-		return []TranscriptEvent{{Text: joinWords(append(w.settled, text))}}, nil
+		return []TranscriptEvent{{Text: joinWords(append(w.settled[:len(w.settled):len(w.settled)], text))}}, nil
 	}
 	if text != "" {
 		w.settled = append(w.settled, text)
@@ -127,18 +127,4 @@ func (w *deepgramWire) decode(typ websocket.MessageType, msg []byte) ([]Transcri
 		return []TranscriptEvent{{Text: all, Final: true}}, nil
 	}
 	return []TranscriptEvent{{Text: all}}, nil
-}
-
-func joinWords(parts []string) string {
-	var b strings.Builder
-	for _, p := range parts {
-		if p == "" {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(p)
-	}
-	return b.String()
 }

@@ -12,6 +12,9 @@ var (
 	ErrUnknownAgent = fault.New(fault.NotFound, "agent_not_found", "voice: unknown agent")
 	// ErrDraining: the box is stopping and takes no new calls.
 	ErrDraining = fault.New(fault.Unavailable, "unavailable", "voice: the box is stopping")
+	// ErrSpeechStream: the call's streaming transcription ended; its turns
+	// go on with one request per utterance.
+	ErrSpeechStream = fault.New(fault.Unavailable, "speech_stream_ended", "voice: the speech-to-text stream ended")
 	// ErrNotFound: no call with that id.
 	ErrNotFound = fault.New(fault.NotFound, "call_not_found", "voice: call not found")
 	// ErrInvalidRequest: a calls query breaks a rule.

@@ -23,6 +23,14 @@ type utterance struct {
 	digit     rune
 	lastVoice time.Time // the last voiced frame, for wire-to-wire
 	endpoint  time.Time // when endpointing decided the turn ended
+	reason    string    // why endpointing ended it (endComplete, ...)
+
+	// The transcript, when it is not one request at the endpoint: the
+	// speculation the turn ended on, or the live stream's final.
+	spec  *speculation
+	final <-chan sttResult
+	// wasted is the speculative provider work cancelled during the turn.
+	wasted []map[string]any
 }
 
 // turn is one spoken exchange: the caller's utterance, its commit, the
@@ -65,9 +73,13 @@ func (t *turn) run(ctx context.Context) {
 		text = keypadText(t.u.digit)
 	} else {
 		t.metrics["endOfUtteranceMs"] = t.u.endpoint.Sub(t.u.lastVoice).Milliseconds()
+		t.metrics["endpoint"] = t.u.reason
+		if len(t.u.wasted) > 0 {
+			t.metrics["wasted"] = t.u.wasted
+		}
 		start := c.clk.Now()
 		var err error
-		text, err = c.stt.Transcribe(ctx, t.u.pcm, c.info.SampleRate)
+		text, err = t.transcribe(ctx)
 		t.metrics["speechToTextMs"] = c.clk.Since(start).Milliseconds()
 		if err != nil {
 			if ctx.Err() == nil {
@@ -110,6 +122,31 @@ func (t *turn) run(ctx context.Context) {
 		first := true
 		for s := range sentences {
 			t0 := c.clk.Now()
+			firstByte := func() {
+				if first {
+					first = false
+					t.metrics["textToSpeechFirstByteMs"] = c.clk.Since(t0).Milliseconds()
+				}
+			}
+			if st, ok := c.tts.(StreamingSynthesizer); ok {
+				// The first bytes play as they arrive; the next sentence is
+				// synthesised while this one plays. A filler (and any
+				// segment of this engine) has no word timings: heard only
+				// once all of it played.
+				seg := c.playout.Stream(t.id, Segment{Text: s.text})
+				if seg == nil {
+					continue // the turn was cut
+				}
+				err := st.SynthesizeStream(genCtx, s.text, c.info.SampleRate, func(pcm []int16) {
+					firstByte()
+					c.playout.Append(seg, pcm)
+				})
+				c.playout.Seal(seg, err != nil)
+				if err != nil && genCtx.Err() == nil {
+					c.m.log.Warn("voice: text-to-speech", "call", c.info.ID, "error", err)
+				}
+				continue
+			}
 			seg, err := c.tts.Synthesize(genCtx, s.text, c.info.SampleRate)
 			if err != nil {
 				if genCtx.Err() == nil {
@@ -122,10 +159,7 @@ func (t *turn) run(ctx context.Context) {
 				// committed word by word.
 				seg.Words = nil
 			}
-			if first {
-				first = false
-				t.metrics["textToSpeechFirstByteMs"] = c.clk.Since(t0).Milliseconds()
-			}
+			firstByte()
 			c.playout.Enqueue(t.id, seg)
 		}
 	}()
@@ -184,6 +218,43 @@ func (t *turn) run(ctx context.Context) {
 	t.metrics["runId"] = res.RunID.String()
 	c.turns.Add(1)
 	go t.record(res)
+}
+
+// transcribe is the caller's words: the live stream's final, the
+// speculation the turn ended on, or else one request now (also when the
+// stream or the speculation failed). The time it takes from the endpoint
+// is the turn's speechToTextMs.
+func (t *turn) transcribe(ctx context.Context) (string, error) {
+	c := t.c
+	switch {
+	case t.u.final != nil:
+		t.metrics["transcription"] = "stream"
+		select {
+		case r := <-t.u.final:
+			if r.err == nil {
+				return r.text, nil
+			}
+			c.m.log.Warn("voice: speech-to-text stream", "call", c.info.ID, "error", r.err)
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	case t.u.spec != nil:
+		t.metrics["transcription"] = "speculative"
+		select {
+		case <-t.u.spec.done:
+			if t.u.spec.err == nil {
+				return t.u.spec.text, nil
+			}
+			if ctx.Err() == nil {
+				c.m.log.Warn("voice: speculative speech-to-text", "call", c.info.ID, "error", t.u.spec.err)
+			}
+		case <-ctx.Done():
+			t.u.spec.cancel()
+			return "", ctx.Err()
+		}
+	}
+	t.metrics["transcription"] = "request"
+	return c.stt.Transcribe(ctx, t.u.pcm, c.info.SampleRate)
 }
 
 // spoken is a sentence for synthesis; a filler is said while a tool runs.

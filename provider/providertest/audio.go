@@ -26,11 +26,17 @@ type audio struct {
 	fallback    func(wav []byte) string
 	speech      []string // texts asked to be spoken
 	uploads     [][]byte // audio files received for transcription
+	lastPCM     []byte   // the audio of the last scripted answer
+	lastText    string
 	live        Live
 	sessions    []*LiveSession // live transcription connections
 }
 
-// ScriptTranscripts queues what /v1/audio/transcriptions answers, in order.
+// ScriptTranscripts queues what /v1/audio/transcriptions answers, one
+// text per utterance, in order. A request whose audio strictly extends the
+// audio of the previous scripted answer (a caller's speculative
+// transcription, then the whole utterance once it ended) is the same
+// utterance and gets the same text again.
 func (s *Server) ScriptTranscripts(texts ...string) {
 	s.audio.mu.Lock()
 	s.audio.transcripts = append(s.audio.transcripts, texts...)
@@ -73,8 +79,13 @@ func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
 	s.audio.mu.Lock()
 	s.audio.uploads = append(s.audio.uploads, data)
 	text, ok := "", false
-	if len(s.audio.transcripts) > 0 {
+	pcm := wavData(data)
+	if prev := s.audio.lastPCM; len(prev) > 0 && len(pcm) > len(prev) && bytes.Equal(pcm[:len(prev)], prev) {
+		text, ok = s.audio.lastText, true
+		s.audio.lastPCM = pcm
+	} else if len(s.audio.transcripts) > 0 {
 		text, s.audio.transcripts, ok = s.audio.transcripts[0], s.audio.transcripts[1:], true
+		s.audio.lastPCM, s.audio.lastText = pcm, text
 	} else if s.audio.fallback != nil {
 		text, ok = s.audio.fallback(data), true
 	}
@@ -85,6 +96,14 @@ func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]string{"text": text})
+}
+
+// wavData is the samples of a WAV file (after its 44-byte header).
+func wavData(wav []byte) []byte {
+	if len(wav) < 44 {
+		return nil
+	}
+	return wav[44:]
 }
 
 // speak answers a 440 Hz tone lasting SpeechMsPerChar per character.

@@ -34,8 +34,8 @@ type Live struct {
 	// FinalDelay is the wait between a commit or Finalize and its final
 	// transcript (default DefaultFinalDelay).
 	FinalDelay time.Duration
-	// InterimEvery is how much received audio brings one more interim
-	// word (default 200 ms of audio).
+	// InterimEvery is how much received speech (audio louder than
+	// silence) brings one more interim word (default 200 ms).
 	InterimEvery time.Duration
 	// ErrorAfter, when set, makes the provider report an error once this
 	// much audio arrived on a connection: a Realtime error event, or a
@@ -116,6 +116,7 @@ type liveConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	words  int // interim words revealed of the utterance in progress
+	voiced int // samples of the utterance in progress louder than silence
 	heard  int // samples received on the connection
 	start  int // where the utterance in progress starts in sess.Audio
 }
@@ -228,7 +229,10 @@ func (c *liveConn) received(pcm []int16) (interim string, fail, drop bool, l Liv
 	if every <= 0 {
 		every = 200 * time.Millisecond
 	}
-	if len(a.transcripts) == 0 || ms(len(c.sess.Audio)-c.start)/every <= time.Duration(c.words) {
+	if voiced(pcm) {
+		c.voiced += len(pcm)
+	}
+	if len(a.transcripts) == 0 || ms(c.voiced)/every <= time.Duration(c.words) {
 		return "", false, false, l
 	}
 	words := strings.Fields(a.transcripts[0])
@@ -247,7 +251,7 @@ func (c *liveConn) final() (text string, ok bool, l Live) {
 	a := &c.s.audio
 	a.mu.Lock()
 	utter := append([]int16(nil), c.sess.Audio[c.start:]...)
-	c.start, c.words = len(c.sess.Audio), 0
+	c.start, c.words, c.voiced = len(c.sess.Audio), 0, 0
 	l = a.live
 	fallback := a.fallback
 	if len(a.transcripts) > 0 {
@@ -516,4 +520,17 @@ func clip(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// voiced reports whether a piece of audio is louder than line silence
+// (RMS over 300), as a recogniser hears words only in speech.
+func voiced(pcm []int16) bool {
+	if len(pcm) == 0 {
+		return false
+	}
+	var sum float64
+	for _, v := range pcm {
+		sum += float64(v) * float64(v)
+	}
+	return sum/float64(len(pcm)) > 300*300
 }
