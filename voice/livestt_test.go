@@ -509,3 +509,35 @@ func BenchmarkLiveFrame(b *testing.B) {
 		})
 	}
 }
+
+// The client's own share of a final: Finalize to the final event with a
+// provider that answers in 1 ms, on one stream, 300 ms of audio each.
+func BenchmarkLiveFinal(b *testing.B) {
+	srv := providertest.New(b)
+	srv.SetLive(providertest.Live{FinalDelay: time.Millisecond})
+	srv.RespondTranscripts(func([]byte) string { return "hello there" })
+	for name, c := range liveClients(srv, LiveOptions{}) {
+		b.Run(name, func(b *testing.B) {
+			ts, err := c.Listen(context.Background(), 8000)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ts.Close()
+			audio := speechFrames(300, 8000)
+			for b.Loop() {
+				for _, f := range audio {
+					_ = ts.Send(f)
+				}
+				_ = ts.Finalize()
+				for ev := range ts.Results() {
+					if ev.Err != nil {
+						b.Fatal(ev.Err)
+					}
+					if ev.Final {
+						break
+					}
+				}
+			}
+		})
+	}
+}
