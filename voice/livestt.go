@@ -22,9 +22,10 @@ import (
 // keep-alives while no audio flows. The protocols differ only in what a
 // liveProtocol encodes and decodes.
 
-// liveProtocol is one live transcription wire. Its methods are called by
-// one goroutine at a time: encode methods under the stream's lock, decode
-// by the reader alone.
+// liveProtocol is one live transcription wire. Its encode methods are
+// called under the stream's lock, decode and settle under its read lock;
+// a wire whose decoding depends on what it encoded guards that state
+// itself.
 type liveProtocol interface {
 	// audio encodes caller audio at the wire's rate.
 	audio(pcm []int16) (websocket.MessageType, []byte)
@@ -39,6 +40,11 @@ type liveProtocol interface {
 	// text, or a final answering a finalize) or the error that ends the
 	// stream.
 	decode(typ websocket.MessageType, msg []byte) ([]TranscriptEvent, error)
+	// settle answers the oldest unanswered finalize without the provider
+	// when the wire knows all it heard of that utterance is settled (a
+	// provider that sends nothing for a Finalize with no audio left to
+	// process); ok is false while it cannot tell.
+	settle() (final TranscriptEvent, ok bool)
 }
 
 // LiveOptions tune a live transcription client; each zero field takes the
@@ -56,6 +62,11 @@ type LiveOptions struct {
 	// FinalTimeout bounds the wait for a final transcript after a
 	// Finalize: past it the stream fails with ErrSTTTimeout (default 15 s).
 	FinalTimeout time.Duration
+	// SettleAfter is how long after a Finalize with no answer yet the
+	// wire may answer it itself when everything the provider sent is
+	// settled (Deepgram answers a Finalize only when audio was left to
+	// process) (default 300 ms); it is checked again every SettleAfter.
+	SettleAfter time.Duration
 }
 
 func (o LiveOptions) withDefaults() LiveOptions {
@@ -70,6 +81,9 @@ func (o LiveOptions) withDefaults() LiveOptions {
 	}
 	if o.FinalTimeout <= 0 {
 		o.FinalTimeout = 15 * time.Second
+	}
+	if o.SettleAfter <= 0 {
+		o.SettleAfter = 300 * time.Millisecond
 	}
 	return o
 }
@@ -166,6 +180,9 @@ type liveStream struct {
 	// yet answered, in order: a final later than FinalTimeout fails the
 	// stream (a provider that never answers must not hold the turn).
 	overdue []*time.Timer
+	settler *time.Timer // checks whether the wire can settle the oldest finalize
+
+	readMu sync.Mutex // serializes decode and settle with the finals they deliver
 
 	emitMu     sync.Mutex // orders sends on results
 	keepAlives atomic.Int64
@@ -193,6 +210,9 @@ func newLiveStream(ctx context.Context, conn *websocket.Conn, proto liveProtocol
 			t.Stop()
 		}
 		s.overdue = nil
+		if s.settler != nil {
+			s.settler.Stop()
+		}
 		err, closed := s.err, s.closed
 		if err == nil && !closed {
 			err = fmt.Errorf("%w: the call's context ended", ErrSTTUnavailable)
@@ -275,6 +295,9 @@ func (s *liveStream) Finalize() error {
 		s.overdue = append(s.overdue, time.AfterFunc(s.opts.FinalTimeout, func() {
 			s.fail(fmt.Errorf("%w: no final transcript %s after the end of the utterance", ErrSTTTimeout, s.opts.FinalTimeout))
 		}))
+		if s.settler == nil {
+			s.settler = time.AfterFunc(s.opts.SettleAfter, s.settle)
+		}
 		s.mu.Unlock()
 		return nil
 	default:
@@ -400,36 +423,68 @@ func (s *liveStream) read() {
 			s.fail(s.wireError(err, "receive"))
 			return
 		}
+		s.readMu.Lock()
 		evs, err := s.proto.decode(typ, msg)
 		if err != nil {
+			s.readMu.Unlock()
 			s.fail(err)
 			return
 		}
-		for _, ev := range evs {
-			if !ev.Final {
-				s.emit(ev)
-				continue
-			}
-			s.mu.Lock()
-			if len(s.want) == 0 {
-				// A final nobody asked for (the provider's own
-				// endpointing): the controller's finalize decides turns.
-				s.mu.Unlock()
-				continue
-			}
-			empties := 0
-			s.want = s.want[1:]
-			s.overdue[0].Stop()
-			s.overdue = s.overdue[1:]
-			for len(s.want) > 0 && s.want[0] {
-				s.want = s.want[1:]
-				empties++
-			}
-			s.mu.Unlock()
+		s.deliver(evs)
+		s.readMu.Unlock()
+	}
+}
+
+// settle lets the wire answer the oldest finalize itself, and checks
+// again later while finalizes wait.
+func (s *liveStream) settle() {
+	s.readMu.Lock()
+	s.mu.Lock()
+	waiting := len(s.overdue) > 0 && s.ctx.Err() == nil
+	s.mu.Unlock()
+	if waiting {
+		if ev, ok := s.proto.settle(); ok {
+			s.deliver([]TranscriptEvent{ev})
+		}
+	}
+	s.readMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.overdue) > 0 && s.ctx.Err() == nil {
+		s.settler.Reset(s.opts.SettleAfter)
+	} else {
+		s.settler = nil
+	}
+}
+
+// deliver emits decoded events (under readMu): each final answers the
+// oldest finalize, followed by the "" finals of finalizes that had no
+// audio after it.
+func (s *liveStream) deliver(evs []TranscriptEvent) {
+	for _, ev := range evs {
+		if !ev.Final {
 			s.emit(ev)
-			for range empties {
-				s.emit(TranscriptEvent{Final: true})
-			}
+			continue
+		}
+		s.mu.Lock()
+		if len(s.want) == 0 {
+			// A final nobody asked for (the provider's own
+			// endpointing): the controller's finalize decides turns.
+			s.mu.Unlock()
+			continue
+		}
+		empties := 0
+		s.want = s.want[1:]
+		s.overdue[0].Stop()
+		s.overdue = s.overdue[1:]
+		for len(s.want) > 0 && s.want[0] {
+			s.want = s.want[1:]
+			empties++
+		}
+		s.mu.Unlock()
+		s.emit(ev)
+		for range empties {
+			s.emit(TranscriptEvent{Final: true})
 		}
 	}
 }

@@ -272,6 +272,38 @@ func TestLiveConsumerBehindKeepsFinals(t *testing.T) {
 	noStreamGoroutines(t)
 }
 
+// Deepgram's own endpointing settles an utterance before the controller's
+// Finalize, which then gets no answer (nothing was left to process): the
+// wire answers it itself, and the next utterance is still its own.
+func TestDeepgramFinalizeAfterProviderEndpointing(t *testing.T) {
+	srv := providertest.New(t)
+	srv.SetLive(providertest.Live{Endpointing: true})
+	srv.ScriptTranscripts("settled by the provider", "second one")
+	c := liveClients(srv, LiveOptions{SettleAfter: 100 * time.Millisecond})["deepgram"]
+	ts := listen(t, c, 8000)
+	silence := make([]int16, 160)
+	for i := range 2 {
+		speak(t, ts, 600, 8000)
+		if i == 0 {
+			for range 15 {
+				_ = ts.Send(silence)
+			}
+			poll.Until(t, "the provider's endpointing", 10*time.Second, func() bool { return len(srv.LiveSessions()[0].Finals) == 1 })
+		}
+		_ = ts.Finalize()
+		_, ev := untilFinal(t, ts)
+		if want := []string{"settled by the provider", "second one"}[i]; ev.Text != want {
+			t.Fatalf("utterance %d: final %q, want %q", i+1, ev.Text, want)
+		}
+	}
+	_ = ts.Close()
+	s := srv.LiveSessions()[0]
+	if n := strings.Count(strings.Join(s.Messages, "\n"), `{"type":"Finalize"}`); n != 2 || len(s.Finals) != 2 {
+		t.Fatalf("%d Finalize messages, provider finals %q", n, s.Finals)
+	}
+	noStreamGoroutines(t)
+}
+
 // failures runs a scripted misbehaviour on both protocols and returns each
 // protocol's stream error, after checking the stream's contract: an Err
 // event, then Results closed, and Send refused.

@@ -100,6 +100,9 @@ func (w *realtimeWire) finalize() []byte  { return []byte(`{"type":"input_audio_
 func (w *realtimeWire) keepAlive() []byte { return nil }
 func (w *realtimeWire) closing() []byte   { return nil }
 
+// settle: a commit is always answered (completed or failed).
+func (w *realtimeWire) settle() (TranscriptEvent, bool) { return TranscriptEvent{}, false }
+
 func (w *realtimeWire) decode(typ websocket.MessageType, msg []byte) ([]TranscriptEvent, error) {
 	if typ != websocket.MessageText {
 		return nil, nil

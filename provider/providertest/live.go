@@ -47,6 +47,11 @@ type Live struct {
 	// Stall stops reading after the handshake (a provider that cannot keep
 	// up): the client's sends back up.
 	Stall bool
+	// Endpointing plays Deepgram's own endpointing: the first silence
+	// after speech settles the utterance (is_final and speech_final with
+	// its transcript), and a Finalize with no speech after that gets no
+	// answer at all.
+	Endpointing bool
 	// Refuse answers the WebSocket upgrade with 503 (a provider without
 	// live transcription).
 	Refuse bool
@@ -458,10 +463,17 @@ func (s *Server) deepgram(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	interimOn := q.Get("interim_results") == "true"
-	results := func(text string, final bool) map[string]any {
+	// results is a Results message over the utterance in progress, from
+	// its start to the audio received so far (seconds on the stream).
+	results := func(text string, final, fromFinalize bool) map[string]any {
+		c.s.audio.mu.Lock()
+		start, end := float64(c.start)/float64(rate), float64(len(c.sess.Audio))/float64(rate)
+		c.s.audio.mu.Unlock()
 		return map[string]any{"type": "Results", "channel_index": []int{0, 1}, "is_final": final, "speech_final": final,
-			"from_finalize": final, "channel": map[string]any{"alternatives": []map[string]any{{"transcript": text, "confidence": 0.99}}}}
+			"from_finalize": fromFinalize, "start": start, "duration": end - start,
+			"channel": map[string]any{"alternatives": []map[string]any{{"transcript": text, "confidence": 0.99}}}}
 	}
+	endpointed := false // the provider's endpointing settled the last utterance
 	for {
 		typ, msg, err := c.conn.Read(c.ctx)
 		if err != nil {
@@ -476,7 +488,8 @@ func (s *Server) deepgram(w http.ResponseWriter, r *http.Request) {
 			for i := range pcm {
 				pcm[i] = int16(binary.LittleEndian.Uint16(msg[2*i:]))
 			}
-			interim, fail, drop, _ := c.received(pcm)
+			spoke := c.voiced > 0
+			interim, fail, drop, l := c.received(pcm)
 			switch {
 			case fail:
 				c.closeAfter(0, websocket.StatusInternalError)
@@ -484,8 +497,19 @@ func (s *Server) deepgram(w http.ResponseWriter, r *http.Request) {
 			case drop:
 				c.closeAfter(0, -1)
 				return
+			case l.Endpointing && spoke && !voiced(pcm):
+				// The first silence after speech: settled at once.
+				msg := results("", true, false)
+				text, ok, _ := c.final()
+				if !ok {
+					c.closeAfter(0, websocket.StatusInternalError)
+					return
+				}
+				msg["channel"] = map[string]any{"alternatives": []map[string]any{{"transcript": text, "confidence": 0.99}}}
+				c.queue(msg, 0)
+				endpointed = true
 			case interim != "" && interimOn:
-				c.queue(results(interim, false), 0)
+				c.queue(results(interim, false, false), 0)
 			}
 			continue
 		}
@@ -496,12 +520,20 @@ func (s *Server) deepgram(w http.ResponseWriter, r *http.Request) {
 		_ = json.Unmarshal(msg, &m)
 		switch m.Type {
 		case "Finalize":
+			if endpointed && c.voiced == 0 {
+				// Nothing left to process: no answer, as Deepgram does.
+				endpointed = false
+				continue
+			}
+			endpointed = false
+			msg := results("", true, true)
 			text, ok, l := c.final()
 			if !ok {
 				c.closeAfter(l.finalDelay(), websocket.StatusInternalError)
 				return
 			}
-			c.queue(results(text, true), l.finalDelay())
+			msg["channel"] = map[string]any{"alternatives": []map[string]any{{"transcript": text, "confidence": 0.99}}}
+			c.queue(msg, l.finalDelay())
 		case "KeepAlive":
 		case "CloseStream":
 			b, _ := json.Marshal(map[string]any{"type": "Metadata", "request_id": "req_test"})
