@@ -21,4 +21,17 @@ var (
 	ErrInvalidRequest = fault.New(fault.Invalid, "voice_invalid_request", "voice: invalid request")
 	// ErrUnavailable: the calls table could not be read.
 	ErrUnavailable = fault.New(fault.Unavailable, "unavailable", "voice: the calls table is unavailable")
+	// ErrSTTFailed: the live speech-to-text provider refused the stream or
+	// reported an error on it.
+	ErrSTTFailed = fault.New(fault.Upstream, "stt_failed", "voice: live speech-to-text failed")
+	// ErrSTTUnavailable: the live speech-to-text stream could not be opened,
+	// dropped, or is closed.
+	ErrSTTUnavailable = fault.New(fault.Unavailable, "stt_unavailable", "voice: live speech-to-text unavailable")
+	// ErrSTTTimeout: the live speech-to-text provider did not connect,
+	// take audio or answer in time.
+	ErrSTTTimeout = fault.New(fault.Timeout, "stt_timeout", "voice: live speech-to-text timed out")
+	// ErrSTTOverflow: caller audio arrived faster than the provider took
+	// it and the send queue filled; the stream failed rather than hold the
+	// media path.
+	ErrSTTOverflow = fault.New(fault.Unavailable, "stt_overflow", "voice: live speech-to-text fell behind")
 )

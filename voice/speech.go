@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -382,34 +383,78 @@ type Models interface {
 
 // ProviderSpeech is the SpeechFactory of the box: each agent's voice
 // settings name its speech-to-text and text-to-speech models on the
-// configured providers; "espeak" names the offline engine.
+// configured providers; "espeak" names the offline engine. voice.sttMode
+// picks how speech-to-text reaches the provider: http (ProviderSTT),
+// realtime (RealtimeSTT) or deepgram (DeepgramSTT); a live one falls back
+// to the provider's HTTP transcription when its WebSocket cannot be opened
+// for a Transcribe.
 func ProviderSpeech(models Models, offline func(voice string) (Synthesizer, error)) SpeechFactory {
 	return func(_ string, ag config.Agent, _ int) (Transcriber, Synthesizer, error) {
-		sttID, ttsID, voiceName := DefaultSTT, DefaultTTS, ""
+		sttID, ttsID, voiceName, mode := DefaultSTT, DefaultTTS, "", ""
 		if v := ag.Voice; v != nil {
 			if v.STT != "" {
 				sttID = v.STT
 			}
+			mode = v.STTMode
 			if v.TTS != "" {
 				ttsID = v.TTS
 			}
 			voiceName = v.Voice
 		}
-		stt, err := models.Resolve(sttID)
+		sttModel, err := models.Resolve(sttID)
 		if err != nil {
 			return nil, nil, fmt.Errorf("voice: speech-to-text model: %w", err)
+		}
+		stt, err := transcriberFor(sttModel, mode)
+		if err != nil {
+			return nil, nil, err
 		}
 		if ttsID == "espeak" {
 			if offline == nil {
 				return nil, nil, fmt.Errorf("voice: the offline speech engine is not available in this build")
 			}
 			tts, err := offline(voiceName)
-			return ProviderSTT{Model: stt}, tts, err
+			return stt, tts, err
 		}
 		tts, err := models.Resolve(ttsID)
 		if err != nil {
 			return nil, nil, fmt.Errorf("voice: text-to-speech model: %w", err)
 		}
-		return ProviderSTT{Model: stt}, ProviderTTS{Model: tts, Voice: voiceName}, nil
+		return stt, ProviderTTS{Model: tts, Voice: voiceName}, nil
 	}
+}
+
+// transcriberFor is an agent's speech-to-text in its mode.
+func transcriberFor(m provider.Model, mode string) (Transcriber, error) {
+	base, key, connect := m.Endpoint()
+	var live StreamingTranscriber
+	switch mode {
+	case "", "http":
+		return ProviderSTT{Model: m}, nil
+	case "realtime":
+		live = &RealtimeSTT{BaseURL: base, APIKey: key, Model: m.Name, ConnectTimeout: connect}
+	case "deepgram":
+		live = &DeepgramSTT{BaseURL: base, APIKey: key, Model: m.Name, ConnectTimeout: connect}
+	default:
+		return nil, fmt.Errorf("voice: speech-to-text mode %q is not http, realtime or deepgram", mode)
+	}
+	return liveOrHTTP{StreamingTranscriber: live, http: ProviderSTT{Model: m}}, nil
+}
+
+// liveOrHTTP is a live transcriber whose Transcribe falls back to the
+// provider's HTTP transcription when the stream cannot be opened (the
+// controller uses Transcribe when Listen fails). A stream that opened and
+// then failed fails the utterance: its audio is gone.
+type liveOrHTTP struct {
+	StreamingTranscriber
+	http ProviderSTT
+}
+
+// Transcribe implements Transcriber.
+func (l liveOrHTTP) Transcribe(ctx context.Context, pcm []int16, rate int) (string, error) {
+	text, err := l.StreamingTranscriber.Transcribe(ctx, pcm, rate)
+	if oe := (openError{}); errors.As(err, &oe) {
+		return l.http.Transcribe(ctx, pcm, rate)
+	}
+	return text, err
 }

@@ -28,6 +28,8 @@ type audio struct {
 	uploads     [][]byte // audio files received for transcription
 	lastPCM     []byte   // the audio of the last scripted answer
 	lastText    string
+	live        Live
+	sessions    []*LiveSession // live transcription connections
 }
 
 // ScriptTranscripts queues what /v1/audio/transcriptions answers, one
