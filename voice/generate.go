@@ -182,7 +182,13 @@ func (g *generation) run(messages []agent.Message) {
 // after it goes to the playout (as it arrives, with a streaming engine).
 func (g *generation) synthesize(sentences <-chan spoken, metric func(string, any)) {
 	c := g.c
-	first := true
+	first, playable := true, false
+	ready := func() {
+		if !playable {
+			playable = true
+			metric("audioReadyAt", c.clk.Now())
+		}
+	}
 	for s := range sentences {
 		t0 := c.clk.Now()
 		firstByte := func() {
@@ -200,6 +206,9 @@ func (g *generation) synthesize(sentences <-chan spoken, metric func(string, any
 			open := func() bool {
 				if seg == nil && g.confirmed() {
 					seg = c.playout.Stream(g.t.id, Segment{Text: s.text})
+					if len(held) > 0 {
+						ready()
+					}
 					c.playout.Append(seg, held)
 					held = nil
 				}
@@ -208,6 +217,7 @@ func (g *generation) synthesize(sentences <-chan spoken, metric func(string, any
 			err := st.SynthesizeStream(g.ctx, s.text, c.info.SampleRate, func(pcm []int16) {
 				firstByte()
 				if open() {
+					ready()
 					c.playout.Append(seg, pcm)
 				} else {
 					held = append(held, pcm...)
@@ -239,6 +249,7 @@ func (g *generation) synthesize(sentences <-chan spoken, metric func(string, any
 		if !g.hold() {
 			break
 		}
+		ready()
 		c.playout.Enqueue(g.t.id, seg)
 	}
 	for range sentences {

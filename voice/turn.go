@@ -119,6 +119,14 @@ func (t *turn) run(ctx context.Context) {
 	<-g.done
 	res, err := g.res, g.err
 	for k, v := range g.metrics {
+		if at, ok := v.(time.Time); ok {
+			// The first audio playable, from the endpoint: what the turn
+			// waited on its providers after the caller stopped.
+			if !t.u.endpoint.IsZero() {
+				t.metrics["audioReadyMs"] = at.Sub(t.u.endpoint).Milliseconds()
+			}
+			continue
+		}
 		t.metrics[k] = v
 	}
 	if len(res.ToolRuns) > 0 {
