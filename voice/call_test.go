@@ -113,7 +113,11 @@ func TestBargeInCommitsOnlyWhatPlayed(t *testing.T) {
 	// about 1 s of audio.
 	r.stepUntil("the answer to start playing", 1000, func() bool { return r.line.voicedOut() > 70 })
 	r.say(800)
-	r.stepUntil("the interruption to be answered", 1000, func() bool { return len(e.model.ChatRequests()) >= 2 })
+	// The answer to it may start before its turn is confirmed (preemptive
+	// generation), so wait for the commit, not for the model request.
+	r.stepUntil("the interruption to be answered", 1000, func() bool {
+		return len(e.model.ChatRequests()) >= 2 && len(r.call.Entries()) >= 3
+	})
 	entries := r.call.Entries()
 	if len(entries) < 3 || entries[0].Role != "user" || entries[1].Role != "assistant" || entries[2].Role != "user" || entries[2].Text != "Stop, please." {
 		t.Fatalf("transcript order: %+v", entries)

@@ -83,13 +83,13 @@ func (e endpointing) delay(text string, known bool) (time.Duration, string) {
 }
 
 // trailingWords are words a finished sentence does not end on: the caller
-// is thinking or about to go on.
+// is thinking or about to go on (conjunctions, fillers, articles,
+// possessives, and the prepositions a transcriber leaves hanging most).
+// Prepositions that end questions ("Where are you from?") are not here.
 var trailingWords = map[string]bool{
 	"and": true, "or": true, "but": true, "so": true, "because": true, "um": true, "uh": true, "er": true,
 	"erm": true, "hmm": true, "mm": true, "the": true, "a": true, "an": true, "to": true, "of": true,
-	"for": true, "with": true, "my": true, "your": true, "if": true, "then": true, "that": true, "which": true,
-	"like": true, "is": true, "are": true, "was": true, "in": true, "on": true, "at": true, "i": true,
-	"we": true, "about": true, "from": true, "maybe": true, "also": true, "well": true,
+	"for": true, "with": true, "my": true, "your": true, "our": true, "if": true, "then": true, "which": true,
 }
 
 // classify says whether text, the caller's words so far, is complete (it

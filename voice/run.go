@@ -143,8 +143,17 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 		lastVoice time.Time    // the last frame loud enough to be speech, for wire-to-wire
 		voicedAt  time.Time    // the last frame the VAD counted as voiced
 		spec      *speculation // of the utterance in progress
+		draft     *generation  // the answer started before the endpoint
 		wasted    []map[string]any
 	)
+	abandon := func(why string) {
+		if draft != nil {
+			c.abandon(draft, why)
+			wasted = append(wasted, draft.wasted(why))
+			draft = nil
+		}
+	}
+	defer abandon("the call ended")
 	discard := func() {
 		if spec == nil {
 			return
@@ -157,6 +166,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 	}
 	defer discard()
 	emit := func(u utterance) bool {
+		u.draft, draft = draft, nil
 		u.wasted, wasted = wasted, nil
 		if live != nil {
 			if live.failed() {
@@ -208,9 +218,11 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			switch {
 			case ev == vadSpeechStart:
 				discard()
+				abandon("the caller went on")
 				voicedAt = now
 			case ev == vadDiscard:
 				discard()
+				abandon("noise")
 			case ev == vadSpeechEnd:
 				// The longest delay passed without a decision.
 				_, reason := ep.delay(c.words(live, spec, voicedAt))
@@ -224,6 +236,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			case speaking && det.Silent() == 0:
 				voicedAt = now
 				discard() // the caller went on
+				abandon("the caller went on")
 			case speaking && live == nil && spec == nil && now.Sub(voicedAt) >= speculateAfter:
 				spec = c.speculate(ctx, det.Snapshot(), wake)
 			}
@@ -231,10 +244,22 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 		if speaking, _ := det.Speaking(); !speaking || det.Silent() == 0 {
 			continue
 		}
-		if d, reason := ep.delay(c.words(live, spec, voicedAt)); now.Sub(voicedAt) >= d {
+		text, known := c.words(live, spec, voicedAt)
+		d, reason := ep.delay(text, known)
+		if (reason == endComplete || reason == endSentence) && (draft == nil || draft.text != text) &&
+			now.Sub(voicedAt)+c.m.modelLead(c.info.Agent) >= d && c.canDraft() {
+			// Likely the end: start the answer now, held until the
+			// endpoint is confirmed, but only as early as the model's
+			// usual first token pays off, so a pause the caller talks
+			// past rarely costs a model run.
+			abandon("the words changed")
+			draft = c.generate(ctx, text, c.messages())
+		}
+		if now.Sub(voicedAt) >= d {
 			pcm, ok := det.Cut()
 			if !ok {
 				discard() // a click or a cough
+				abandon("noise")
 				continue
 			}
 			if !emit(utterance{pcm: pcm, lastVoice: lastVoice, endpoint: now, reason: reason}) {
@@ -242,6 +267,15 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			}
 		}
 	}
+}
+
+// canDraft reports whether an answer may start before the endpoint: no
+// turn is being answered and nothing plays, so the conversation it starts
+// from is the one it will answer.
+func (c *Call) canDraft() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.answering && c.speaking == nil
 }
 
 // words is what is known of the words of the utterance in progress, and
@@ -357,7 +391,13 @@ func (c *Call) converse(ctx context.Context, utterances <-chan utterance) {
 		case d := <-c.digits:
 			u = utterance{digit: d, endpoint: c.clk.Now()}
 		}
+		c.mu.Lock()
+		c.answering = true
+		c.mu.Unlock()
 		c.newTurn(u).run(ctx)
+		c.mu.Lock()
+		c.answering = false
+		c.mu.Unlock()
 	}
 }
 

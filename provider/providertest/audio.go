@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -30,6 +31,49 @@ type audio struct {
 	lastText    string
 	live        Live
 	sessions    []*LiveSession // live transcription connections
+	latency     AudioLatency
+	cancelled   int // transcription requests the client gave up on
+}
+
+// AudioLatency holds the HTTP audio endpoints' answers back, as a hosted
+// provider's processing would: a benchmark's provider profile.
+type AudioLatency struct {
+	// Transcription is the wait before /v1/audio/transcriptions answers.
+	Transcription time.Duration
+	// SpeechFirstByte is the wait before /v1/audio/speech sends its first
+	// bytes; the rest follows as a stream, faster than real time.
+	SpeechFirstByte time.Duration
+}
+
+// SetAudioLatency sets the audio endpoints' latency from the next request
+// on.
+func (s *Server) SetAudioLatency(l AudioLatency) {
+	s.audio.mu.Lock()
+	s.audio.latency = l
+	s.audio.mu.Unlock()
+}
+
+// CancelledTranscriptions counts the transcription requests whose client
+// went away before the answer (speculation the caller talked past).
+func (s *Server) CancelledTranscriptions() int {
+	s.audio.mu.Lock()
+	defer s.audio.mu.Unlock()
+	return s.audio.cancelled
+}
+
+// hold waits d unless the client goes away first (false).
+func hold(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // ScriptTranscripts queues what /v1/audio/transcriptions answers, one
@@ -76,6 +120,15 @@ func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
 	}
 	data, _ := io.ReadAll(f)
 	s.record(r, nil)
+	s.audio.mu.Lock()
+	wait := s.audio.latency.Transcription
+	s.audio.mu.Unlock()
+	if !hold(r, wait) {
+		s.audio.mu.Lock()
+		s.audio.cancelled++
+		s.audio.mu.Unlock()
+		return
+	}
 	s.audio.mu.Lock()
 	s.audio.uploads = append(s.audio.uploads, data)
 	text, ok := "", false
@@ -129,8 +182,26 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 	}
 	switch req.ResponseFormat {
 	case "pcm":
+		s.audio.mu.Lock()
+		wait := s.audio.latency.SpeechFirstByte
+		s.audio.mu.Unlock()
+		if !hold(r, wait) {
+			return
+		}
 		w.Header().Set("Content-Type", "audio/pcm")
-		_, _ = w.Write(pcm.Bytes())
+		// Streamed in 100 ms pieces, as a streaming speech endpoint sends.
+		b := pcm.Bytes()
+		const piece = SpeechRate / 10 * 2
+		for len(b) > 0 {
+			n := min(piece, len(b))
+			if _, err := w.Write(b[:n]); err != nil {
+				return
+			}
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			b = b[n:]
+		}
 	case "wav":
 		w.Header().Set("Content-Type", "audio/wav")
 		_, _ = w.Write(WAV(pcm.Bytes(), SpeechRate))
