@@ -30,6 +30,7 @@ type audio struct {
 	lastPCM     []byte   // the audio of the last scripted answer
 	lastText    string
 	live        Live
+	liveOpened  int            // live connections opened since SetLive
 	sessions    []*LiveSession // live transcription connections
 	latency     AudioLatency
 	cancelled   int // transcription requests the client gave up on

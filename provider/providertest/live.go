@@ -44,6 +44,9 @@ type Live struct {
 	// DropAfter, when set, drops the connection without a close frame
 	// once this much audio arrived.
 	DropAfter time.Duration
+	// Connections, when set, limits ErrorAfter and DropAfter to the first
+	// connections opened after SetLive (1: only the first fails).
+	Connections int
 	// Stall stops reading after the handshake (a provider that cannot keep
 	// up): the client's sends back up.
 	Stall bool
@@ -88,7 +91,7 @@ type LiveSession struct {
 // SetLive sets how the live endpoints behave from the next message on.
 func (s *Server) SetLive(l Live) {
 	s.audio.mu.Lock()
-	s.audio.live = l
+	s.audio.live, s.audio.liveOpened = l, 0
 	s.audio.mu.Unlock()
 }
 
@@ -115,6 +118,7 @@ type liveConn struct {
 	conn *websocket.Conn
 	sess *LiveSession
 	rate int
+	nth  int // connections opened before it since SetLive
 	out  chan outItem
 	// ctx ends with the connection: the client went away, the sender
 	// closed it, or the server stopped.
@@ -143,9 +147,11 @@ func (s *Server) openLive(w http.ResponseWriter, r *http.Request, protocol strin
 	sess := &LiveSession{Protocol: protocol, Query: r.URL.Query(), Header: r.Header.Clone(), Rate: rate}
 	s.audio.mu.Lock()
 	s.audio.sessions = append(s.audio.sessions, sess)
+	nth := s.audio.liveOpened
+	s.audio.liveOpened++
 	s.audio.mu.Unlock()
 	ctx, cancel := context.WithCancel(r.Context())
-	lc := &liveConn{s: s, conn: conn, sess: sess, rate: rate, out: make(chan outItem, 1024), ctx: ctx, cancel: cancel}
+	lc := &liveConn{s: s, conn: conn, sess: sess, rate: rate, nth: nth, out: make(chan outItem, 1024), ctx: ctx, cancel: cancel}
 	go func() {
 		select {
 		case <-s.done:
@@ -224,10 +230,11 @@ func (c *liveConn) received(pcm []int16) (interim string, fail, drop bool, l Liv
 	c.sess.Audio = append(c.sess.Audio, pcm...)
 	c.heard += len(pcm)
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Second / time.Duration(c.rate) }
-	if l.ErrorAfter > 0 && ms(before) < l.ErrorAfter && ms(c.heard) >= l.ErrorAfter {
+	scripted := l.Connections == 0 || c.nth < l.Connections
+	if scripted && l.ErrorAfter > 0 && ms(before) < l.ErrorAfter && ms(c.heard) >= l.ErrorAfter {
 		return "", true, false, l
 	}
-	if l.DropAfter > 0 && ms(before) < l.DropAfter && ms(c.heard) >= l.DropAfter {
+	if scripted && l.DropAfter > 0 && ms(before) < l.DropAfter && ms(c.heard) >= l.DropAfter {
 		return "", false, true, l
 	}
 	every := l.InterimEvery
@@ -237,10 +244,19 @@ func (c *liveConn) received(pcm []int16) (interim string, fail, drop bool, l Liv
 	if voiced(pcm) {
 		c.voiced += len(pcm)
 	}
-	if len(a.transcripts) == 0 || ms(c.voiced)/every <= time.Duration(c.words) {
+	if ms(c.voiced)/every <= time.Duration(c.words) {
 		return "", false, false, l
 	}
-	words := strings.Fields(a.transcripts[0])
+	// The words come from what the final will be: the next scripted
+	// transcript, or the fallback's answer to the utterance so far.
+	var next string
+	switch {
+	case len(a.transcripts) > 0:
+		next = a.transcripts[0]
+	case a.fallback != nil:
+		next = a.fallback(WAV(pcmBytes(c.sess.Audio[c.start:]), c.rate))
+	}
+	words := strings.Fields(next)
 	if c.words >= len(words) {
 		return "", false, false, l
 	}
@@ -264,11 +280,7 @@ func (c *liveConn) final() (text string, ok bool, l Live) {
 	}
 	a.mu.Unlock()
 	if !ok && fallback != nil {
-		raw := make([]byte, 2*len(utter))
-		for i, v := range utter {
-			binary.LittleEndian.PutUint16(raw[2*i:], uint16(v))
-		}
-		text, ok = fallback(WAV(raw, c.rate)), true
+		text, ok = fallback(WAV(pcmBytes(utter), c.rate)), true
 	}
 	if ok {
 		a.mu.Lock()
@@ -565,4 +577,13 @@ func voiced(pcm []int16) bool {
 		sum += float64(v) * float64(v)
 	}
 	return sum/float64(len(pcm)) > 300*300
+}
+
+// pcmBytes is 16-bit samples as little-endian bytes.
+func pcmBytes(pcm []int16) []byte {
+	raw := make([]byte, 2*len(pcm))
+	for i, v := range pcm {
+		binary.LittleEndian.PutUint16(raw[2*i:], uint16(v))
+	}
+	return raw
 }
