@@ -23,6 +23,7 @@ type Figures struct {
 	N        int
 	Errors   int
 	P50      time.Duration
+	P90      time.Duration
 	P95      time.Duration
 	P99      time.Duration
 	Max      time.Duration
@@ -85,7 +86,7 @@ func (r *recorder) figures(name string, baseline bool) Figures {
 	if len(l) == 0 {
 		return f
 	}
-	f.P50, f.P95, f.P99, f.Max = pct(l, 50), pct(l, 95), pct(l, 99), l[len(l)-1]
+	f.P50, f.P90, f.P95, f.P99, f.Max = pct(l, 50), pct(l, 90), pct(l, 95), pct(l, 99), l[len(l)-1]
 	return f
 }
 

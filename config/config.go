@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -212,6 +213,12 @@ type AgentVoice struct {
 	// STT is the speech-to-text model, provider/model (default
 	// openai/whisper-1).
 	STT string `yaml:"stt"`
+	// STTMode is how speech-to-text reaches the provider: "http" (one
+	// /v1/audio/transcriptions request per utterance, the default),
+	// "realtime" (an OpenAI Realtime transcription session over
+	// WebSocket, audio sent while the caller speaks) or "deepgram" (a
+	// Deepgram-compatible live /v1/listen WebSocket).
+	STTMode string `yaml:"sttMode"`
 	// TTS is the text-to-speech engine: provider/model (default
 	// openai/tts-1), or "espeak" for the offline engine with word timings.
 	TTS string `yaml:"tts"`
@@ -228,6 +235,15 @@ type AgentVoice struct {
 	// FillerAfter is how long a tool may run before the filler plays
 	// (default 700ms).
 	FillerAfter time.Duration `yaml:"fillerAfter"`
+	// MinEndpointDelay is the silence after which a caller's turn that is
+	// complete (its transcript so far ends a sentence or a question) ends
+	// (default 200ms).
+	MinEndpointDelay time.Duration `yaml:"minEndpointDelay"`
+	// MaxEndpointDelay is the longest silence a turn waits for the caller to
+	// go on when they trailed off ("and", "um", a half sentence) (default
+	// 1.2s). A turn with nothing known of its words ends after the box's
+	// VAD delay (600 ms by default), kept between the two.
+	MaxEndpointDelay time.Duration `yaml:"maxEndpointDelay"`
 }
 
 // AgentMemory is an agent's declared memory defaults. A nil field is not
@@ -311,6 +327,7 @@ func (c *Config) Validate() error {
 		}
 		problems = append(problems, validateTools(name, a.Tools)...)
 		problems = append(problems, validateToolLimits(name, a)...)
+		problems = append(problems, validateSTT(name, a.Voice)...)
 		problems = append(problems, validateAttachments(name, a.MemoryStores)...)
 		if m := a.Memory; m != nil {
 			if m.IdentityKey != "" {
@@ -418,6 +435,27 @@ func ValidReasoningEffort(e string) bool {
 		}
 	}
 	return false
+}
+
+// STTModes are the values of an agent's voice.sttMode ("" is http).
+var STTModes = []string{"http", "realtime", "deepgram"}
+
+// validateSTT checks an agent's speech-to-text model and mode.
+func validateSTT(agent string, v *AgentVoice) []string {
+	if v == nil {
+		return nil
+	}
+	var problems []string
+	if v.STT != "" {
+		if _, _, err := SplitModel(v.STT); err != nil {
+			problems = append(problems, fmt.Sprintf("agent %s: voice.stt: %v", agent, err))
+		}
+	}
+	if v.STTMode != "" && !slices.Contains(STTModes, v.STTMode) {
+		problems = append(problems, fmt.Sprintf("agent %s: voice.sttMode %q is not one of %s (default http)",
+			agent, truncate(v.STTMode, 40), strings.Join(STTModes, ", ")))
+	}
+	return problems
 }
 
 // SplitModel splits a "provider/model" id. The model part may itself contain

@@ -74,3 +74,26 @@ func TestProductionExampleParses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestVoiceSTTMode(t *testing.T) {
+	for _, mode := range []string{"", "http", "realtime", "deepgram"} {
+		y := "agents:\n  support:\n    voice: {stt: openai/gpt-4o-transcribe, sttMode: \"" + mode + "\"}\n"
+		c, err := config.Parse([]byte(y))
+		if err != nil {
+			t.Fatalf("sttMode %q: %v", mode, err)
+		}
+		if got := c.Agents["support"].Voice.STTMode; got != mode {
+			t.Fatalf("sttMode %q parsed as %q", mode, got)
+		}
+	}
+	for name, tc := range map[string]struct{ yaml, says string }{
+		"unknown mode":   {"voice: {sttMode: websocket}", `voice.sttMode "websocket" is not one of http, realtime, deepgram`},
+		"mode case":      {"voice: {sttMode: Realtime}", `voice.sttMode "Realtime"`},
+		"stt not a pair": {"voice: {stt: nova-3, sttMode: deepgram}", "agent support: voice.stt:"},
+	} {
+		_, err := config.Parse([]byte("agents:\n  support:\n    " + tc.yaml + "\n"))
+		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: got %v, want ErrInvalid saying %q", name, err, tc.says)
+		}
+	}
+}

@@ -161,6 +161,11 @@ func validateToolLimits(agent string, a Agent) []string {
 		if v.FillerAfter < 0 || v.FillerAfter > time.Minute {
 			problems = append(problems, fmt.Sprintf("agent %s: voice.fillerAfter must be 0 to 1m", agent))
 		}
+		if v.MinEndpointDelay < 0 || v.MinEndpointDelay > 5*time.Second || v.MaxEndpointDelay < 0 || v.MaxEndpointDelay > 5*time.Second {
+			problems = append(problems, fmt.Sprintf("agent %s: voice.minEndpointDelay and voice.maxEndpointDelay must be 0 to 5s", agent))
+		} else if v.MinEndpointDelay > 0 && v.MaxEndpointDelay > 0 && v.MinEndpointDelay > v.MaxEndpointDelay {
+			problems = append(problems, fmt.Sprintf("agent %s: voice.minEndpointDelay must not exceed voice.maxEndpointDelay", agent))
+		}
 		if utf8.RuneCountInString(v.Filler) > MaxFiller {
 			problems = append(problems, fmt.Sprintf("agent %s: voice.filler is longer than %d characters", agent, MaxFiller))
 		}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -40,6 +41,7 @@ type entry struct {
 	client     *openai.Client
 	configured bool
 	prices     map[string]config.Price
+	ep         *endpoint
 }
 
 // NewRegistry builds clients for every provider in cfg, each with the
@@ -59,10 +61,15 @@ func NewRegistry(cfg map[string]config.Provider, wrap func(http.RoundTripper) ht
 			hc.Transport = &continuousUsage{next: hc.Transport}
 		}
 		cc.HTTPClient = hc
+		connect := p.ConnectTimeout
+		if connect <= 0 {
+			connect = DefaultConnectTimeout
+		}
 		r.providers[name] = &entry{
 			client:     openai.NewClientWithConfig(cc),
 			configured: p.BaseURL != "" || p.APIKey != "",
 			prices:     p.Prices,
+			ep:         &endpoint{baseURL: cc.BaseURL, apiKey: p.APIKey, connect: connect},
 		}
 	}
 	return r
@@ -79,6 +86,26 @@ type Model struct {
 	// Client talks to the provider.
 	Client *openai.Client
 	price  *config.Price
+	// ep is the provider's endpoint, for the protocols the client does
+	// not speak (live transcription over WebSocket): behind a pointer, so
+	// a Model printed with %+v or %#v shows an address, never the key.
+	ep *endpoint
+}
+
+type endpoint struct {
+	baseURL, apiKey string
+	connect         time.Duration
+}
+
+// Endpoint is the provider's base URL (ending in /v1 as configured), its
+// API key and its connect timeout, for clients of protocols other than
+// the OpenAI client's own (live transcription WebSockets). Never log the
+// key.
+func (m Model) Endpoint() (baseURL, apiKey string, connectTimeout time.Duration) {
+	if m.ep == nil {
+		return "", "", DefaultConnectTimeout
+	}
+	return m.ep.baseURL, m.ep.apiKey, m.ep.connect
 }
 
 // Resolve finds the client for a provider/model id. It returns
@@ -96,7 +123,7 @@ func (r *Registry) Resolve(id string) (Model, error) {
 	if !e.configured {
 		return Model{}, fmt.Errorf("%w: model %s needs provider %q; set OPENAI_BASE_URL or OPENAI_API_KEY (or providers.%s in the config)", ErrNotConfigured, id, p, p)
 	}
-	m := Model{ID: id, Provider: p, Name: name, Client: e.client}
+	m := Model{ID: id, Provider: p, Name: name, Client: e.client, ep: e.ep}
 	if pr, ok := e.prices[name]; ok {
 		m.price = &pr
 	}

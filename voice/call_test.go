@@ -61,12 +61,19 @@ func TestCallLifecycleSavesWhatWasHeardAndRecallsIt(t *testing.T) {
 		}
 	}
 	// The turn's metrics were recorded before the call record, from the
-	// controller's clock: the endpoint waited the VAD's 600 ms.
+	// controller's clock: the speculative transcript after 120 ms of
+	// silence was a complete statement, so the turn ended after the
+	// sentence delay (450 ms) on it, not after the VAD's 600 ms.
 	if len(rec.Metrics) != 1 || rec.Metrics[0]["wireToWireMs"] == nil || rec.Metrics[0]["speechToTextMs"] == nil {
 		t.Fatalf("metrics: %+v", rec.Metrics)
 	}
-	if eou := rec.Metrics[0]["endOfUtteranceMs"].(float64); eou < 580 || eou > 640 {
-		t.Fatalf("end of utterance %v ms on the call's clock, want about 600", eou)
+	if eou := rec.Metrics[0]["endOfUtteranceMs"].(float64); eou < 440 || eou > 560 || rec.Metrics[0]["endpoint"] != endSentence ||
+		rec.Metrics[0]["transcription"] != "speculative" {
+		t.Fatalf("end of utterance %v ms on the call's clock (%v, %v), want the sentence delay on the speculative transcript",
+			eou, rec.Metrics[0]["endpoint"], rec.Metrics[0]["transcription"])
+	}
+	if n := len(e.model.Uploads()); n != 1 {
+		t.Fatalf("%d transcription requests, want the one speculative request kept", n)
 	}
 
 	// Second call from the same number: the recall is in what the model is
@@ -106,7 +113,11 @@ func TestBargeInCommitsOnlyWhatPlayed(t *testing.T) {
 	// about 1 s of audio.
 	r.stepUntil("the answer to start playing", 1000, func() bool { return r.line.voicedOut() > 70 })
 	r.say(800)
-	r.stepUntil("the interruption to be answered", 1000, func() bool { return len(e.model.ChatRequests()) >= 2 })
+	// The answer to it may start before its turn is confirmed (preemptive
+	// generation), so wait for the commit, not for the model request.
+	r.stepUntil("the interruption to be answered", 1000, func() bool {
+		return len(e.model.ChatRequests()) >= 2 && len(r.call.Entries()) >= 3
+	})
 	entries := r.call.Entries()
 	if len(entries) < 3 || entries[0].Role != "user" || entries[1].Role != "assistant" || entries[2].Role != "user" || entries[2].Text != "Stop, please." {
 		t.Fatalf("transcript order: %+v", entries)

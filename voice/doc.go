@@ -29,6 +29,13 @@
 // played); barge-in and the call's end cancel the turn and its tool, and
 // the turn's metrics list each tool call with its duration.
 //
+// Speech-to-text is a Transcriber per agent (ProviderSpeech, by its
+// voice.sttMode): ProviderSTT sends each utterance over HTTP; RealtimeSTT
+// (an OpenAI Realtime transcription session) and DeepgramSTT (a
+// Deepgram-compatible live listen) are StreamingTranscribers whose streams
+// carry the caller's audio while they speak and answer interim and final
+// transcripts; they also Transcribe a whole utterance over one stream.
+//
 // The limits of a call live here and nowhere else: the maximum length
 // (Config.MaxDuration, or CallInfo.MaxDuration) and the media timeout
 // (CallInfo.MediaTimeout). How many calls a

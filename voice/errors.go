@@ -12,10 +12,26 @@ var (
 	ErrUnknownAgent = fault.New(fault.NotFound, "agent_not_found", "voice: unknown agent")
 	// ErrDraining: the box is stopping and takes no new calls.
 	ErrDraining = fault.New(fault.Unavailable, "unavailable", "voice: the box is stopping")
+	// ErrSpeechStream: the call's streaming transcription ended; its turns
+	// go on with one request per utterance.
+	ErrSpeechStream = fault.New(fault.Unavailable, "speech_stream_ended", "voice: the speech-to-text stream ended")
 	// ErrNotFound: no call with that id.
 	ErrNotFound = fault.New(fault.NotFound, "call_not_found", "voice: call not found")
 	// ErrInvalidRequest: a calls query breaks a rule.
 	ErrInvalidRequest = fault.New(fault.Invalid, "voice_invalid_request", "voice: invalid request")
 	// ErrUnavailable: the calls table could not be read.
 	ErrUnavailable = fault.New(fault.Unavailable, "unavailable", "voice: the calls table is unavailable")
+	// ErrSTTFailed: the live speech-to-text provider refused the stream or
+	// reported an error on it.
+	ErrSTTFailed = fault.New(fault.Upstream, "stt_failed", "voice: live speech-to-text failed")
+	// ErrSTTUnavailable: the live speech-to-text stream could not be opened,
+	// dropped, or is closed.
+	ErrSTTUnavailable = fault.New(fault.Unavailable, "stt_unavailable", "voice: live speech-to-text unavailable")
+	// ErrSTTTimeout: the live speech-to-text provider did not connect,
+	// take audio or answer in time.
+	ErrSTTTimeout = fault.New(fault.Timeout, "stt_timeout", "voice: live speech-to-text timed out")
+	// ErrSTTOverflow: caller audio arrived faster than the provider took
+	// it and the send queue filled; the stream failed rather than hold the
+	// media path.
+	ErrSTTOverflow = fault.New(fault.Unavailable, "stt_overflow", "voice: live speech-to-text fell behind")
 )

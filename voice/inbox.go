@@ -98,8 +98,9 @@ func (b *inbox) hold(on bool) {
 // read returns the next 20 ms frame: the caller's, or silence when the
 // caller's is later than gapSlack. It returns ErrMediaTimeout when nothing
 // arrived for the media timeout (not while on hold) and ctx's error once
-// ctx ended.
-func (b *inbox) read(ctx context.Context) ([]int16, error) {
+// ctx ended. A signal on wake (nil: none) returns a nil frame and no error
+// at once, so the reader can act on news between frames.
+func (b *inbox) read(ctx context.Context, wake <-chan struct{}) ([]int16, error) {
 	for {
 		select {
 		case f := <-b.frames:
@@ -139,6 +140,9 @@ func (b *inbox) read(ctx context.Context) ([]int16, error) {
 		case <-ctx.Done():
 			b.timer.Stop()
 			return nil, ctx.Err()
+		case <-wake:
+			b.timer.Stop()
+			return nil, nil
 		case <-b.timer.C:
 			// A gap: loop to check the media timeout, then hear silence.
 		}

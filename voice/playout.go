@@ -23,6 +23,10 @@ type Segment struct {
 	// Unverifiable marks a fallback message or a fixed phrase: if its turn
 	// is cut, none of it is committed, even parts that played.
 	Unverifiable bool
+
+	// open marks a segment whose audio is still arriving (streamed
+	// synthesis): it has not played through until it is sealed and drained.
+	open bool
 }
 
 // FrameWriter sends one frame of agent audio to the caller.
@@ -41,19 +45,51 @@ type FrameWriter interface {
 type playout struct {
 	frame int // samples per frame
 
+	// wake is signalled when speech becomes playable while the playout was
+	// idle (a new talkspurt), so the pacer can start it at once on its own
+	// 20 ms grid instead of at the next tick of the old one.
+	wake chan struct{}
+
 	mu      sync.Mutex
-	turn    int       // the assistant turn being played, 0 for none
-	queue   []Segment // segments of that turn not yet started
-	cur     *Segment  // the segment being played
-	pos     int       // samples of cur already written
-	played  []Segment // segments of the turn that fully played
-	done    bool      // the turn's producer finished enqueuing
+	turn    int        // the assistant turn being played, 0 for none
+	queue   []*Segment // segments of that turn not yet started
+	cur     *Segment   // the segment being played
+	pos     int        // samples of cur already written
+	played  []Segment  // segments of the turn that fully played
+	done    bool       // the turn's producer finished enqueuing
 	silence []int16
 }
 
 // NewPlayout plays frames of frameSamples samples (160 for 20 ms at 8 kHz).
 func newPlayout(frameSamples int) *playout {
-	return &playout{frame: frameSamples, silence: make([]int16, frameSamples)}
+	return &playout{frame: frameSamples, silence: make([]int16, frameSamples), wake: make(chan struct{}, 1)}
+}
+
+// starved reports (under p.mu) whether nothing is playable right now: the
+// current segment, if any, has played all the audio that arrived so far,
+// and no queued one has audio yet.
+func (p *playout) starved() bool {
+	if p.cur != nil && p.pos < len(p.cur.PCM) {
+		return false
+	}
+	for _, s := range p.queue {
+		if len(s.PCM) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// signal wakes the pacer (under p.mu) when speech arrived for a starved
+// playout.
+func (p *playout) signal(wasStarved bool) {
+	if !wasStarved || p.starved() {
+		return
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Start begins assistant turn id; segments enqueued for another turn are
@@ -72,7 +108,51 @@ func (p *playout) Enqueue(id int, s Segment) {
 	if id != p.turn || p.done {
 		return
 	}
-	p.queue = append(p.queue, s)
+	was := p.starved()
+	p.queue = append(p.queue, &s)
+	p.signal(was)
+}
+
+// Stream adds a segment to turn id whose audio arrives later (Append, then
+// Seal), so its first bytes play while the rest is still being
+// synthesised. It returns nil when the segment is not for the turn playing;
+// Append and Seal ignore nil.
+func (p *playout) Stream(id int, s Segment) *Segment {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id != p.turn || p.done {
+		return nil
+	}
+	s.open = true
+	p.queue = append(p.queue, &s)
+	return &s
+}
+
+// Append adds audio to a streamed segment.
+func (p *playout) Append(s *Segment, pcm []int16) {
+	if s == nil || len(pcm) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	was := p.starved()
+	s.PCM = append(s.PCM, pcm...)
+	p.signal(was)
+}
+
+// Seal says a streamed segment has all its audio. failed means its audio
+// stopped short (the synthesis failed): the caller cannot have heard the
+// sentence whole, so its text is dropped and it never commits.
+func (p *playout) Seal(s *Segment, failed bool) {
+	if s == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.open = false
+	if failed {
+		s.Text, s.Words = "", nil
+	}
 }
 
 // Close says turn id will get no more segments.
@@ -89,18 +169,26 @@ func (p *playout) Close(id int) {
 func (p *playout) Tick(w FrameWriter) (speech, finished bool, err error) {
 	p.mu.Lock()
 	out := p.silence
-	if p.cur == nil && len(p.queue) > 0 {
-		s := p.queue[0]
-		p.queue = p.queue[1:]
-		p.cur, p.pos = &s, 0
+	for {
+		if p.cur != nil && !p.cur.open && p.pos >= len(p.cur.PCM) {
+			// A streamed segment sealed after its audio had all played.
+			p.played = append(p.played, *p.cur)
+			p.cur, p.pos = nil, 0
+		}
+		if p.cur != nil || len(p.queue) == 0 {
+			break
+		}
+		p.cur, p.pos, p.queue = p.queue[0], 0, p.queue[1:]
 	}
-	if p.cur != nil {
+	// A streamed segment whose audio is behind the playout plays silence
+	// until more arrives.
+	if p.cur != nil && p.pos < len(p.cur.PCM) {
 		speech = true
 		end := min(p.pos+p.frame, len(p.cur.PCM))
 		out = make([]int16, p.frame)
 		copy(out, p.cur.PCM[p.pos:end])
 		p.pos = end
-		if p.pos >= len(p.cur.PCM) {
+		if p.pos >= len(p.cur.PCM) && !p.cur.open {
 			p.played = append(p.played, *p.cur)
 			p.cur, p.pos = nil, 0
 		}

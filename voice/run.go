@@ -117,11 +117,76 @@ func (c *Call) carry(a attachment) End {
 }
 
 // listen reads caller frames: voice activity, endpointing and barge-in.
+// While the caller speaks, their audio goes to the streaming transcriber
+// (when the agent's has one) or, after a short silence, the utterance so
+// far is sent for a speculative transcription; what comes back feeds
+// endpointing (see endpointing.delay), and the turn takes the transcript
+// of the endpoint. A speculation the caller talked past is cancelled and
+// counted as wasted.
 func (c *Call) listen(ctx context.Context, out chan<- utterance) {
-	det := newVAD(c.m.cfg.VAD)
-	var lastVoice time.Time
+	ep := newEndpointing(c.agent, c.m.cfg.VAD)
+	vadCfg := c.m.cfg.VAD
+	vadCfg.EndFrames = int((ep.max + FrameDuration - 1) / FrameDuration)
+	det := newVAD(vadCfg)
+	wake := make(chan struct{}, 1)
+	var live *liveSTT
+	if st, ok := c.stt.(StreamingTranscriber); ok {
+		stream, err := st.Listen(ctx, c.info.SampleRate)
+		if err != nil {
+			c.m.log.Warn("voice: speech-to-text stream", "call", c.info.ID, "error", err)
+		} else {
+			defer stream.Close()
+			live = newLiveSTT(stream, c.clk, wake)
+		}
+	}
+	var (
+		lastVoice time.Time    // the last frame loud enough to be speech, for wire-to-wire
+		voicedAt  time.Time    // the last frame the VAD counted as voiced
+		spec      *speculation // of the utterance in progress
+		draft     *generation  // the answer started before the endpoint
+		wasted    []map[string]any
+	)
+	abandon := func(why string) {
+		if draft != nil {
+			c.abandon(draft, why)
+			wasted = append(wasted, draft.wasted(why))
+			draft = nil
+		}
+	}
+	defer abandon("the call ended")
+	discard := func() {
+		if spec == nil {
+			return
+		}
+		spec.cancel()
+		_, answered := spec.answer()
+		wasted = append(wasted, map[string]any{"kind": "transcription", "answered": answered,
+			"ms": c.clk.Since(spec.started).Milliseconds()})
+		spec = nil
+	}
+	defer discard()
+	emit := func(u utterance) bool {
+		u.draft, draft = draft, nil
+		u.wasted, wasted = wasted, nil
+		if live != nil {
+			if live.failed() {
+				live = nil
+			} else {
+				u.final = live.finalize()
+			}
+		}
+		if live == nil && spec != nil {
+			u.spec, spec = spec, nil
+		}
+		select {
+		case out <- u:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	for {
-		frame, err := c.inbox.read(ctx)
+		frame, err := c.inbox.read(ctx, wake)
 		if err != nil {
 			if errors.Is(err, ErrMediaTimeout) {
 				c.End(OutcomeMediaTimeout, "")
@@ -129,22 +194,100 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			return
 		}
 		now := c.clk.Now()
-		ev := det.Process(frame)
-		if det.LastLevel() > -45 {
-			lastVoice = now
+		if frame != nil {
+			wasSpeaking, _ := det.Speaking()
+			ev := det.Process(frame)
+			if det.LastLevel() > -45 {
+				lastVoice = now
+			}
+			speaking, n := det.Speaking()
+			if speaking && n >= c.m.cfg.BargeInFrames {
+				c.bargeIn()
+			}
+			if live != nil && (speaking || wasSpeaking) {
+				pcm := frame
+				if ev == vadSpeechStart {
+					pcm = det.Snapshot() // the onset frames too
+				}
+				if err := live.stream.Send(pcm); err != nil {
+					live.mu.Lock()
+					live.fail(err)
+					live.mu.Unlock()
+				}
+			}
+			switch {
+			case ev == vadSpeechStart:
+				discard()
+				abandon("the caller went on")
+				voicedAt = now
+			case ev == vadDiscard:
+				discard()
+				abandon("noise")
+			case ev == vadSpeechEnd:
+				// The longest delay passed without a decision.
+				_, reason := ep.delay(c.words(live, spec, voicedAt))
+				if reason != endTrailing {
+					reason = endSilence
+				}
+				if !emit(utterance{pcm: det.Utterance(), lastVoice: lastVoice, endpoint: now, reason: reason}) {
+					return
+				}
+				continue
+			case speaking && det.Silent() == 0:
+				voicedAt = now
+				discard() // the caller went on
+				abandon("the caller went on")
+			case speaking && live == nil && spec == nil && now.Sub(voicedAt) >= speculateAfter:
+				spec = c.speculate(ctx, det.Snapshot(), wake)
+			}
 		}
-		if speaking, n := det.Speaking(); speaking && n >= c.m.cfg.BargeInFrames {
-			c.bargeIn()
+		if speaking, _ := det.Speaking(); !speaking || det.Silent() == 0 {
+			continue
 		}
-		if ev == vadSpeechEnd {
-			u := utterance{pcm: det.Utterance(), lastVoice: lastVoice, endpoint: now}
-			select {
-			case out <- u:
-			case <-ctx.Done():
+		text, known := c.words(live, spec, voicedAt)
+		d, reason := ep.delay(text, known)
+		if (reason == endComplete || reason == endSentence) && (draft == nil || draft.text != text) &&
+			now.Sub(voicedAt)+c.m.modelLead(c.info.Agent) >= d && c.canDraft() {
+			// Likely the end: start the answer now, held until the
+			// endpoint is confirmed, but only as early as the model's
+			// usual first token pays off, so a pause the caller talks
+			// past rarely costs a model run.
+			abandon("the words changed")
+			draft = c.generate(ctx, text, c.messages())
+		}
+		if now.Sub(voicedAt) >= d {
+			pcm, ok := det.Cut()
+			if !ok {
+				discard() // a click or a cough
+				abandon("noise")
+				continue
+			}
+			if !emit(utterance{pcm: pcm, lastVoice: lastVoice, endpoint: now, reason: reason}) {
 				return
 			}
 		}
 	}
+}
+
+// canDraft reports whether an answer may start before the endpoint: no
+// turn is being answered and nothing plays, so the conversation it starts
+// from is the one it will answer.
+func (c *Call) canDraft() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.answering && c.speaking == nil
+}
+
+// words is what is known of the words of the utterance in progress, and
+// whether it covers all of its speech (it arrived after the silence began).
+func (c *Call) words(live *liveSTT, spec *speculation, silentSince time.Time) (string, bool) {
+	if live != nil {
+		return live.words(silentSince)
+	}
+	if spec != nil {
+		return spec.answer()
+	}
+	return "", false
 }
 
 // maxCatchUp is how many overdue frames play back to back after a stall
@@ -155,22 +298,38 @@ const maxCatchUp = 5
 // stall (the process descheduled, a busy machine) the frames that came due
 // go out back to back, up to maxCatchUp, so a stall delays this call's
 // audio instead of dropping frames, as a ticker's missed ticks would on
-// every call at once.
+// every call at once. A talkspurt (speech after silence) does not wait for
+// the next frame of that schedule: it starts the moment its first audio is
+// playable, and the schedule continues from there.
 func (c *Call) play(ctx context.Context) {
 	next := c.clk.Now().Add(FrameDuration)
 	timer := c.clk.Timer(FrameDuration)
 	defer timer.Stop()
+	speaking := false // the last frame written carried speech
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.playout.wake:
+			if speaking {
+				continue // mid-talkspurt: the schedule plays it
+			}
+			now := c.clk.Now()
+			var ok bool
+			if speaking, ok = c.playFrame(ctx); !ok {
+				return
+			}
+			next = now.Add(FrameDuration)
+			timer.Reset(FrameDuration)
+			continue
 		case <-timer.C:
 		}
 		now := c.clk.Now()
 		var due int
 		due, next = schedule(next, now)
 		for range due {
-			if !c.playFrame(ctx) {
+			var ok bool
+			if speaking, ok = c.playFrame(ctx); !ok {
 				return
 			}
 		}
@@ -194,15 +353,16 @@ func schedule(next, now time.Time) (int, time.Time) {
 	return due, next
 }
 
-// playFrame writes one frame of the playout; false once the call must end.
-func (c *Call) playFrame(ctx context.Context) bool {
+// playFrame writes one frame of the playout and says whether it carried
+// speech; ok is false once the call must end.
+func (c *Call) playFrame(ctx context.Context) (speech, ok bool) {
 	speech, finished, err := c.playout.Tick(c.t)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.m.log.Warn("voice: media write", "call", c.info.ID, "error", err)
 			c.End(OutcomeFailed, "the agent's audio could not be sent")
 		}
-		return false
+		return false, false
 	}
 	if speech {
 		c.mu.Lock()
@@ -214,7 +374,7 @@ func (c *Call) playFrame(ctx context.Context) bool {
 	if finished {
 		c.endAssistant(false)
 	}
-	return true
+	return speech, true
 }
 
 // converse greets, then answers each caller turn in order.
@@ -231,7 +391,13 @@ func (c *Call) converse(ctx context.Context, utterances <-chan utterance) {
 		case d := <-c.digits:
 			u = utterance{digit: d, endpoint: c.clk.Now()}
 		}
+		c.mu.Lock()
+		c.answering = true
+		c.mu.Unlock()
 		c.newTurn(u).run(ctx)
+		c.mu.Lock()
+		c.answering = false
+		c.mu.Unlock()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -64,6 +65,18 @@ type Synthesizer interface {
 	Synthesize(ctx context.Context, text string, rate int) (Segment, error)
 }
 
+// StreamingSynthesizer is a Synthesizer that hands the audio of a sentence
+// over as it arrives, so the call plays its first bytes while the rest is
+// still being synthesised. The call controller uses it when the agent's
+// synthesizer offers it.
+type StreamingSynthesizer interface {
+	Synthesizer
+	// SynthesizeStream speaks text at rate, calling emit with each piece of
+	// audio in order as it arrives; it returns once all of it arrived. An
+	// error after some audio was emitted means the sentence stopped short.
+	SynthesizeStream(ctx context.Context, text string, rate int, emit func(pcm []int16)) error
+}
+
 // ProviderSTT transcribes through an OpenAI-compatible
 // /v1/audio/transcriptions endpoint (one request per utterance, as WAV).
 type ProviderSTT struct {
@@ -96,6 +109,22 @@ const providerTTSRate = 24000
 
 // Synthesize implements Synthesizer.
 func (p ProviderTTS) Synthesize(ctx context.Context, text string, rate int) (Segment, error) {
+	var pcm []int16
+	err := p.SynthesizeStream(ctx, text, rate, func(b []int16) { pcm = append(pcm, b...) })
+	if err != nil {
+		return Segment{}, err
+	}
+	return Segment{Text: text, PCM: pcm}, nil
+}
+
+// ttsReadChunk is how much of a streamed speech response is read at a time
+// (about 40 ms of 24 kHz PCM): small enough that the first frame plays as
+// soon as it arrives.
+const ttsReadChunk = 2048
+
+// SynthesizeStream implements StreamingSynthesizer: the "pcm" response is
+// read as the provider sends it and resampled on the way.
+func (p ProviderTTS) SynthesizeStream(ctx context.Context, text string, rate int, emit func(pcm []int16)) error {
 	voice := p.Voice
 	if voice == "" {
 		voice = "alloy"
@@ -105,18 +134,119 @@ func (p ProviderTTS) Synthesize(ctx context.Context, text string, rate int) (Seg
 		ResponseFormat: openai.SpeechResponseFormatPcm,
 	})
 	if err != nil {
-		return Segment{}, fmt.Errorf("voice: text-to-speech: %s", provider.Describe(err))
+		return fmt.Errorf("voice: text-to-speech: %s", provider.Describe(err))
 	}
 	defer raw.Close()
-	b, err := io.ReadAll(io.LimitReader(raw, 50<<20))
-	if err != nil {
-		return Segment{}, fmt.Errorf("voice: text-to-speech: read: %w", err)
+	rs := newStreamResampler(providerTTSRate, rate)
+	buf := make([]byte, ttsReadChunk)
+	var odd []byte // a sample split across reads
+	total := 0
+	for {
+		n, rerr := raw.Read(buf)
+		if n > 0 {
+			total += n
+			if total > 50<<20 {
+				return fmt.Errorf("voice: text-to-speech: the response is too long")
+			}
+			b := append(odd, buf[:n]...)
+			pcm := make([]int16, len(b)/2)
+			for i := range pcm {
+				pcm[i] = int16(binary.LittleEndian.Uint16(b[2*i:]))
+			}
+			odd = append([]byte(nil), b[2*len(pcm):]...)
+			if out := rs.push(pcm); len(out) > 0 {
+				emit(out)
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return fmt.Errorf("voice: text-to-speech: read: %w", rerr)
+		}
 	}
-	pcm := make([]int16, len(b)/2)
-	for i := range pcm {
-		pcm[i] = int16(binary.LittleEndian.Uint16(b[2*i:]))
+	if out := rs.flush(); len(out) > 0 {
+		emit(out)
 	}
-	return Segment{Text: text, PCM: Resample(pcm, providerTTSRate, rate)}, nil
+	return nil
+}
+
+// streamResampler is Resample over audio that arrives in pieces: it gives
+// exactly what Resample gives for the whole, as far as the input so far
+// decides it.
+type streamResampler struct {
+	from, to int
+	k        int     // moving-average width when going down (1: none)
+	in       []int16 // the input so far
+	src      []int16 // the low-passed input so far
+	sum      int
+	next     int // the next output sample to produce
+}
+
+func newStreamResampler(from, to int) *streamResampler {
+	r := &streamResampler{from: from, to: to, k: 1}
+	if to < from {
+		r.k = max((from+to-1)/to, 1)
+	}
+	return r
+}
+
+func (r *streamResampler) push(pcm []int16) []int16 {
+	if r.from == r.to {
+		return pcm
+	}
+	for _, v := range pcm {
+		i := len(r.in)
+		r.in = append(r.in, v)
+		if r.k <= 1 {
+			r.src = append(r.src, v)
+			continue
+		}
+		r.sum += int(v)
+		if i >= r.k {
+			r.sum -= int(r.in[i-r.k])
+		}
+		r.src = append(r.src, int16(r.sum/min(i+1, r.k)))
+	}
+	return r.emit(false)
+}
+
+// flush produces the outputs that needed the input's end.
+func (r *streamResampler) flush() []int16 {
+	if r.from == r.to {
+		return nil
+	}
+	return r.emit(true)
+}
+
+func (r *streamResampler) emit(final bool) []int16 {
+	total := -1
+	if final {
+		total = int(int64(len(r.src)) * int64(r.to) / int64(r.from))
+	}
+	var out []int16
+	for {
+		i := r.next
+		if final && i >= total {
+			break
+		}
+		pos := float64(i) * float64(r.from) / float64(r.to)
+		j := int(pos)
+		if !final && (j+1 >= len(r.src) || int64(i+1)*int64(r.from) > int64(len(r.src))*int64(r.to)) {
+			break // needs the sample after j, or may be past the end
+		}
+		if j >= len(r.src) {
+			break
+		}
+		a := float64(r.src[j])
+		b := a
+		if j+1 < len(r.src) {
+			b = float64(r.src[j+1])
+		}
+		out = append(out, int16(a+(b-a)*(pos-float64(j))))
+		r.next++
+	}
+	return out
 }
 
 // Resample converts 16-bit mono PCM between rates by linear interpolation,
@@ -178,10 +308,21 @@ func encodeWAV(pcm []int16, rate int) []byte {
 
 // sentenceSplitter splits streamed text into sentences as they complete, so each
 // can be spoken as soon as it is whole. Feed returns the sentences the new
-// text completed; Flush returns the rest.
+// text completed; Flush returns the rest. A long first sentence breaks at
+// a clause boundary (a comma, a semicolon, a colon, a dash), so the caller
+// hears the answer begin without waiting for all of it.
 type sentenceSplitter struct {
-	buf strings.Builder
+	buf  strings.Builder
+	said bool // a piece was returned
 }
+
+// Clause breaks of a long first sentence: the piece is at least
+// clauseMinRunes long and only taken once the sentence has run past
+// clauseLongRunes without ending.
+const (
+	clauseMinRunes  = 24
+	clauseLongRunes = 60
+)
 
 // Feed adds streamed text.
 func (s *sentenceSplitter) Feed(delta string) []string {
@@ -207,6 +348,16 @@ func (s *sentenceSplitter) Feed(delta string) []string {
 		}
 		start = i + 1
 	}
+	if len(out) == 0 && !s.said && len(rs)-start >= clauseLongRunes {
+		for i := start + clauseMinRunes; i+1 < len(rs); i++ {
+			if strings.ContainsRune(",;:—", rs[i]) && unicode.IsSpace(rs[i+1]) {
+				out = append(out, strings.TrimSpace(string(rs[start:i+1])))
+				start = i + 1
+				break
+			}
+		}
+	}
+	s.said = s.said || len(out) > 0
 	s.buf.Reset()
 	s.buf.WriteString(string(rs[start:]))
 	return out
@@ -232,34 +383,78 @@ type Models interface {
 
 // ProviderSpeech is the SpeechFactory of the box: each agent's voice
 // settings name its speech-to-text and text-to-speech models on the
-// configured providers; "espeak" names the offline engine.
+// configured providers; "espeak" names the offline engine. voice.sttMode
+// picks how speech-to-text reaches the provider: http (ProviderSTT),
+// realtime (RealtimeSTT) or deepgram (DeepgramSTT); a live one falls back
+// to the provider's HTTP transcription when its WebSocket cannot be opened
+// for a Transcribe.
 func ProviderSpeech(models Models, offline func(voice string) (Synthesizer, error)) SpeechFactory {
 	return func(_ string, ag config.Agent, _ int) (Transcriber, Synthesizer, error) {
-		sttID, ttsID, voiceName := DefaultSTT, DefaultTTS, ""
+		sttID, ttsID, voiceName, mode := DefaultSTT, DefaultTTS, "", ""
 		if v := ag.Voice; v != nil {
 			if v.STT != "" {
 				sttID = v.STT
 			}
+			mode = v.STTMode
 			if v.TTS != "" {
 				ttsID = v.TTS
 			}
 			voiceName = v.Voice
 		}
-		stt, err := models.Resolve(sttID)
+		sttModel, err := models.Resolve(sttID)
 		if err != nil {
 			return nil, nil, fmt.Errorf("voice: speech-to-text model: %w", err)
+		}
+		stt, err := transcriberFor(sttModel, mode)
+		if err != nil {
+			return nil, nil, err
 		}
 		if ttsID == "espeak" {
 			if offline == nil {
 				return nil, nil, fmt.Errorf("voice: the offline speech engine is not available in this build")
 			}
 			tts, err := offline(voiceName)
-			return ProviderSTT{Model: stt}, tts, err
+			return stt, tts, err
 		}
 		tts, err := models.Resolve(ttsID)
 		if err != nil {
 			return nil, nil, fmt.Errorf("voice: text-to-speech model: %w", err)
 		}
-		return ProviderSTT{Model: stt}, ProviderTTS{Model: tts, Voice: voiceName}, nil
+		return stt, ProviderTTS{Model: tts, Voice: voiceName}, nil
 	}
+}
+
+// transcriberFor is an agent's speech-to-text in its mode.
+func transcriberFor(m provider.Model, mode string) (Transcriber, error) {
+	base, key, connect := m.Endpoint()
+	var live StreamingTranscriber
+	switch mode {
+	case "", "http":
+		return ProviderSTT{Model: m}, nil
+	case "realtime":
+		live = &RealtimeSTT{BaseURL: base, APIKey: key, Model: m.Name, ConnectTimeout: connect}
+	case "deepgram":
+		live = &DeepgramSTT{BaseURL: base, APIKey: key, Model: m.Name, ConnectTimeout: connect}
+	default:
+		return nil, fmt.Errorf("voice: speech-to-text mode %q is not http, realtime or deepgram", mode)
+	}
+	return liveOrHTTP{StreamingTranscriber: live, http: ProviderSTT{Model: m}}, nil
+}
+
+// liveOrHTTP is a live transcriber whose Transcribe falls back to the
+// provider's HTTP transcription when the stream cannot be opened (the
+// controller uses Transcribe when Listen fails). A stream that opened and
+// then failed fails the utterance: its audio is gone.
+type liveOrHTTP struct {
+	StreamingTranscriber
+	http ProviderSTT
+}
+
+// Transcribe implements Transcriber.
+func (l liveOrHTTP) Transcribe(ctx context.Context, pcm []int16, rate int) (string, error) {
+	text, err := l.StreamingTranscriber.Transcribe(ctx, pcm, rate)
+	if oe := (openError{}); errors.As(err, &oe) {
+		return l.http.Transcribe(ctx, pcm, rate)
+	}
+	return text, err
 }

@@ -23,6 +23,17 @@ type utterance struct {
 	digit     rune
 	lastVoice time.Time // the last voiced frame, for wire-to-wire
 	endpoint  time.Time // when endpointing decided the turn ended
+	reason    string    // why endpointing ended it (endComplete, ...)
+
+	// The transcript, when it is not one request at the endpoint: the
+	// speculation the turn ended on, or the live stream's final.
+	spec  *speculation
+	final <-chan sttResult
+	// draft is the answer started before the endpoint was confirmed, on
+	// the words known then (nil: none).
+	draft *generation
+	// wasted is the speculative provider work cancelled during the turn.
+	wasted []map[string]any
 }
 
 // turn is one spoken exchange: the caller's utterance, its commit, the
@@ -65,9 +76,13 @@ func (t *turn) run(ctx context.Context) {
 		text = keypadText(t.u.digit)
 	} else {
 		t.metrics["endOfUtteranceMs"] = t.u.endpoint.Sub(t.u.lastVoice).Milliseconds()
+		t.metrics["endpoint"] = t.u.reason
+		if len(t.u.wasted) > 0 {
+			t.metrics["wasted"] = t.u.wasted
+		}
 		start := c.clk.Now()
 		var err error
-		text, err = c.stt.Transcribe(ctx, t.u.pcm, c.info.SampleRate)
+		text, err = t.transcribe(ctx)
 		t.metrics["speechToTextMs"] = c.clk.Since(start).Milliseconds()
 		if err != nil {
 			if ctx.Err() == nil {
@@ -79,100 +94,49 @@ func (t *turn) run(ctx context.Context) {
 			return
 		}
 	}
+	g := t.u.draft
+	if g != nil && (g.text != text || !g.current()) {
+		// The final transcript differs from the one the model was started
+		// on, or the conversation moved since: start again.
+		c.abandon(g, "differs")
+		t.u.wasted = append(t.u.wasted, g.wasted("differs"))
+		t.metrics["wasted"] = t.u.wasted
+		g = nil
+	}
+	if g == nil {
+		g = c.generate(ctx, text, c.messages())
+	} else {
+		t.metrics["preemptive"] = true
+	}
 	// The caller's side commits once final; an agent turn it interrupted
 	// committed at barge-in, before it.
 	c.endAssistant(true)
 	c.transcript.Commit(c.nextTurn(), RoleUser, text, c.clk.Now())
 	t.id = c.nextTurn() // after the caller's side
-
-	genCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	t.cancel = cancel
+	t.cancel = g.cancel
 	c.startSpeaking(t)
-
-	sentences := make(chan spoken, 16)
-	// say queues a sentence for synthesis; the filler's timer says its
-	// phrase from another goroutine, so the channel closes under the lock.
-	var sayMu sync.Mutex
-	sayClosed := false
-	say := func(s spoken) {
-		sayMu.Lock()
-		defer sayMu.Unlock()
-		if !sayClosed {
-			sentences <- s
+	g.confirm(t)
+	<-g.done
+	res, err := g.res, g.err
+	for k, v := range g.metrics {
+		if at, ok := v.(time.Time); ok {
+			// The first audio playable, from the endpoint: what the turn
+			// waited on its providers after the caller stopped.
+			if !t.u.endpoint.IsZero() {
+				t.metrics["audioReadyMs"] = at.Sub(t.u.endpoint).Milliseconds()
+			}
+			continue
 		}
+		t.metrics[k] = v
 	}
-	var synth sync.WaitGroup
-	synth.Add(1)
-	turnStart := c.clk.Now()
-	go func() {
-		defer synth.Done()
-		first := true
-		for s := range sentences {
-			t0 := c.clk.Now()
-			seg, err := c.tts.Synthesize(genCtx, s.text, c.info.SampleRate)
-			if err != nil {
-				if genCtx.Err() == nil {
-					c.m.log.Warn("voice: text-to-speech", "call", c.info.ID, "error", err)
-				}
-				continue
-			}
-			if s.filler {
-				// Heard only once all of it played: a cut filler is not
-				// committed word by word.
-				seg.Words = nil
-			}
-			if first {
-				first = false
-				t.metrics["textToSpeechFirstByteMs"] = c.clk.Since(t0).Milliseconds()
-			}
-			c.playout.Enqueue(t.id, seg)
-		}
-	}()
-	fill := c.newFiller(say)
-	var split sentenceSplitter
-	firstToken := true
-	res, err := c.m.cfg.Runtime.Turn(genCtx, agent.TurnRequest{
-		Agent: c.info.Agent, Messages: c.messages(), System: c.recall, NoMemoryTools: true, Wire: "voice",
-		ServerTools: c.callTools(),
-	}, func(ev agent.Event) error {
-		switch ev.Kind {
-		case agent.EventToolRunning:
-			fill.start(ev.Text)
-			return nil
-		case agent.EventToolResult:
-			fill.stop()
-			return nil
-		case agent.EventTextDelta:
-		default:
-			return nil
-		}
-		if firstToken {
-			firstToken = false
-			t.metrics["timeToFirstTokenMs"] = c.clk.Since(turnStart).Milliseconds()
-		}
-		for _, s := range split.Feed(ev.Text) {
-			say(spoken{text: s})
-		}
-		return nil
-	})
-	fill.stop()
-	if rest := split.Flush(); rest != "" && err == nil {
-		say(spoken{text: rest})
-	}
-	sayMu.Lock()
-	sayClosed = true
-	close(sentences)
-	sayMu.Unlock()
-	synth.Wait()
 	if len(res.ToolRuns) > 0 {
 		t.metrics["tools"] = res.ToolRuns
 	}
-	if fill.wasSaid() {
-		t.metrics["fillerAfterMs"] = fill.after.Milliseconds()
+	if g.fill.wasSaid() {
+		t.metrics["fillerAfterMs"] = g.fill.after.Milliseconds()
 	}
 	if err != nil {
-		if genCtx.Err() != nil {
+		if g.ctx.Err() != nil {
 			return // barge-in or the call's end: what played is already committed
 		}
 		c.m.log.Warn("voice: agent turn", "call", c.info.ID, "code", agent.ErrorCode(err))
@@ -184,6 +148,43 @@ func (t *turn) run(ctx context.Context) {
 	t.metrics["runId"] = res.RunID.String()
 	c.turns.Add(1)
 	go t.record(res)
+}
+
+// transcribe is the caller's words: the live stream's final, the
+// speculation the turn ended on, or else one request now (also when the
+// stream or the speculation failed). The time it takes from the endpoint
+// is the turn's speechToTextMs.
+func (t *turn) transcribe(ctx context.Context) (string, error) {
+	c := t.c
+	switch {
+	case t.u.final != nil:
+		t.metrics["transcription"] = "stream"
+		select {
+		case r := <-t.u.final:
+			if r.err == nil {
+				return r.text, nil
+			}
+			c.m.log.Warn("voice: speech-to-text stream", "call", c.info.ID, "error", r.err)
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	case t.u.spec != nil:
+		t.metrics["transcription"] = "speculative"
+		select {
+		case <-t.u.spec.done:
+			if t.u.spec.err == nil {
+				return t.u.spec.text, nil
+			}
+			if ctx.Err() == nil {
+				c.m.log.Warn("voice: speculative speech-to-text", "call", c.info.ID, "error", t.u.spec.err)
+			}
+		case <-ctx.Done():
+			t.u.spec.cancel()
+			return "", ctx.Err()
+		}
+	}
+	t.metrics["transcription"] = "request"
+	return c.stt.Transcribe(ctx, t.u.pcm, c.info.SampleRate)
 }
 
 // spoken is a sentence for synthesis; a filler is said while a tool runs.

@@ -156,6 +156,34 @@ func (v *vad) Process(pcm []int16) vadEvent {
 	return vadSpeechEnd
 }
 
+// Cut ends the utterance in progress now (the controller's endpointing
+// decided the caller finished before EndFrames of silence) and returns its
+// audio as Utterance does; ok is false when it was too short to keep (as
+// vadDiscard).
+func (v *vad) Cut() (pcm []int16, ok bool) {
+	v.speaking, v.voiced = false, 0
+	if v.speechN < v.cfg.MinSpeechFrames {
+		v.buf = v.buf[:0]
+		return nil, false
+	}
+	return v.Utterance(), true
+}
+
+// Snapshot is the audio of the utterance in progress so far, trimmed as
+// Utterance trims it, without ending it.
+func (v *vad) Snapshot() []int16 {
+	keep := len(v.buf) - v.unvoiced + min(v.unvoiced, 10)
+	var out []int16
+	for _, f := range v.buf[:keep] {
+		out = append(out, f...)
+	}
+	return out
+}
+
+// Silent is how many unvoiced frames in a row the utterance in progress
+// ends with.
+func (v *vad) Silent() int { return v.unvoiced }
+
 // LastLevel is the level of the frame Process last took, in dBFS.
 func (v *vad) LastLevel() float64 { return v.last }
 
@@ -166,11 +194,7 @@ func (v *vad) Speaking() (bool, int) { return v.speaking, v.speechN }
 // Utterance returns the audio of the utterance that just ended, trailing
 // silence trimmed to 200 ms.
 func (v *vad) Utterance() []int16 {
-	keep := len(v.buf) - v.unvoiced + min(v.unvoiced, 10)
-	var out []int16
-	for _, f := range v.buf[:keep] {
-		out = append(out, f...)
-	}
+	out := v.Snapshot()
 	v.buf = v.buf[:0]
 	return out
 }

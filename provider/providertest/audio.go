@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -26,9 +27,61 @@ type audio struct {
 	fallback    func(wav []byte) string
 	speech      []string // texts asked to be spoken
 	uploads     [][]byte // audio files received for transcription
+	lastPCM     []byte   // the audio of the last scripted answer
+	lastText    string
+	live        Live
+	liveOpened  int            // live connections opened since SetLive
+	sessions    []*LiveSession // live transcription connections
+	latency     AudioLatency
+	cancelled   int // transcription requests the client gave up on
 }
 
-// ScriptTranscripts queues what /v1/audio/transcriptions answers, in order.
+// AudioLatency holds the HTTP audio endpoints' answers back, as a hosted
+// provider's processing would: a benchmark's provider profile.
+type AudioLatency struct {
+	// Transcription is the wait before /v1/audio/transcriptions answers.
+	Transcription time.Duration
+	// SpeechFirstByte is the wait before /v1/audio/speech sends its first
+	// bytes; the rest follows as a stream, faster than real time.
+	SpeechFirstByte time.Duration
+}
+
+// SetAudioLatency sets the audio endpoints' latency from the next request
+// on.
+func (s *Server) SetAudioLatency(l AudioLatency) {
+	s.audio.mu.Lock()
+	s.audio.latency = l
+	s.audio.mu.Unlock()
+}
+
+// CancelledTranscriptions counts the transcription requests whose client
+// went away before the answer (speculation the caller talked past).
+func (s *Server) CancelledTranscriptions() int {
+	s.audio.mu.Lock()
+	defer s.audio.mu.Unlock()
+	return s.audio.cancelled
+}
+
+// hold waits d unless the client goes away first (false).
+func hold(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// ScriptTranscripts queues what /v1/audio/transcriptions answers, one
+// text per utterance, in order. A request whose audio strictly extends the
+// audio of the previous scripted answer (a caller's speculative
+// transcription, then the whole utterance once it ended) is the same
+// utterance and gets the same text again.
 func (s *Server) ScriptTranscripts(texts ...string) {
 	s.audio.mu.Lock()
 	s.audio.transcripts = append(s.audio.transcripts, texts...)
@@ -69,10 +122,24 @@ func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
 	data, _ := io.ReadAll(f)
 	s.record(r, nil)
 	s.audio.mu.Lock()
+	wait := s.audio.latency.Transcription
+	s.audio.mu.Unlock()
+	if !hold(r, wait) {
+		s.audio.mu.Lock()
+		s.audio.cancelled++
+		s.audio.mu.Unlock()
+		return
+	}
+	s.audio.mu.Lock()
 	s.audio.uploads = append(s.audio.uploads, data)
 	text, ok := "", false
-	if len(s.audio.transcripts) > 0 {
+	pcm := wavData(data)
+	if prev := s.audio.lastPCM; len(prev) > 0 && len(pcm) > len(prev) && bytes.Equal(pcm[:len(prev)], prev) {
+		text, ok = s.audio.lastText, true
+		s.audio.lastPCM = pcm
+	} else if len(s.audio.transcripts) > 0 {
 		text, s.audio.transcripts, ok = s.audio.transcripts[0], s.audio.transcripts[1:], true
+		s.audio.lastPCM, s.audio.lastText = pcm, text
 	} else if s.audio.fallback != nil {
 		text, ok = s.audio.fallback(data), true
 	}
@@ -83,6 +150,14 @@ func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]string{"text": text})
+}
+
+// wavData is the samples of a WAV file (after its 44-byte header).
+func wavData(wav []byte) []byte {
+	if len(wav) < 44 {
+		return nil
+	}
+	return wav[44:]
 }
 
 // speak answers a 440 Hz tone lasting SpeechMsPerChar per character.
@@ -108,8 +183,26 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 	}
 	switch req.ResponseFormat {
 	case "pcm":
+		s.audio.mu.Lock()
+		wait := s.audio.latency.SpeechFirstByte
+		s.audio.mu.Unlock()
+		if !hold(r, wait) {
+			return
+		}
 		w.Header().Set("Content-Type", "audio/pcm")
-		_, _ = w.Write(pcm.Bytes())
+		// Streamed in 100 ms pieces, as a streaming speech endpoint sends.
+		b := pcm.Bytes()
+		const piece = SpeechRate / 10 * 2
+		for len(b) > 0 {
+			n := min(piece, len(b))
+			if _, err := w.Write(b[:n]); err != nil {
+				return
+			}
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			b = b[n:]
+		}
 	case "wav":
 		w.Header().Set("Content-Type", "audio/wav")
 		_, _ = w.Write(WAV(pcm.Bytes(), SpeechRate))

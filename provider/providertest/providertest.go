@@ -1,6 +1,8 @@
 // Package providertest is the one stand-in the box's tests use: a scripted
 // OpenAI-compatible HTTP server that plays the model provider at its wire and
-// records every request it was sent.
+// records every request it was sent. It also plays live transcription over
+// WebSocket (an OpenAI Realtime transcription session at /v1/realtime and a
+// Deepgram-compatible /v1/listen; see Live and LiveSessions).
 //
 //	srv := providertest.New(t)
 //	srv.Script(providertest.Reply{Content: `{"operations":[],"summary":"hi"}`})
@@ -94,6 +96,7 @@ type Server struct {
 	requests []Request
 	audio    audio
 	emb      embedState
+	done     chan struct{} // closed by Close: live connections end
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
@@ -107,12 +110,14 @@ func New(t testing.TB) *Server {
 // Start starts a server on 127.0.0.1 outside a test (the load command uses
 // it); call Close when done.
 func Start() *Server {
-	s := &Server{}
+	s := &Server{done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	mux.HandleFunc("POST /v1/embeddings", s.embeddings)
 	mux.HandleFunc("POST /v1/audio/transcriptions", s.transcribe)
 	mux.HandleFunc("POST /v1/audio/speech", s.speak)
+	mux.HandleFunc("GET /v1/realtime", s.realtime)
+	mux.HandleFunc("GET /v1/listen", s.deepgram)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.record(r, nil)
 		writeError(w, http.StatusNotFound, "providertest: no handler for "+r.Method+" "+r.URL.Path)
@@ -121,8 +126,15 @@ func Start() *Server {
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
+// Close stops the server and ends its live connections.
+func (s *Server) Close() {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	s.srv.Close()
+}
 
 // URL is the base URL to configure as the provider's baseURL (ends in /v1).
 func (s *Server) URL() string { return s.srv.URL + "/v1" }

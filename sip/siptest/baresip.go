@@ -201,7 +201,8 @@ func WAVSamples(b []byte) ([]int16, error) {
 }
 
 // freeUDPPort is a port on 127.0.0.1 that was free a moment ago for UDP
-// and TCP both (baresip listens on both).
+// and TCP both, with the next port free for TCP (baresip listens on UDP
+// and TCP, and SIP/TLS on the port after).
 func freeUDPPort(t testing.TB) int {
 	t.Helper()
 	for range 50 {
@@ -211,11 +212,17 @@ func freeUDPPort(t testing.TB) int {
 		}
 		port := u.LocalAddr().(*net.UDPAddr).Port
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			u.Close()
+			continue
+		}
+		tls, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1))
 		u.Close()
+		l.Close()
 		if err != nil {
 			continue
 		}
-		l.Close()
+		tls.Close()
 		return port
 	}
 	t.Fatal("siptest: no free port for UDP and TCP")

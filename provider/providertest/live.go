@@ -1,0 +1,589 @@
+package providertest
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// The live transcription endpoints, at their wire: GET /v1/realtime
+// (?intent=transcription) speaks the OpenAI Realtime transcription session
+// and GET /v1/listen a Deepgram-compatible live transcription. Both answer
+// from the same transcript script as /v1/audio/transcriptions
+// (ScriptTranscripts, RespondTranscripts): while audio arrives they send
+// interim results that reveal the next scripted transcript a word at a
+// time, and a configurable delay after a commit or Finalize the final
+// transcript of the audio since the previous one.
+
+// DefaultFinalDelay is how long after a commit or Finalize the scripted
+// final transcript arrives (the streaming profile of issue 16).
+const DefaultFinalDelay = 150 * time.Millisecond
+
+// Live scripts how the live endpoints behave; the zero value is a healthy
+// provider with the defaults in the field comments.
+type Live struct {
+	// FinalDelay is the wait between a commit or Finalize and its final
+	// transcript (default DefaultFinalDelay).
+	FinalDelay time.Duration
+	// InterimEvery is how much received speech (audio louder than
+	// silence) brings one more interim word (default 200 ms).
+	InterimEvery time.Duration
+	// ErrorAfter, when set, makes the provider report an error once this
+	// much audio arrived on a connection: a Realtime error event, or a
+	// Deepgram close with code 1011.
+	ErrorAfter time.Duration
+	// DropAfter, when set, drops the connection without a close frame
+	// once this much audio arrived.
+	DropAfter time.Duration
+	// Connections, when set, limits ErrorAfter and DropAfter to the first
+	// connections opened after SetLive (1: only the first fails).
+	Connections int
+	// Stall stops reading after the handshake (a provider that cannot keep
+	// up): the client's sends back up.
+	Stall bool
+	// Endpointing plays Deepgram's own endpointing: the first silence
+	// after speech settles the utterance (is_final and speech_final with
+	// its transcript), and a Finalize with no speech after that gets no
+	// answer at all.
+	Endpointing bool
+	// Refuse answers the WebSocket upgrade with 503 (a provider without
+	// live transcription).
+	Refuse bool
+	// ErrorMessage is the text of a scripted error (default one that quotes
+	// a key, to prove clients never relay it).
+	ErrorMessage string
+}
+
+// LiveSession is what one live connection carried.
+type LiveSession struct {
+	// Protocol is "realtime" or "deepgram".
+	Protocol string
+	Query    url.Values
+	Header   http.Header
+	// Rate is the sample rate of Audio: 24000 on Realtime, the query's
+	// sample_rate on Deepgram.
+	Rate int
+	// Audio is every sample received, in order; FirstAudio and LastAudio
+	// are when its first and last pieces arrived (a client streaming as
+	// the caller speaks spreads them over the speech, one handing over a
+	// whole utterance does not).
+	Audio                 []int16
+	FirstAudio, LastAudio time.Time
+	// Messages are the text messages received other than audio
+	// (session.update, input_audio_buffer.commit, Finalize, KeepAlive,
+	// CloseStream...), as sent.
+	Messages []string
+	// Interims and Finals are the transcripts sent back.
+	Interims, Finals []string
+	// Ended is set once the connection is over.
+	Ended bool
+}
+
+// SetLive sets how the live endpoints behave from the next message on.
+func (s *Server) SetLive(l Live) {
+	s.audio.mu.Lock()
+	s.audio.live, s.audio.liveOpened = l, 0
+	s.audio.mu.Unlock()
+}
+
+// LiveSessions returns a copy of every live connection so far, in the
+// order they opened.
+func (s *Server) LiveSessions() []LiveSession {
+	s.audio.mu.Lock()
+	defer s.audio.mu.Unlock()
+	out := make([]LiveSession, len(s.audio.sessions))
+	for i, ls := range s.audio.sessions {
+		c := *ls
+		c.Audio = append([]int16(nil), ls.Audio...)
+		c.Messages = append([]string(nil), ls.Messages...)
+		c.Interims = append([]string(nil), ls.Interims...)
+		c.Finals = append([]string(nil), ls.Finals...)
+		out[i] = c
+	}
+	return out
+}
+
+// liveConn is one live connection on the server's side.
+type liveConn struct {
+	s    *Server
+	conn *websocket.Conn
+	sess *LiveSession
+	rate int
+	nth  int // connections opened before it since SetLive
+	out  chan outItem
+	// ctx ends with the connection: the client went away, the sender
+	// closed it, or the server stopped.
+	ctx    context.Context
+	cancel context.CancelFunc
+	words  int // interim words revealed of the utterance in progress
+	voiced int // samples of the utterance in progress louder than silence
+	heard  int // samples received on the connection
+	start  int // where the utterance in progress starts in sess.Audio
+}
+
+// outItem is a message the sender writes not before at.
+type outItem struct {
+	at    time.Time
+	data  []byte
+	close websocket.StatusCode // after data: close with it (-1 drop, 0 none)
+}
+
+func (s *Server) openLive(w http.ResponseWriter, r *http.Request, protocol string, rate int) (*liveConn, bool) {
+	s.record(r, nil)
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return nil, false
+	}
+	conn.SetReadLimit(16 << 20)
+	sess := &LiveSession{Protocol: protocol, Query: r.URL.Query(), Header: r.Header.Clone(), Rate: rate}
+	s.audio.mu.Lock()
+	s.audio.sessions = append(s.audio.sessions, sess)
+	nth := s.audio.liveOpened
+	s.audio.liveOpened++
+	s.audio.mu.Unlock()
+	ctx, cancel := context.WithCancel(r.Context())
+	lc := &liveConn{s: s, conn: conn, sess: sess, rate: rate, nth: nth, out: make(chan outItem, 1024), ctx: ctx, cancel: cancel}
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	go lc.send()
+	return lc, true
+}
+
+// send writes queued messages in order, each not before its time, so a
+// final held for its delay also holds the interims of the next utterance.
+func (c *liveConn) send() {
+	defer c.cancel()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case it := <-c.out:
+			if d := time.Until(it.at); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-c.ctx.Done():
+					return
+				}
+			}
+			if it.data != nil {
+				_ = c.conn.Write(c.ctx, websocket.MessageText, it.data)
+			}
+			switch {
+			case it.close == -1:
+				c.conn.CloseNow()
+				return
+			case it.close != 0:
+				_ = c.conn.Close(it.close, "NET-0001")
+				return
+			}
+		}
+	}
+}
+
+func (c *liveConn) queue(v any, after time.Duration) {
+	b, _ := json.Marshal(v)
+	c.out <- outItem{at: time.Now().Add(after), data: b}
+}
+
+// closeAfter ends the connection once what is queued went out, after
+// delay: with code, or dropped without a close frame (-1).
+func (c *liveConn) closeAfter(delay time.Duration, code websocket.StatusCode) {
+	c.out <- outItem{at: time.Now().Add(delay), close: code}
+	<-c.ctx.Done()
+}
+
+func (c *liveConn) end() {
+	c.cancel()
+	c.s.audio.mu.Lock()
+	c.sess.Ended = true
+	c.s.audio.mu.Unlock()
+	c.conn.CloseNow()
+}
+
+// received records audio and says what the script makes of it: the next
+// interim text ("" for none), and whether to fail or drop now.
+func (c *liveConn) received(pcm []int16) (interim string, fail, drop bool, l Live) {
+	a := &c.s.audio
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l = a.live
+	before := c.heard
+	now := time.Now()
+	if c.sess.FirstAudio.IsZero() {
+		c.sess.FirstAudio = now
+	}
+	c.sess.LastAudio = now
+	c.sess.Audio = append(c.sess.Audio, pcm...)
+	c.heard += len(pcm)
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Second / time.Duration(c.rate) }
+	scripted := l.Connections == 0 || c.nth < l.Connections
+	if scripted && l.ErrorAfter > 0 && ms(before) < l.ErrorAfter && ms(c.heard) >= l.ErrorAfter {
+		return "", true, false, l
+	}
+	if scripted && l.DropAfter > 0 && ms(before) < l.DropAfter && ms(c.heard) >= l.DropAfter {
+		return "", false, true, l
+	}
+	every := l.InterimEvery
+	if every <= 0 {
+		every = 200 * time.Millisecond
+	}
+	if voiced(pcm) {
+		c.voiced += len(pcm)
+	}
+	if ms(c.voiced)/every <= time.Duration(c.words) {
+		return "", false, false, l
+	}
+	// The words come from what the final will be: the next scripted
+	// transcript, or the fallback's answer to the utterance so far.
+	var next string
+	switch {
+	case len(a.transcripts) > 0:
+		next = a.transcripts[0]
+	case a.fallback != nil:
+		next = a.fallback(WAV(pcmBytes(c.sess.Audio[c.start:]), c.rate))
+	}
+	words := strings.Fields(next)
+	if c.words >= len(words) {
+		return "", false, false, l
+	}
+	c.words++
+	text := strings.Join(words[:c.words], " ")
+	c.sess.Interims = append(c.sess.Interims, text)
+	return text, false, false, l
+}
+
+// final takes the transcript of the utterance since the last final from
+// the script; ok is false when the script has none.
+func (c *liveConn) final() (text string, ok bool, l Live) {
+	a := &c.s.audio
+	a.mu.Lock()
+	utter := append([]int16(nil), c.sess.Audio[c.start:]...)
+	c.start, c.words, c.voiced = len(c.sess.Audio), 0, 0
+	l = a.live
+	fallback := a.fallback
+	if len(a.transcripts) > 0 {
+		text, a.transcripts, ok = a.transcripts[0], a.transcripts[1:], true
+	}
+	a.mu.Unlock()
+	if !ok && fallback != nil {
+		text, ok = fallback(WAV(pcmBytes(utter), c.rate)), true
+	}
+	if ok {
+		a.mu.Lock()
+		c.sess.Finals = append(c.sess.Finals, text)
+		a.mu.Unlock()
+	}
+	return text, ok, l
+}
+
+func (c *liveConn) message(msg string) {
+	c.s.audio.mu.Lock()
+	c.sess.Messages = append(c.sess.Messages, msg)
+	c.s.audio.mu.Unlock()
+}
+
+func (l Live) finalDelay() time.Duration {
+	if l.FinalDelay > 0 {
+		return l.FinalDelay
+	}
+	return DefaultFinalDelay
+}
+
+func (l Live) errorMessage() string {
+	if l.ErrorMessage != "" {
+		return l.ErrorMessage
+	}
+	return "scripted failure for the key sk-live-secret"
+}
+
+func (s *Server) stalled() bool {
+	s.audio.mu.Lock()
+	defer s.audio.mu.Unlock()
+	return s.audio.live.Stall
+}
+
+// refused answers the upgrade itself when the script refuses it or the
+// request's credentials are not the protocol's (a key is optional, as on
+// the HTTP endpoints, but one sent must be in the protocol's scheme).
+func (s *Server) refused(w http.ResponseWriter, r *http.Request, scheme string) bool {
+	s.audio.mu.Lock()
+	refuse := s.audio.live.Refuse
+	s.audio.mu.Unlock()
+	auth := r.Header.Get("Authorization")
+	switch {
+	case refuse:
+		s.record(r, nil)
+		writeError(w, http.StatusServiceUnavailable, "providertest: live transcription refused by the script")
+	case auth != "" && !strings.HasPrefix(auth, scheme+" "):
+		s.record(r, nil)
+		writeError(w, http.StatusUnauthorized, "providertest: the key goes as Authorization: "+scheme+" KEY")
+	default:
+		return false
+	}
+	return true
+}
+
+// realtime is the OpenAI Realtime transcription session.
+func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
+	if s.refused(w, r, "Bearer") {
+		return
+	}
+	c, ok := s.openLive(w, r, "realtime", 24000)
+	if !ok {
+		return
+	}
+	defer c.end()
+	c.queue(map[string]any{"type": "session.created", "session": map[string]any{"type": "transcription", "id": "sess_test"}}, 0)
+	if s.stalled() {
+		<-c.ctx.Done()
+		return
+	}
+	configured, item := false, 1
+	errorEvent := func(code, msg string) {
+		c.queue(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "code": code, "message": msg}}, 0)
+	}
+	for {
+		_, msg, err := c.conn.Read(c.ctx)
+		if err != nil {
+			return
+		}
+		var ev struct {
+			Type    string `json:"type"`
+			Audio   string `json:"audio"`
+			Session struct {
+				Type  string `json:"type"`
+				Audio struct {
+					Input struct {
+						Format struct {
+							Type string `json:"type"`
+							Rate int    `json:"rate"`
+						} `json:"format"`
+					} `json:"input"`
+				} `json:"audio"`
+				InputAudioFormat string `json:"input_audio_format"`
+			} `json:"session"`
+		}
+		if err := json.Unmarshal(msg, &ev); err != nil {
+			errorEvent("invalid_json", "providertest: not JSON")
+			continue
+		}
+		if ev.Type != "input_audio_buffer.append" {
+			c.message(string(msg))
+		}
+		itemID := "item_" + strconv.Itoa(item)
+		switch ev.Type {
+		case "session.update":
+			f := ev.Session.Audio.Input.Format
+			if ev.Session.Type != "transcription" || f.Type != "audio/pcm" || f.Rate != 24000 {
+				errorEvent("invalid_value", "providertest: a transcription session takes audio/pcm at 24000")
+				continue
+			}
+			configured = true
+			c.queue(map[string]any{"type": "session.updated", "session": map[string]any{"type": "transcription"}}, 0)
+		case "transcription_session.update":
+			if ev.Session.InputAudioFormat != "pcm16" {
+				errorEvent("invalid_value", "providertest: input_audio_format must be pcm16")
+				continue
+			}
+			configured = true
+			c.queue(map[string]any{"type": "transcription_session.updated"}, 0)
+		case "input_audio_buffer.append":
+			if !configured {
+				errorEvent("session_not_configured", "providertest: send session.update first")
+				continue
+			}
+			raw, err := base64.StdEncoding.DecodeString(ev.Audio)
+			if err != nil || len(raw)%2 != 0 {
+				errorEvent("invalid_audio", "providertest: audio is not base64 PCM16")
+				continue
+			}
+			pcm := make([]int16, len(raw)/2)
+			for i := range pcm {
+				pcm[i] = int16(binary.LittleEndian.Uint16(raw[2*i:]))
+			}
+			interim, fail, drop, l := c.received(pcm)
+			switch {
+			case fail:
+				c.queue(map[string]any{"type": "error", "error": map[string]any{"type": "server_error", "code": "scripted_error", "message": l.errorMessage()}}, 0)
+			case drop:
+				c.closeAfter(0, -1)
+				return
+			case interim != "":
+				words := strings.Fields(interim)
+				delta := words[len(words)-1]
+				if len(words) > 1 {
+					delta = " " + delta
+				}
+				c.queue(map[string]any{"type": "conversation.item.input_audio_transcription.delta", "item_id": itemID, "content_index": 0, "delta": delta}, 0)
+			}
+		case "input_audio_buffer.commit":
+			c.s.audio.mu.Lock()
+			empty := len(c.sess.Audio) == c.start
+			c.s.audio.mu.Unlock()
+			if empty {
+				errorEvent("input_audio_buffer_commit_empty", "providertest: the buffer is empty")
+				continue
+			}
+			item++
+			c.queue(map[string]any{"type": "input_audio_buffer.committed", "item_id": itemID}, 0)
+			text, ok, l := c.final()
+			if !ok {
+				c.queue(map[string]any{"type": "conversation.item.input_audio_transcription.failed", "item_id": itemID,
+					"error": map[string]any{"type": "transcription_error", "code": "no_transcript_scripted", "message": "providertest: no transcript scripted"}}, l.finalDelay())
+				continue
+			}
+			c.queue(map[string]any{"type": "conversation.item.input_audio_transcription.completed", "item_id": itemID, "content_index": 0, "transcript": text}, l.finalDelay())
+		default:
+			errorEvent("unknown_event", fmt.Sprintf("providertest: unknown event %q", clip(ev.Type, 40)))
+		}
+	}
+}
+
+// deepgram is a Deepgram-compatible live transcription.
+func (s *Server) deepgram(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	rate, err := strconv.Atoi(q.Get("sample_rate"))
+	switch {
+	case s.refused(w, r, "Token"):
+		return
+	case q.Get("encoding") != "linear16" || err != nil || rate < 8000 || rate > 48000:
+		s.record(r, nil)
+		writeError(w, http.StatusBadRequest, "providertest: listen needs encoding=linear16 and sample_rate")
+		return
+	}
+	c, ok := s.openLive(w, r, "deepgram", rate)
+	if !ok {
+		return
+	}
+	defer c.end()
+	if s.stalled() {
+		<-c.ctx.Done()
+		return
+	}
+	interimOn := q.Get("interim_results") == "true"
+	// results is a Results message over the utterance in progress, from
+	// its start to the audio received so far (seconds on the stream).
+	results := func(text string, final, fromFinalize bool) map[string]any {
+		c.s.audio.mu.Lock()
+		start, end := float64(c.start)/float64(rate), float64(len(c.sess.Audio))/float64(rate)
+		c.s.audio.mu.Unlock()
+		return map[string]any{"type": "Results", "channel_index": []int{0, 1}, "is_final": final, "speech_final": final,
+			"from_finalize": fromFinalize, "start": start, "duration": end - start,
+			"channel": map[string]any{"alternatives": []map[string]any{{"transcript": text, "confidence": 0.99}}}}
+	}
+	endpointed := false // the provider's endpointing settled the last utterance
+	for {
+		typ, msg, err := c.conn.Read(c.ctx)
+		if err != nil {
+			return
+		}
+		if typ == websocket.MessageBinary {
+			if len(msg)%2 != 0 {
+				c.closeAfter(0, websocket.StatusPolicyViolation)
+				return
+			}
+			pcm := make([]int16, len(msg)/2)
+			for i := range pcm {
+				pcm[i] = int16(binary.LittleEndian.Uint16(msg[2*i:]))
+			}
+			spoke := c.voiced > 0
+			interim, fail, drop, l := c.received(pcm)
+			switch {
+			case fail:
+				c.closeAfter(0, websocket.StatusInternalError)
+				return
+			case drop:
+				c.closeAfter(0, -1)
+				return
+			case l.Endpointing && spoke && !voiced(pcm):
+				// The first silence after speech: settled at once.
+				msg := results("", true, false)
+				text, ok, _ := c.final()
+				if !ok {
+					c.closeAfter(0, websocket.StatusInternalError)
+					return
+				}
+				msg["channel"] = map[string]any{"alternatives": []map[string]any{{"transcript": text, "confidence": 0.99}}}
+				c.queue(msg, 0)
+				endpointed = true
+			case interim != "" && interimOn:
+				c.queue(results(interim, false, false), 0)
+			}
+			continue
+		}
+		c.message(string(msg))
+		var m struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(msg, &m)
+		switch m.Type {
+		case "Finalize":
+			if endpointed && c.voiced == 0 {
+				// Nothing left to process: no answer, as Deepgram does.
+				endpointed = false
+				continue
+			}
+			endpointed = false
+			msg := results("", true, true)
+			text, ok, l := c.final()
+			if !ok {
+				c.closeAfter(l.finalDelay(), websocket.StatusInternalError)
+				return
+			}
+			msg["channel"] = map[string]any{"alternatives": []map[string]any{{"transcript": text, "confidence": 0.99}}}
+			c.queue(msg, l.finalDelay())
+		case "KeepAlive":
+		case "CloseStream":
+			b, _ := json.Marshal(map[string]any{"type": "Metadata", "request_id": "req_test"})
+			c.out <- outItem{at: time.Now(), data: b, close: websocket.StatusNormalClosure}
+			<-c.ctx.Done()
+			return
+		default:
+			c.closeAfter(0, websocket.StatusPolicyViolation)
+			return
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// voiced reports whether a piece of audio is louder than line silence
+// (RMS over 300), as a recogniser hears words only in speech.
+func voiced(pcm []int16) bool {
+	if len(pcm) == 0 {
+		return false
+	}
+	var sum float64
+	for _, v := range pcm {
+		sum += float64(v) * float64(v)
+	}
+	return sum/float64(len(pcm)) > 300*300
+}
+
+// pcmBytes is 16-bit samples as little-endian bytes.
+func pcmBytes(pcm []int16) []byte {
+	raw := make([]byte, 2*len(pcm))
+	for i, v := range pcm {
+		binary.LittleEndian.PutUint16(raw[2*i:], uint16(v))
+	}
+	return raw
+}

@@ -1,0 +1,277 @@
+package voice
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/stackbone/box/config"
+)
+
+// Endpointing decides when a caller's turn has ended: after a short
+// silence when what was said so far is complete, after a long one when
+// the caller trailed off, after the VAD's delay when nothing is known of
+// the words yet. What was said so far comes from the speculative
+// transcript (HTTP speech-to-text) or the interim and final results of a
+// streaming transcriber.
+
+// Default endpointing delays (config.AgentVoice.MinEndpointDelay and
+// MaxEndpointDelay).
+const (
+	DefaultMinEndpointDelay = 200 * time.Millisecond
+	DefaultMaxEndpointDelay = 1200 * time.Millisecond
+)
+
+// speculateAfter is the silence after which the utterance so far is sent
+// for transcription while endpointing goes on (HTTP speech-to-text only).
+const speculateAfter = 120 * time.Millisecond
+
+// sentenceDelay is the silence after a statement (the words so far end
+// with a full stop): longer than after a question, since callers often say
+// two sentences with a breath between them (espeak's is 340 ms), shorter
+// than when nothing is known.
+const sentenceDelay = 450 * time.Millisecond
+
+// endpointing holds an agent's delays.
+type endpointing struct {
+	min, sentence, normal, max time.Duration
+}
+
+func newEndpointing(ag config.Agent, vadCfg VADConfig) endpointing {
+	vadCfg.defaults()
+	e := endpointing{min: DefaultMinEndpointDelay, max: DefaultMaxEndpointDelay,
+		normal: time.Duration(vadCfg.EndFrames) * FrameDuration}
+	if v := ag.Voice; v != nil {
+		if v.MinEndpointDelay > 0 {
+			e.min = v.MinEndpointDelay
+		}
+		if v.MaxEndpointDelay > 0 {
+			e.max = v.MaxEndpointDelay
+		}
+	}
+	e.max = max(e.max, e.min)
+	e.normal = min(max(e.normal, e.min), e.max)
+	e.sentence = min(max(sentenceDelay, e.min), e.normal)
+	return e
+}
+
+// Why a turn ended.
+const (
+	endComplete = "complete" // the words so far end a question
+	endSentence = "sentence" // the words so far end a statement
+	endTrailing = "trailing" // the caller trailed off and the longest delay passed
+	endSilence  = "silence"  // nothing decided it: the VAD's delay
+)
+
+// delay is the silence after which the turn ends, given what is known of
+// its words (known false: nothing yet, or not of all the speech so far).
+func (e endpointing) delay(text string, known bool) (time.Duration, string) {
+	if !known {
+		return e.normal, endSilence
+	}
+	switch classify(text) {
+	case endComplete:
+		return e.min, endComplete
+	case endSentence:
+		return e.sentence, endSentence
+	case endTrailing:
+		return e.max, endTrailing
+	}
+	return e.normal, endSilence
+}
+
+// trailingWords are words a finished sentence does not end on: the caller
+// is thinking or about to go on (conjunctions, fillers, articles,
+// possessives, and the prepositions a transcriber leaves hanging most).
+// Prepositions that end questions ("Where are you from?") are not here.
+var trailingWords = map[string]bool{
+	"and": true, "or": true, "but": true, "so": true, "because": true, "um": true, "uh": true, "er": true,
+	"erm": true, "hmm": true, "mm": true, "the": true, "a": true, "an": true, "to": true, "of": true,
+	"for": true, "with": true, "my": true, "your": true, "our": true, "if": true, "then": true, "which": true,
+}
+
+// classify says whether text, the caller's words so far, is complete (it
+// ends a question), a sentence (it ends a statement), trailing (it ends on
+// a conjunction, a filler, an article, a comma or an ellipsis), or none of
+// these (""). A question or a statement must end on a word a sentence
+// ends on.
+func classify(text string) string {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return ""
+	}
+	if strings.HasSuffix(text, "...") || strings.HasSuffix(text, "…") {
+		return endTrailing
+	}
+	last := text[strings.LastIndexFunc(text, unicode.IsSpace)+1:]
+	word := strings.ToLower(strings.TrimFunc(last, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' }))
+	if trailingWords[word] {
+		return endTrailing
+	}
+	switch text[len(text)-1] {
+	case ',', ';', ':', '-':
+		return endTrailing
+	case '?':
+		return endComplete
+	case '.', '!':
+		return endSentence
+	}
+	return ""
+}
+
+// speculation is the transcription of an utterance so far, sent after a
+// short silence while endpointing goes on: kept if the turn ends there,
+// cancelled if the caller goes on.
+type speculation struct {
+	cancel  context.CancelFunc
+	done    chan struct{} // closed once text and err are set
+	text    string
+	err     error
+	started time.Time
+}
+
+// speculate starts the transcription of pcm; wake is signalled when it
+// answers.
+func (c *Call) speculate(ctx context.Context, pcm []int16, wake chan<- struct{}) *speculation {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &speculation{cancel: cancel, done: make(chan struct{}), started: c.clk.Now()}
+	go func() {
+		defer close(s.done)
+		s.text, s.err = c.stt.Transcribe(ctx, pcm, c.info.SampleRate)
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}()
+	return s
+}
+
+// answer is the speculation's transcript once it answered without error.
+func (s *speculation) answer() (string, bool) {
+	select {
+	case <-s.done:
+		return s.text, s.err == nil
+	default:
+		return "", false
+	}
+}
+
+// sttResult is the final transcript of an utterance from a live stream.
+type sttResult struct {
+	text string
+	err  error
+}
+
+// liveSTT is the call's streaming transcription: caller audio goes out as
+// the caller speaks, interim and final results come back and feed
+// endpointing, and each endpoint's Finalize answers the turn's transcript.
+type liveSTT struct {
+	stream TranscriptStream
+	wake   chan<- struct{}
+	clk    Clock
+
+	mu      sync.Mutex
+	finals  []string  // finals of the utterance in progress, before its endpoint
+	latest  string    // the interim of the words after those finals
+	heardAt time.Time // when the last result arrived
+	waiting []chan sttResult
+	err     error // the stream failed: the call goes on with Transcribe
+}
+
+func newLiveSTT(stream TranscriptStream, clk Clock, wake chan<- struct{}) *liveSTT {
+	l := &liveSTT{stream: stream, wake: wake, clk: clk}
+	go l.read()
+	return l
+}
+
+// read takes the stream's results until it ends.
+func (l *liveSTT) read() {
+	for ev := range l.stream.Results() {
+		l.mu.Lock()
+		switch {
+		case ev.Err != nil:
+			l.fail(ev.Err)
+		case ev.Final:
+			l.finals = append(l.finals, ev.Text)
+			l.latest = ""
+			if len(l.waiting) > 0 {
+				w := l.waiting[0]
+				l.waiting = l.waiting[1:]
+				w <- sttResult{text: joinWords(l.finals)}
+				l.finals = nil
+			}
+		default:
+			l.latest = ev.Text
+		}
+		l.heardAt = l.clk.Now()
+		l.mu.Unlock()
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+	l.mu.Lock()
+	l.fail(ErrSpeechStream)
+	l.mu.Unlock()
+}
+
+// fail (under l.mu) ends the stream's use: turns waiting for a final fall
+// back to Transcribe.
+func (l *liveSTT) fail(err error) {
+	if l.err == nil {
+		l.err = err
+	}
+	for _, w := range l.waiting {
+		w <- sttResult{err: l.err}
+	}
+	l.waiting = nil
+}
+
+// failed reports whether the stream is no longer usable.
+func (l *liveSTT) failed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err != nil
+}
+
+// words is what is known of the utterance so far, and whether it arrived
+// after since (the start of the silence), so it covers all the speech.
+func (l *liveSTT) words(since time.Time) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	text := joinWords(append(append([]string(nil), l.finals...), l.latest))
+	return text, text != "" && !l.heardAt.Before(since)
+}
+
+// finalize asks for the final transcript of the utterance that just ended;
+// the answer (or the stream's failure) arrives on the channel.
+func (l *liveSTT) finalize() <-chan sttResult {
+	w := make(chan sttResult, 1)
+	l.mu.Lock()
+	if l.err != nil {
+		w <- sttResult{err: l.err}
+		l.mu.Unlock()
+		return w
+	}
+	l.waiting = append(l.waiting, w)
+	l.latest = ""
+	l.mu.Unlock()
+	if err := l.stream.Finalize(); err != nil {
+		l.mu.Lock()
+		l.fail(err)
+		l.mu.Unlock()
+	}
+	return w
+}
+
+func joinWords(parts []string) string {
+	var out []string
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,258 @@
+package voice
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/stackbone/box/agent"
+)
+
+// generation is the agent's answer to the caller's words: the model run
+// streamed sentence by sentence into synthesis. It may start before the
+// turn is confirmed (preemptive generation, on a speculative or interim
+// transcript while endpointing goes on): until confirm, nothing of it
+// reaches the playout and no server tool runs; text and audio wait. A
+// generation never confirmed is abandoned: its run is cancelled (its run
+// row says so), nothing of it played, was committed or reaches the model
+// again.
+type generation struct {
+	c       *Call
+	text    string // the caller's words it answers
+	history int    // heard transcript entries it was started on
+	ctx     context.Context
+	cancel  context.CancelFunc
+	gate    chan struct{} // closed by confirm
+	started time.Time
+	fill    *filler
+
+	t *turn // set by confirm, before gate closes
+
+	done    chan struct{} // closed once res and err are set
+	res     agent.Result
+	err     error
+	metrics map[string]any // written before done closes
+}
+
+// generate starts the answer to text after messages (the heard
+// conversation before it).
+func (c *Call) generate(ctx context.Context, text string, messages []agent.Message) *generation {
+	gctx, cancel := context.WithCancel(ctx)
+	g := &generation{c: c, text: text, history: len(c.transcript.Entries()), ctx: gctx, cancel: cancel,
+		gate: make(chan struct{}), started: c.clk.Now(), done: make(chan struct{}), metrics: map[string]any{}}
+	msgs := append(append([]agent.Message(nil), messages...), agent.Message{Role: RoleUser, Content: text})
+	go g.run(msgs)
+	return g
+}
+
+// confirmed reports whether confirm was called.
+func (g *generation) confirmed() bool {
+	select {
+	case <-g.gate:
+		return true
+	default:
+		return false
+	}
+}
+
+// confirm hands the generation its turn (already on the playout): from
+// now on its audio plays and its tools run.
+func (g *generation) confirm(t *turn) {
+	g.t = t
+	close(g.gate)
+}
+
+// hold waits for confirm; false if the generation was abandoned first.
+func (g *generation) hold() bool {
+	select {
+	case <-g.gate:
+		return true
+	case <-g.ctx.Done():
+		return false
+	}
+}
+
+// current reports whether the conversation is still the one the
+// generation was started on: nothing was committed since and nothing
+// plays.
+func (g *generation) current() bool {
+	c := g.c
+	c.mu.Lock()
+	idle := c.speaking == nil
+	c.mu.Unlock()
+	return idle && len(c.transcript.Entries()) == g.history
+}
+
+// abandon cancels an unconfirmed generation; its cancelled run row is
+// marked as a preemptive generation nobody heard.
+func (c *Call) abandon(g *generation, why string) {
+	g.cancel()
+	go func() {
+		<-g.done
+		if g.res.RunID == [16]byte{} {
+			return
+		}
+		if err := c.m.cfg.Runs.MergeMetadata(context.Background(), g.res.RunID, map[string]any{
+			"voice": map[string]any{"preemptive": "abandoned", "reason": why}}); err != nil {
+			c.m.log.Warn("voice: mark abandoned run", "call", c.info.ID, "error", err)
+		}
+	}()
+}
+
+// wasted describes an abandoned generation for the turn's metrics.
+func (g *generation) wasted(why string) map[string]any {
+	return map[string]any{"kind": "generation", "reason": why, "ms": g.c.clk.Since(g.started).Milliseconds()}
+}
+
+// run is the generation's body: the model run, the sentences it streams,
+// their synthesis, all held until confirm.
+func (g *generation) run(messages []agent.Message) {
+	defer close(g.done)
+	c := g.c
+	sentences := make(chan spoken, 16)
+	// say queues a sentence for synthesis; the filler's timer says its
+	// phrase from another goroutine, so the channel closes under the lock.
+	var sayMu sync.Mutex
+	sayClosed := false
+	say := func(s spoken) {
+		sayMu.Lock()
+		defer sayMu.Unlock()
+		if !sayClosed {
+			sentences <- s
+		}
+	}
+	var mmu sync.Mutex
+	metric := func(k string, v any) {
+		mmu.Lock()
+		g.metrics[k] = v
+		mmu.Unlock()
+	}
+	var synth sync.WaitGroup
+	synth.Add(1)
+	go func() {
+		defer synth.Done()
+		g.synthesize(sentences, metric)
+	}()
+	g.fill = c.newFiller(say)
+	var split sentenceSplitter
+	firstToken := true
+	res, err := c.m.cfg.Runtime.Turn(g.ctx, agent.TurnRequest{
+		Agent: c.info.Agent, Messages: messages, System: c.recall, NoMemoryTools: true, Wire: "voice",
+		ServerTools: c.callTools(),
+	}, func(ev agent.Event) error {
+		switch ev.Kind {
+		case agent.EventToolRunning:
+			// No tool acts for words the caller may not have finished.
+			if !g.hold() {
+				return g.ctx.Err()
+			}
+			g.fill.start(ev.Text)
+			return nil
+		case agent.EventToolResult:
+			g.fill.stop()
+			return nil
+		case agent.EventTextDelta:
+		default:
+			return nil
+		}
+		if firstToken {
+			firstToken = false
+			d := c.clk.Since(g.started)
+			metric("timeToFirstTokenMs", d.Milliseconds())
+			c.m.sawFirstToken(c.info.Agent, d)
+		}
+		for _, s := range split.Feed(ev.Text) {
+			say(spoken{text: s})
+		}
+		return nil
+	})
+	g.fill.stop()
+	if rest := split.Flush(); rest != "" && err == nil {
+		say(spoken{text: rest})
+	}
+	sayMu.Lock()
+	sayClosed = true
+	close(sentences)
+	sayMu.Unlock()
+	synth.Wait()
+	g.res, g.err = res, err
+}
+
+// synthesize speaks each sentence; before confirm its audio is kept here,
+// after it goes to the playout (as it arrives, with a streaming engine).
+func (g *generation) synthesize(sentences <-chan spoken, metric func(string, any)) {
+	c := g.c
+	first, playable := true, false
+	ready := func() {
+		if !playable {
+			playable = true
+			metric("audioReadyAt", c.clk.Now())
+		}
+	}
+	for s := range sentences {
+		t0 := c.clk.Now()
+		firstByte := func() {
+			if first {
+				first = false
+				metric("textToSpeechFirstByteMs", c.clk.Since(t0).Milliseconds())
+			}
+		}
+		if st, ok := c.tts.(StreamingSynthesizer); ok {
+			// The first bytes play as they arrive; the next sentence is
+			// synthesised while this one plays. This engine has no word
+			// timings: a sentence is heard only once all of it played.
+			var seg *Segment
+			var held []int16
+			open := func() bool {
+				if seg == nil && g.confirmed() {
+					seg = c.playout.Stream(g.t.id, Segment{Text: s.text})
+					if len(held) > 0 {
+						ready()
+					}
+					c.playout.Append(seg, held)
+					held = nil
+				}
+				return seg != nil
+			}
+			err := st.SynthesizeStream(g.ctx, s.text, c.info.SampleRate, func(pcm []int16) {
+				firstByte()
+				if open() {
+					ready()
+					c.playout.Append(seg, pcm)
+				} else {
+					held = append(held, pcm...)
+				}
+			})
+			if err != nil && g.ctx.Err() == nil {
+				c.m.log.Warn("voice: text-to-speech", "call", c.info.ID, "error", err)
+			}
+			if !g.hold() {
+				break
+			}
+			open()
+			c.playout.Seal(seg, err != nil)
+			continue
+		}
+		seg, err := c.tts.Synthesize(g.ctx, s.text, c.info.SampleRate)
+		if err != nil {
+			if g.ctx.Err() == nil {
+				c.m.log.Warn("voice: text-to-speech", "call", c.info.ID, "error", err)
+			}
+			continue
+		}
+		if s.filler {
+			// Heard only once all of it played: a cut filler is not
+			// committed word by word.
+			seg.Words = nil
+		}
+		firstByte()
+		if !g.hold() {
+			break
+		}
+		ready()
+		c.playout.Enqueue(g.t.id, seg)
+	}
+	for range sentences {
+		// Abandoned: let the run finish saying what it says, unheard.
+	}
+}

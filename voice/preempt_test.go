@@ -1,0 +1,93 @@
+package voice
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stackbone/box/internal/poll"
+	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/runs"
+)
+
+// The caller asks a question and pauses: the answer starts on the
+// speculative transcript before the endpoint, is generated and
+// synthesised, and held. The caller goes on before the endpoint: the held
+// answer is abandoned without a frame of it played, nothing of it is
+// committed or sent to the model again, its run is marked abandoned, and
+// the whole question is answered.
+func TestPreemptiveAnswerIsHeldAndAbandonedWhenTheCallerGoesOn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.mgr.firstToken["talker"] = time.Second // the model is known to be slow: start early
+	e.model.RespondTranscripts(func(wav []byte) string {
+		if len(wav)-44 < 2*8000 {
+			return "Can I book a table?"
+		}
+		return "Can I book a table for two on Friday?"
+	})
+	e.model.Script(providertest.Reply{Content: "Sure, for how many?"}, providertest.Reply{Content: "Friday for two is booked."})
+	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
+	r.say(800)
+	r.step(len(r.in))
+	r.step(7) // 140 ms of silence: the speculation went out at 120 ms
+	// On the call's clock the endpoint (200 ms after a question) has not
+	// come; the held answer is generated and synthesised meanwhile.
+	poll.Until(t, "the held answer's speech", 10*time.Second, func() bool { return len(e.model.SpeechRequests()) >= 1 })
+	if n := r.line.voicedOut(); n != 0 {
+		t.Fatalf("%d voiced frames played before the turn was confirmed", n)
+	}
+	r.say(600) // the caller goes on
+	r.stepUntil("the answer to play through", 1000, func() bool { return len(r.call.Entries()) == 2 })
+	entries := r.call.Entries()
+	if entries[0].Text != "Can I book a table for two on Friday?" || entries[1].Text != "Friday for two is booked." {
+		t.Fatalf("heard %+v", entries)
+	}
+	r.call.End(OutcomeCompleted, "")
+	rec := r.end()
+	for _, en := range rec.Transcript {
+		if strings.Contains(en.Text, "how many") {
+			t.Fatal("the abandoned answer was committed")
+		}
+	}
+	chats := e.model.ChatRequests()
+	if len(chats) != 3 { // the abandoned, the answer, the extraction
+		t.Fatalf("%d chat requests", len(chats))
+	}
+	for _, m := range chats[1].Messages {
+		if m.Content == "Can I book a table?" || strings.Contains(m.Content, "how many") {
+			t.Fatal("the abandoned speculation reached the model again")
+		}
+	}
+	if !strings.Contains(chats[2].Messages[len(chats[2].Messages)-1].Content, "Friday for two is booked.") ||
+		strings.Contains(chats[2].Messages[len(chats[2].Messages)-1].Content, "how many") {
+		t.Fatal("the memory extraction did not get exactly the heard conversation")
+	}
+	m := rec.Metrics[0]
+	wasted, _ := m["wasted"].([]any)
+	kinds := map[string]bool{}
+	for _, w := range wasted {
+		kinds[w.(map[string]any)["kind"].(string)] = true
+	}
+	if !kinds["generation"] || m["preemptive"] != true {
+		t.Fatalf("metrics %+v", m)
+	}
+	var abandoned int
+	poll.Until(t, "the abandoned run marked", 10*time.Second, func() bool {
+		list, err := runs.NewStore(e.mgr.cfg.Pool).List(context.Background(), runs.Filter{AgentID: "talker"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		abandoned = 0
+		for _, run := range list {
+			if v, ok := run.Metadata["voice"].(map[string]any); ok && v["preemptive"] == "abandoned" {
+				abandoned++
+			}
+		}
+		return abandoned == 1
+	})
+	if n := e.ends.count(r.call.ID()); n != 1 {
+		t.Fatalf("%d completions", n)
+	}
+}

@@ -1,0 +1,96 @@
+package voice
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// Resampling audio that arrives in pieces gives what resampling the whole
+// gives, however the pieces fall.
+func TestStreamResamplerMatchesResample(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, rates := range [][2]int{{24000, 8000}, {24000, 16000}, {24000, 48000}, {8000, 8000}} {
+		for range 20 {
+			in := make([]int16, rng.IntN(5000))
+			for i := range in {
+				in[i] = int16(rng.IntN(20000) - 10000)
+			}
+			want := Resample(in, rates[0], rates[1])
+			rs := newStreamResampler(rates[0], rates[1])
+			var got []int16
+			for rest := in; len(rest) > 0; {
+				n := min(len(rest), 1+rng.IntN(700))
+				got = append(got, rs.push(rest[:n])...)
+				rest = rest[n:]
+			}
+			got = append(got, rs.flush()...)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%v: streamed %d samples differ from the whole's %d", rates, len(got), len(want))
+			}
+		}
+	}
+}
+
+// A streamed segment plays its audio as it arrives, plays silence (not
+// speech) while the stream is behind, counts as heard only once sealed and
+// played through, and a stream that failed is never heard.
+func TestStreamedSegmentIsHeardOnlyOnceSealedAndPlayed(t *testing.T) {
+	p := newPlayout(160)
+	w := &countingWriter{}
+	p.Start(1)
+	s := p.Stream(1, Segment{Text: "Hello there."})
+	select {
+	case <-p.wake:
+		t.Fatal("woken before any audio arrived")
+	default:
+	}
+	p.Append(s, make([]int16, 200))
+	select {
+	case <-p.wake:
+	default:
+		t.Fatal("the first audio of a talkspurt did not wake the pacer")
+	}
+	for i, want := range []bool{true, true, false} {
+		if speech, _, _ := p.Tick(w); speech != want {
+			t.Fatalf("frame %d: speech %v, want %v", i, speech, want)
+		}
+	}
+	if h := p.heard(true); h != "" {
+		t.Fatalf("heard %q of an open segment", h)
+	}
+	p.Append(s, make([]int16, 100))
+	p.Seal(s, false)
+	f := p.Stream(1, Segment{Text: "Cut short."})
+	p.Append(f, make([]int16, 320))
+	p.Seal(f, true)
+	p.Close(1)
+	finished := false
+	for range 10 {
+		if _, finished, _ = p.Tick(w); finished {
+			break
+		}
+	}
+	if !finished {
+		t.Fatal("the turn did not finish")
+	}
+	if h := p.Finish(); h != "Hello there." {
+		t.Fatalf("heard %q, want only the sealed sentence", h)
+	}
+}
+
+// A long first sentence breaks at a clause boundary; later ones do not.
+func TestSplitterBreaksALongFirstSentenceAtAClause(t *testing.T) {
+	var s sentenceSplitter
+	got := s.Feed("Thank you for calling the front desk of the hotel, I can certainly help you with ")
+	if len(got) != 1 || got[0] != "Thank you for calling the front desk of the hotel," {
+		t.Fatalf("first pieces %q", got)
+	}
+	got = s.Feed("that booking, and everything else you may need for your stay with us today, really. Bye")
+	if len(got) != 1 || got[0] != "I can certainly help you with that booking, and everything else you may need for your stay with us today, really." {
+		t.Fatalf("next pieces %q", got)
+	}
+	if rest := s.Flush(); rest != "Bye" {
+		t.Fatalf("rest %q", rest)
+	}
+}

@@ -1,0 +1,155 @@
+package voice
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/provider/providertest"
+)
+
+// fakeStreamSTT is an agent's streaming transcriber in the test: each
+// Listen opens a fakeStream the test drives.
+type fakeStreamSTT struct {
+	Transcriber
+	mu      sync.Mutex
+	streams []*fakeStream
+	final   func(s *fakeStream) TranscriptEvent // the answer to Finalize
+}
+
+func (f *fakeStreamSTT) Listen(context.Context, int) (TranscriptStream, error) {
+	s := &fakeStream{owner: f, results: make(chan TranscriptEvent, 64)}
+	f.mu.Lock()
+	f.streams = append(f.streams, s)
+	f.mu.Unlock()
+	return s, nil
+}
+
+func (f *fakeStreamSTT) stream() *fakeStream {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.streams) == 0 {
+		return nil
+	}
+	return f.streams[len(f.streams)-1]
+}
+
+type fakeStream struct {
+	owner   *fakeStreamSTT
+	mu      sync.Mutex
+	samples int
+	finals  int
+	closed  bool
+	results chan TranscriptEvent
+}
+
+func (s *fakeStream) Send(pcm []int16) error {
+	s.mu.Lock()
+	s.samples += len(pcm)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *fakeStream) Finalize() error {
+	s.mu.Lock()
+	s.finals++
+	s.mu.Unlock()
+	s.results <- s.owner.final(s)
+	return nil
+}
+
+func (s *fakeStream) Results() <-chan TranscriptEvent { return s.results }
+
+func (s *fakeStream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.results)
+	}
+	return nil
+}
+
+func (s *fakeStream) sent() (samples, finals int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.samples, s.finals
+}
+
+func streamingEnv(t *testing.T, f *fakeStreamSTT) *env {
+	return newEnv(t, func(c *Config) {
+		inner := c.Speech
+		c.Speech = func(name string, ag config.Agent, rate int) (Transcriber, Synthesizer, error) {
+			stt, tts, err := inner(name, ag, rate)
+			f.Transcriber = stt
+			return f, tts, err
+		}
+	})
+}
+
+// With a streaming transcriber the caller's audio goes out as they speak;
+// an interim that ends a question ends the turn after the minimum delay,
+// the endpoint asks for the final, and the final is what commits. No
+// utterance is uploaded for transcription.
+func TestStreamingTranscriptionEndsEarlyAndCommitsTheFinal(t *testing.T) {
+	t.Parallel()
+	f := &fakeStreamSTT{final: func(*fakeStream) TranscriptEvent {
+		return TranscriptEvent{Text: "What time do you open tomorrow?", Final: true}
+	}}
+	e := streamingEnv(t, f)
+	e.model.Script(providertest.Reply{Content: "At nine."})
+	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
+	s := f.stream()
+	if s == nil {
+		t.Fatal("no stream was opened")
+	}
+	r.say(1000)
+	r.step(25)
+	s.results <- TranscriptEvent{Text: "What time do"}
+	r.step(len(r.in))
+	r.step(1)
+	s.results <- TranscriptEvent{Text: "What time do you open tomorrow?"}
+	r.stepUntil("the answer to play through", 1000, func() bool { return len(r.call.Entries()) == 2 })
+	entries := r.call.Entries()
+	if entries[0].Text != "What time do you open tomorrow?" || entries[1].Text != "At nine." {
+		t.Fatalf("heard %+v", entries)
+	}
+	samples, finals := s.sent()
+	if finals != 1 || samples < 8000*800/1000 { // the voiced 800 ms of the second, at least
+		t.Fatalf("stream got %d samples and %d finalize requests", samples, finals)
+	}
+	r.call.End(OutcomeCompleted, "")
+	rec := r.end()
+	m := rec.Metrics[0]
+	if m["transcription"] != "stream" || m["endpoint"] != endComplete {
+		t.Fatalf("metrics %+v", m)
+	}
+	if eou := m["endOfUtteranceMs"].(float64); eou > 400 {
+		t.Fatalf("end of utterance %v ms after a complete question", eou)
+	}
+	if n := len(e.model.Uploads()); n != 0 {
+		t.Fatalf("%d utterances uploaded with a streaming transcriber", n)
+	}
+}
+
+// A stream that fails mid-call leaves the call on one request per
+// utterance.
+func TestFailedStreamFallsBackToRequests(t *testing.T) {
+	t.Parallel()
+	f := &fakeStreamSTT{final: func(*fakeStream) TranscriptEvent { return TranscriptEvent{Text: "unused", Final: true} }}
+	e := streamingEnv(t, f)
+	e.model.ScriptTranscripts("Are you there?")
+	e.model.Script(providertest.Reply{Content: "Yes."})
+	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
+	s := f.stream()
+	s.results <- TranscriptEvent{Err: context.DeadlineExceeded}
+	s.Close()
+	r.say(800)
+	r.stepUntil("the answer to play through", 1000, func() bool { return len(r.call.Entries()) == 2 })
+	if entries := r.call.Entries(); entries[0].Text != "Are you there?" || entries[1].Text != "Yes." {
+		t.Fatalf("heard %+v", entries)
+	}
+	r.call.End(OutcomeCompleted, "")
+	r.end()
+}
