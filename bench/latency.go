@@ -444,6 +444,7 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 				for _, e := range rec.Transcript {
 					if e.Role == voice.RoleUser && !want[e.Text] {
 						row.FalseEndpoints++
+						cfg.Logger.Debug("bench latency: false endpoint", "profile", p.Name, "transport", transport, "turn", e.Turn, "text", e.Text)
 					}
 				}
 				var heardTurns []time.Duration // the answered utterances, in order, as the metrics list them
