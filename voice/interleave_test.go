@@ -19,9 +19,9 @@ import (
 // on the playout, and the caller's side it answers is committed.
 type watchedLine struct {
 	line
-	call    atomic.Pointer[Call]
-	mu      sync.Mutex
-	early   int // voiced frames written before their turn was confirmed
+	call  atomic.Pointer[Call]
+	mu    sync.Mutex
+	early int // voiced frames written before their turn was confirmed
 }
 
 func (w *watchedLine) WriteFrame(pcm []int16) error {
