@@ -413,6 +413,21 @@ func newGenerator(ctx context.Context) (*generator, error) {
 
 func (g *generator) close() { g.ua.Close() }
 
+// invite calls the box (its number 100) from caller and returns the
+// established dialog and its media.
+func (g *generator) invite(ctx context.Context, boxAddr, caller string) (*diago.DialogClientSession, *diago.DialogMedia, error) {
+	var recipient sipgosip.Uri
+	if err := sipgosip.ParseUri("sip:100@"+boxAddr, &recipient); err != nil {
+		return nil, nil, err
+	}
+	host, _, _ := net.SplitHostPort(boxAddr)
+	opts := diago.InviteOptions{Headers: []sipgosip.Header{&sipgosip.FromHeader{
+		Address: sipgosip.Uri{Scheme: "sip", User: caller, Host: host}, Params: sipgosip.NewParams()}}}
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return g.dg.Invite(ictx, recipient, opts)
+}
+
 // callStats is what one generated call measured.
 type callStats struct {
 	jitter  []time.Duration
@@ -476,17 +491,8 @@ func (g *generator) step(ctx context.Context, boxAddr string, n int, number *int
 // receives inside the window, and hangs up. It returns the call setup time.
 func (g *generator) call(ctx context.Context, boxAddr, caller string, from, to time.Time, stop <-chan struct{}) (callStats, time.Duration, error) {
 	var st callStats
-	var recipient sipgosip.Uri
-	if err := sipgosip.ParseUri("sip:100@"+boxAddr, &recipient); err != nil {
-		return st, 0, err
-	}
-	host, _, _ := net.SplitHostPort(boxAddr)
-	opts := diago.InviteOptions{Headers: []sipgosip.Header{&sipgosip.FromHeader{
-		Address: sipgosip.Uri{Scheme: "sip", User: caller, Host: host}, Params: sipgosip.NewParams()}}}
 	start := time.Now()
-	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	d, med, err := g.dg.Invite(ictx, recipient, opts)
-	cancel()
+	d, med, err := g.invite(ctx, boxAddr, caller)
 	if err != nil {
 		return st, 0, err
 	}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/emiago/diago"
 	"github.com/emiago/diago/media"
-	sipgosip "github.com/emiago/sipgo/sip"
 	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/zaf/g711"
@@ -445,6 +444,7 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 				for _, e := range rec.Transcript {
 					if e.Role == voice.RoleUser && !want[e.Text] {
 						row.FalseEndpoints++
+						cfg.Logger.Debug("bench latency: false endpoint", "profile", p.Name, "transport", transport, "turn", e.Turn, "text", e.Text)
 					}
 				}
 				var heardTurns []time.Duration // the answered utterances, in order, as the metrics list them
@@ -653,16 +653,7 @@ type sipCaller struct {
 }
 
 func (g *generator) latencyCall(ctx context.Context, boxAddr, caller string) (latencyCaller, error) {
-	var recipient sipgosip.Uri
-	if err := sipgosip.ParseUri("sip:100@"+boxAddr, &recipient); err != nil {
-		return nil, err
-	}
-	host, _, _ := net.SplitHostPort(boxAddr)
-	opts := diago.InviteOptions{Headers: []sipgosip.Header{&sipgosip.FromHeader{
-		Address: sipgosip.Uri{Scheme: "sip", User: caller, Host: host}, Params: sipgosip.NewParams()}}}
-	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	d, med, err := g.dg.Invite(ictx, recipient, opts)
-	cancel()
+	d, med, err := g.invite(ctx, boxAddr, caller)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/configs"
@@ -94,6 +95,26 @@ func TestVoiceSTTMode(t *testing.T) {
 		_, err := config.Parse([]byte("agents:\n  support:\n    " + tc.yaml + "\n"))
 		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: got %v, want ErrInvalid saying %q", name, err, tc.says)
+		}
+	}
+}
+
+func TestVoiceEndpointDelays(t *testing.T) {
+	c, err := config.Parse([]byte("agents:\n  support:\n    voice: {minEndpointDelay: 300ms, maxEndpointDelay: 2s}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := c.Agents["support"].Voice; v.MinEndpointDelay != 300*time.Millisecond || v.MaxEndpointDelay != 2*time.Second {
+		t.Fatalf("delays parsed as %v and %v", v.MinEndpointDelay, v.MaxEndpointDelay)
+	}
+	for name, y := range map[string]string{
+		"negative":      "voice: {minEndpointDelay: -1s}",
+		"too long":      "voice: {maxEndpointDelay: 10s}",
+		"min above max": "voice: {minEndpointDelay: 900ms, maxEndpointDelay: 500ms}",
+	} {
+		_, err := config.Parse([]byte("agents:\n  support:\n    " + y + "\n"))
+		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "EndpointDelay") {
+			t.Errorf("%s: got %v, want ErrInvalid about the endpoint delays", name, err)
 		}
 	}
 }

@@ -196,6 +196,21 @@ func orEmpty(m map[string]any) map[string]any {
 	return m
 }
 
+// Cancel marks a finished run cancelled after the fact, merging m into its
+// metadata: a voice answer generated ahead of its turn and then abandoned
+// (the caller went on) never reached anyone, whatever the model did.
+func (s *Store) Cancel(ctx context.Context, id uuid.UUID, m map[string]any) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("runs: metadata: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE stackbone_platform.runs SET status = $2, metadata = metadata || $3 WHERE id = $1`,
+		id, StatusCancelled, b); err != nil {
+		return fmt.Errorf("runs: cancel: %w", err)
+	}
+	return nil
+}
+
 // MergeMetadata adds keys to a run's metadata (per-turn voice metrics known
 // only once audio played). It never holds content.
 func (s *Store) MergeMetadata(ctx context.Context, id uuid.UUID, m map[string]any) error {

@@ -36,6 +36,20 @@
 // carry the caller's audio while they speak and answer interim and final
 // transcripts; they also Transcribe a whole utterance over one stream.
 //
+// A turn is answered as early as it safely can be. Endpointing reads the
+// words so far (a speculative HTTP transcription after 120 ms of silence,
+// or a live stream's interims): a question ends the turn after the agent's
+// voice.minEndpointDelay, a statement after 450 ms, a trailing word ("and",
+// "um", a comma) waits up to voice.maxEndpointDelay, and nothing known the
+// VAD's delay. A speculation the caller talks past is cancelled. The answer
+// may start before the endpoint (preemptive generation) as early as the
+// model's usual first token pays off, but it is held, no audio and no
+// tool, until the turn is confirmed with the same words; otherwise it is
+// abandoned and nothing of it is committed, saved or sent again. Speech
+// plays as it streams (StreamingSynthesizer), the next sentence is
+// synthesised while one plays, and a talkspurt starts on its own 20 ms
+// grid the moment its first audio is playable.
+//
 // The limits of a call live here and nowhere else: the maximum length
 // (Config.MaxDuration, or CallInfo.MaxDuration) and the media timeout
 // (CallInfo.MediaTimeout). How many calls a

@@ -83,8 +83,9 @@ func (g *generation) current() bool {
 	return idle && len(c.transcript.Entries()) == g.history
 }
 
-// abandon cancels an unconfirmed generation; its cancelled run row is
-// marked as a preemptive generation nobody heard.
+// abandon cancels an unconfirmed generation; its run row is marked
+// cancelled (also when the model had finished) with voice.preemptive =
+// "abandoned" and the reason: nobody heard it.
 func (c *Call) abandon(g *generation, why string) {
 	g.cancel()
 	go func() {
@@ -92,7 +93,7 @@ func (c *Call) abandon(g *generation, why string) {
 		if g.res.RunID == [16]byte{} {
 			return
 		}
-		if err := c.m.cfg.Runs.MergeMetadata(context.Background(), g.res.RunID, map[string]any{
+		if err := c.m.cfg.Runs.Cancel(context.Background(), g.res.RunID, map[string]any{
 			"voice": map[string]any{"preemptive": "abandoned", "reason": why}}); err != nil {
 			c.m.log.Warn("voice: mark abandoned run", "call", c.info.ID, "error", err)
 		}

@@ -15,7 +15,7 @@ import (
 // speculative transcript before the endpoint, is generated and
 // synthesised, and held. The caller goes on before the endpoint: the held
 // answer is abandoned without a frame of it played, nothing of it is
-// committed or sent to the model again, its run is marked abandoned, and
+// committed or sent to the model again, its run is marked cancelled, and
 // the whole question is answered.
 func TestPreemptiveAnswerIsHeldAndAbandonedWhenTheCallerGoesOn(t *testing.T) {
 	t.Parallel()
@@ -81,7 +81,7 @@ func TestPreemptiveAnswerIsHeldAndAbandonedWhenTheCallerGoesOn(t *testing.T) {
 		}
 		abandoned = 0
 		for _, run := range list {
-			if v, ok := run.Metadata["voice"].(map[string]any); ok && v["preemptive"] == "abandoned" {
+			if v, ok := run.Metadata["voice"].(map[string]any); ok && v["preemptive"] == "abandoned" && run.Status == runs.StatusCancelled {
 				abandoned++
 			}
 		}

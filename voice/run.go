@@ -145,7 +145,22 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 		spec      *speculation // of the utterance in progress
 		draft     *generation  // the answer started before the endpoint
 		wasted    []map[string]any
+		span      trace.Span // the turn's, from the start of speech
 	)
+	drop := func() { // the utterance in progress was noise
+		if span != nil {
+			span.SetAttributes(attribute.Bool("turn.discarded", true))
+			span.End()
+			span = nil
+		}
+	}
+	defer drop()
+	inTurn := func() context.Context { // for the turn's provider requests
+		if span == nil {
+			return ctx
+		}
+		return trace.ContextWithSpan(ctx, span)
+	}
 	abandon := func(why string) {
 		if draft != nil {
 			c.abandon(draft, why)
@@ -166,6 +181,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 	}
 	defer discard()
 	emit := func(u utterance) bool {
+		u.span, span = span, nil
 		u.draft, draft = draft, nil
 		u.wasted, wasted = wasted, nil
 		if live != nil {
@@ -219,10 +235,13 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			case ev == vadSpeechStart:
 				discard()
 				abandon("the caller went on")
+				drop()
+				_, span = telemetry.Tracer("voice").Start(ctx, "turn")
 				voicedAt = now
 			case ev == vadDiscard:
 				discard()
 				abandon("noise")
+				drop()
 			case ev == vadSpeechEnd:
 				// The longest delay passed without a decision.
 				_, reason := ep.delay(c.words(live, spec, voicedAt))
@@ -238,7 +257,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 				discard() // the caller went on
 				abandon("the caller went on")
 			case speaking && live == nil && spec == nil && now.Sub(voicedAt) >= speculateAfter:
-				spec = c.speculate(ctx, det.Snapshot(), wake)
+				spec = c.speculate(inTurn(), det.Snapshot(), wake)
 			}
 		}
 		if speaking, _ := det.Speaking(); !speaking || det.Silent() == 0 {
@@ -253,13 +272,14 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			// usual first token pays off, so a pause the caller talks
 			// past rarely costs a model run.
 			abandon("the words changed")
-			draft = c.generate(ctx, text, c.messages())
+			draft = c.generate(inTurn(), text, c.messages())
 		}
 		if now.Sub(voicedAt) >= d {
 			pcm, ok := det.Cut()
 			if !ok {
 				discard() // a click or a cough
 				abandon("noise")
+				drop()
 				continue
 			}
 			if !emit(utterance{pcm: pcm, lastVoice: lastVoice, endpoint: now, reason: reason}) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/config"
@@ -34,6 +35,9 @@ type utterance struct {
 	draft *generation
 	// wasted is the speculative provider work cancelled during the turn.
 	wasted []map[string]any
+	// span is the turn's trace span, begun when the caller started
+	// speaking (nil for a keypad digit).
+	span trace.Span
 }
 
 // turn is one spoken exchange: the caller's utterance, its commit, the
@@ -69,7 +73,14 @@ func (c *Call) nextTurn() int {
 // turn records its metrics.
 func (t *turn) run(ctx context.Context) {
 	c := t.c
-	ctx, span := telemetry.Tracer("voice").Start(ctx, "turn")
+	span := t.u.span
+	if span == nil {
+		ctx, span = telemetry.Tracer("voice").Start(ctx, "turn")
+	} else {
+		// The turn's span began with the caller's speech, so its
+		// speculation and preemptive answer are inside it.
+		ctx = trace.ContextWithSpan(ctx, span)
+	}
 	defer span.End()
 	var text string
 	if t.u.digit != 0 {
