@@ -28,13 +28,10 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/zaf/g711"
 
-	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/migrations"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
-	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/voice"
 )
@@ -53,6 +50,11 @@ type CallsConfig struct {
 	// Rate is how many calls per second the generator starts (default 40),
 	// so call setup is measured under load rather than as one burst.
 	Rate int
+	// STT is how the agent listens: "http" (default: one transcription
+	// request per utterance), or "realtime" or "deepgram" (a live
+	// transcription stream per call, over the scripted provider's
+	// WebSocket endpoints).
+	STT string
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -191,35 +193,25 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		}
 		return providertest.Reply{Content: "Sure, I can help."}
 	})
-	quiet := slog.New(slog.DiscardHandler)
-	c, err := config.Parse([]byte(benchCallAgents))
+	stt := cfg.STT
+	if stt == "" {
+		stt = "http"
+	}
+	c, err := config.Parse([]byte(benchCallAgents + "    voice: {sttMode: " + stt + "}\n"))
 	if err != nil {
 		return CallsReport{}, err
 	}
-	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: model.URL()}}, nil)
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: quiet, FallbackModel: "openai/extractor"})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(c), quiet)
-	if err := settings.FixDeclaredKeys(ctx); err != nil {
-		return CallsReport{}, err
-	}
-	rt := agent.New(agent.Config{Pool: pool, Agents: c.Agents, Models: reg, Memory: mem, Settings: settings, Logger: quiet})
-	maxCalls := slices.Max(cfg.Steps) + 10
-	mgr := voice.NewManager(voice.Config{Pool: pool, Agents: c.Agents, Runtime: rt, Memory: mem, Settings: settings,
-		Runs: runs.NewStore(pool), Speech: voice.ProviderSpeech(reg, nil), Logger: quiet})
-	srv, err := sip.New(sip.Config{Manager: mgr, Logger: quiet, Config: config.SIP{
-		Addr: "127.0.0.1:0", MaxCalls: maxCalls,
+	c.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
+	c.Memory.Model = "openai/extractor"
+	c.SIP = config.SIP{Addr: "127.0.0.1:0", MaxCalls: slices.Max(cfg.Steps) + 10,
 		Trunks: config.Trunks{Inbound: []config.InboundTrunk{{Name: "bench", Sources: []string{"127.0.0.1"},
-			Routes: []config.Route{{Number: "*", Agent: "receptionist"}}}}},
-	}})
+			Routes: []config.Route{{Number: "*", Agent: "receptionist"}}}}}}
+	served, stopBox, err := StartBox(ctx, pool, c, "bench-calls-key", box.Options{})
 	if err != nil {
 		return CallsReport{}, err
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := srv.Start(sctx); err != nil {
-		return CallsReport{}, err
-	}
-	defer srv.Close()
+	defer stopBox()
+	srv := served.Phones
 
 	gen, err := newGenerator(ctx)
 	if err != nil {
@@ -231,6 +223,8 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		fmt.Sprintf("box and load generator in one process on loopback, GOMAXPROCS=%d; PostgreSQL %s", runtimeProcs(), serverVersion(ctx, pool)),
 		fmt.Sprintf("each step: calls started at %d/s, then held %s; G.711 PCMU, 20 ms packets both ways", cfg.Rate, cfg.Hold),
 		"setup: INVITE to 200 OK (open, recall, answer); jitter: |interval - 20 ms| of the box's packets at the generator",
+		"speech-to-text: " + stt + map[string]string{"http": " (a transcription request per utterance)",
+			"realtime": " (a live OpenAI Realtime transcription session per call)", "deepgram": " (a live Deepgram-compatible stream per call)"}[stt],
 	}}
 	rep.Setup = append(rep.Setup, "each step runs twice: alone, then with a CPU hog beside the box (a shell busy loop, one core at most)",
 		"cpu %/call: process CPU (box and generator) per call in the window, % of one core; KB/call: resident memory growth per call")
@@ -274,7 +268,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			}
 			// Wait for the calls' completions (memory saves) before the next step.
 			deadline := time.Now().Add(2 * time.Minute)
-			for (mgr.Active() > 0 || srv.Active() > 0) && time.Now().Before(deadline) {
+			for (served.Calls.Active() > 0 || srv.Active() > 0) && time.Now().Before(deadline) {
 				time.Sleep(100 * time.Millisecond)
 			}
 			after := srv.Stats()
@@ -283,6 +277,14 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			rep.Steps = append(rep.Steps, step)
 			cfg.Logger.Info("bench calls: step done", "calls", n, "hog", hog, "up", step.Established, "pacingP99Ms", ms(step.Pacing.P99))
 		}
+	}
+	if stt != "http" {
+		finals := 0
+		streams := model.LiveSessions()
+		for _, ls := range streams {
+			finals += len(ls.Finals)
+		}
+		rep.Setup = append(rep.Setup, fmt.Sprintf("live transcription: %d streams opened, %d final transcripts sent", len(streams), finals))
 	}
 	return rep, nil
 }

@@ -35,6 +35,7 @@ at real time on each, and measures the box's packets; the box answers every turn
 	cmd.Flags().IntSliceVar(&cfg.Steps, "steps", []int{25, 50, 100, 200}, "concurrent calls at each step")
 	cmd.Flags().DurationVar(&cfg.Hold, "hold", 20*time.Second, "how long each step's calls stay up once established")
 	cmd.Flags().IntVar(&cfg.Rate, "rate", 40, "calls started per second")
+	cmd.Flags().StringVar(&cfg.STT, "stt", "http", "how the agent listens: http (a request per utterance), realtime or deepgram (a live stream per call)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "where the private PostgreSQL cluster lives")
 	return cmd
 }

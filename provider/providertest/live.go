@@ -128,6 +128,8 @@ type liveConn struct {
 	voiced int // samples of the utterance in progress louder than silence
 	heard  int // samples received on the connection
 	start  int // where the utterance in progress starts in sess.Audio
+	// discard keeps only the utterance in progress (DiscardRequests).
+	discard bool
 }
 
 // outItem is a message the sender writes not before at.
@@ -150,8 +152,12 @@ func (s *Server) openLive(w http.ResponseWriter, r *http.Request, protocol strin
 	nth := s.audio.liveOpened
 	s.audio.liveOpened++
 	s.audio.mu.Unlock()
+	s.mu.Lock()
+	discard := s.discard
+	s.mu.Unlock()
 	ctx, cancel := context.WithCancel(r.Context())
-	lc := &liveConn{s: s, conn: conn, sess: sess, rate: rate, nth: nth, out: make(chan outItem, 1024), ctx: ctx, cancel: cancel}
+	lc := &liveConn{s: s, conn: conn, sess: sess, rate: rate, nth: nth, out: make(chan outItem, 1024), ctx: ctx, cancel: cancel,
+		discard: discard}
 	go func() {
 		select {
 		case <-s.done:
@@ -273,6 +279,10 @@ func (c *liveConn) final() (text string, ok bool, l Live) {
 	a.mu.Lock()
 	utter := append([]int16(nil), c.sess.Audio[c.start:]...)
 	c.start, c.words, c.voiced = len(c.sess.Audio), 0, 0
+	if c.discard {
+		// A load run keeps no call's audio past its utterance.
+		c.sess.Audio, c.start = c.sess.Audio[:0], 0
+	}
 	l = a.live
 	fallback := a.fallback
 	if len(a.transcripts) > 0 {
