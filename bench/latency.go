@@ -25,18 +25,12 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/zaf/g711"
 
-	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/api"
-	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/migrations"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/rooms/roomstest"
-	"github.com/stackbone/box/runs"
-	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/voice"
 )
 
@@ -317,71 +311,45 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 		}
 		return providertest.Reply{Content: latencyAnswer, Delay: profile.Load().FirstToken}
 	})
-	quiet := slog.New(slog.DiscardHandler)
 	c, err := config.Parse([]byte(latencyAgents))
 	if err != nil {
 		return LatencyReport{}, err
 	}
 	c.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
-	reg := provider.NewRegistry(c.Providers, nil)
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: quiet, FallbackModel: "openai/extractor"})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(c), quiet)
-	if err := settings.FixDeclaredKeys(ctx); err != nil {
-		return LatencyReport{}, err
-	}
-	rt := agent.New(agent.Config{Pool: pool, Agents: c.Agents, Models: reg, Memory: mem, Settings: settings, Logger: quiet})
-	speech := voice.ProviderSpeech(reg, nil)
-	opened := make(chan string, 16)
-	mgr := voice.NewManager(voice.Config{Pool: pool, Agents: c.Agents, Runtime: rt, Memory: mem, Settings: settings,
-		Runs: runs.NewStore(pool), Logger: quiet,
-		Speech: func(name string, ag config.Agent, rate int) (voice.Transcriber, voice.Synthesizer, error) {
-			stt, tts, err := speech(name, ag, rate)
-			if p := profile.Load(); err == nil && p.Streaming {
-				stt = &liveScripted{Transcriber: stt, final: p.StreamingFinal}
-			}
-			return stt, tts, err
-		},
-		OnOpen: func(call *voice.Call) {
-			select {
-			case opened <- call.ID():
-			default:
-			}
-		}})
-	sipSrv, err := sip.New(sip.Config{Manager: mgr, Logger: quiet, Config: config.SIP{
-		Addr: "127.0.0.1:0", MaxCalls: 4,
+	c.Memory.Model = "openai/extractor"
+	c.SIP = config.SIP{Addr: "127.0.0.1:0", MaxCalls: 4,
 		Trunks: config.Trunks{Inbound: []config.InboundTrunk{{Name: "bench", Sources: []string{"127.0.0.1"},
-			Routes: []config.Route{{Number: "*", Agent: "host"}}}}},
-	}})
+			Routes: []config.Route{{Number: "*", Agent: "host"}}}}}}
+	c.Rooms = config.Rooms{MaxRooms: 4}
+	opened := make(chan string, 16)
+	served, stopBox, err := StartBox(ctx, pool, c, "bench-key", box.Options{
+		// The providers' speech; the streaming profile listens on a live
+		// stream with a hosted provider's timing.
+		Speech: func(models voice.Models) voice.SpeechFactory {
+			speech := voice.ProviderSpeech(models, nil)
+			return func(name string, ag config.Agent, rate int) (voice.Transcriber, voice.Synthesizer, error) {
+				stt, tts, err := speech(name, ag, rate)
+				if p := profile.Load(); err == nil && p.Streaming {
+					stt = &liveScripted{Transcriber: stt, final: p.StreamingFinal}
+				}
+				return stt, tts, err
+			}
+		},
+		TuneCalls: func(vc *voice.Config) {
+			vc.OnOpen = func(call *voice.Call) {
+				select {
+				case opened <- call.ID():
+				default:
+				}
+			}
+		},
+	})
 	if err != nil {
 		return LatencyReport{}, err
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := sipSrv.Start(sctx); err != nil {
-		return LatencyReport{}, err
-	}
-	defer sipSrv.Close()
-	keys := auth.NewStore(pool)
-	const key = "bench-key"
-	if err := keys.Ensure(ctx, "bench", key, auth.AllScopes); err != nil {
-		return LatencyReport{}, err
-	}
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: quiet})
-	mgr.Register(srv)
-	rs, err := rooms.New(rooms.Config{Manager: mgr, Rooms: config.Rooms{MaxRooms: 4}, Logger: quiet})
-	if err != nil {
-		return LatencyReport{}, err
-	}
-	defer rs.Close()
-	rs.Register(srv)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return LatencyReport{}, err
-	}
-	hs := &http.Server{Handler: srv}
-	go hs.Serve(ln)
-	defer hs.Close()
-	base := "http://" + ln.Addr().String()
+	defer stopBox()
+	mgr, sipSrv, key := served.Calls, served.Phones, served.Key
+	base := served.URL
 	gen, err := newGenerator(ctx)
 	if err != nil {
 		return LatencyReport{}, err
