@@ -8,12 +8,16 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/stackbone/box/provider/providertest"
 )
 
 // Figures are the latency percentiles of one scenario.
@@ -115,4 +119,13 @@ func drive(n, c int, rec *recorder, op func(worker, i int) error) {
 		}(w)
 	}
 	wg.Wait()
+}
+
+// startModel starts the scripted provider with the profiler label
+// side=model on its server's goroutines, so a CPU profile of a load run
+// tells the stand-in's work from the box's.
+func startModel() *providertest.Server {
+	var s *providertest.Server
+	pprof.Do(context.Background(), pprof.Labels("side", "model"), func(context.Context) { s = providertest.Start() })
+	return s
 }

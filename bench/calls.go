@@ -181,7 +181,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	}
 	defer pool.Close()
 
-	model := providertest.Start()
+	model := startModel()
 	defer model.Close()
 	model.DiscardRequests()
 	model.RespondTranscripts(func([]byte) string { return "I would like some help." })
