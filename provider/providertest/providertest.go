@@ -94,6 +94,9 @@ type Server struct {
 	requests []Request
 	audio    audio
 	emb      embedState
+
+	toneOnce sync.Once
+	tone     []byte // one period of the speech tone, 16-bit PCM
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
