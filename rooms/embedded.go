@@ -12,6 +12,7 @@ import (
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
+	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
 	"github.com/zaf/g711"
@@ -340,12 +341,19 @@ func offerCandidates(sdp string) (total, mdns int) {
 }
 
 // read decodes the caller's PCMU packets into frames for the controller.
+// It reads into one buffer (TrackRemote.ReadRTP allocates an MTU-sized one
+// per packet) and skips a packet it cannot parse.
 func (p *embeddedPeer) read(t *webrtc.TrackRemote) {
 	pcm := make([]int16, 0, 160)
+	buf := make([]byte, 1500)
+	var pkt rtp.Packet
 	for {
-		pkt, _, err := t.ReadRTP()
+		n, _, err := t.Read(buf)
 		if err != nil {
 			return // the peer connection closed; its state change reports the end
+		}
+		if pkt.Unmarshal(buf[:n]) != nil {
+			continue
 		}
 		if pkt.PayloadType != 0 || len(pkt.Payload) == 0 {
 			p.r.call.Alive()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
+	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
 	"github.com/zaf/g711"
@@ -233,13 +234,18 @@ func (c *Client) send() {
 func (c *Client) receive(t *webrtc.TrackRemote) {
 	defer c.wg.Done()
 	pcm := make([]int16, 0, frameSamples)
+	buf := make([]byte, 1500) // one buffer: ReadRTP allocates one per packet
+	var pkt rtp.Packet
 	for {
-		pkt, _, err := t.ReadRTP()
+		n, _, err := t.Read(buf)
 		if err != nil {
 			c.mu.Lock()
 			c.closedErr = err
 			c.mu.Unlock()
 			return
+		}
+		if pkt.Unmarshal(buf[:n]) != nil {
+			continue
 		}
 		pcm = pcm[:0]
 		for _, b := range pkt.Payload {
