@@ -36,8 +36,9 @@ type RoomsConfig struct {
 	// AdminURL is a server where the run may create and drop its database.
 	AdminURL string
 	// Steps are the numbers of concurrent calls tried, in order (default
-	// 1, 5, 10, 20, 40, 60, 80); the climb stops after the first step whose
-	// pacing jitter p99 reaches JitterLimit or that has errors.
+	// 1, 5, 10, 20, 40, 60, 80, 100, 150, 200, 250); the climb stops after
+	// the first step whose pacing jitter p99 reaches JitterLimit or that has
+	// errors or lost packets.
 	Steps []int
 	// CallDuration is how long each call stays up (default 8 s): it joins,
 	// speaks 1.2 s, hears the agent's spoken answer, then idles.
@@ -84,7 +85,7 @@ type RoomsStep struct {
 // bare ticker's jitter measured in the same steps.
 func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	if len(cfg.Steps) == 0 {
-		cfg.Steps = []int{1, 5, 10, 20, 40, 60, 80}
+		cfg.Steps = []int{1, 5, 10, 20, 40, 60, 80, 100, 150, 200, 250}
 	}
 	if cfg.CallDuration <= 0 {
 		cfg.CallDuration = 8 * time.Second
