@@ -62,6 +62,9 @@ type RoomsStep struct {
 	// Ticker is the baseline: a bare 20 ms time.Ticker in the same process
 	// during the step, what the machine's scheduler gives anyway.
 	Ticker Figures
+	// Runnable is how long the process's goroutines waited runnable
+	// before they ran during the step (runtime/metrics, sampled).
+	Runnable Figures
 	// Overhead is each turn's wire-to-wire time less the parts that are not
 	// the box (endpointing silence, speech-to-text, the model's first
 	// token, text-to-speech first byte), from the controller's metrics.
@@ -178,6 +181,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 			"overhead: wire-to-wire less endpointing, speech-to-text, first token and text-to-speech first byte (controller metrics)",
 			"cpu %/call: process CPU (box, callers, scripted model) per call from the step's start to its first hang-up, % of one core; KB/call: resident memory growth per call",
 			"in a --cpuprofile the callers' goroutines carry the label side=generator and the scripted model's side=model",
+			"runnable wait: how long goroutines waited to run (runtime/metrics /sched/latencies, sampled; percentiles to the bucket's upper edge)",
 		},
 	}
 	var steps []RoomsStep
@@ -193,7 +197,8 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		st.Join.Name, st.Jitter.Name, st.Overhead.Name, st.WireToWire.Name = label+"join", label+"agent audio pacing jitter",
 			label+"per-turn overhead", label+"wire to wire at the caller"
 		st.Ticker.Name, st.Ticker.Baseline = label+"bare 20 ms ticker jitter", true
-		rep.Figures = append(rep.Figures, st.Ticker, st.Jitter, st.Join, st.Overhead, st.WireToWire)
+		st.Runnable.Name = label + "goroutine runnable wait"
+		rep.Figures = append(rep.Figures, st.Ticker, st.Runnable, st.Jitter, st.Join, st.Overhead, st.WireToWire)
 		rep.Setup = append(rep.Setup, fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d",
 			n, st.Packets, st.Lost, 100*st.CPUPerCall, st.MemPerCall/1024))
 		ok := st.Jitter.P99 < cfg.JitterLimit && st.Join.Errors == 0 && st.Jitter.N > 0 && st.Overhead.Errors == 0 && st.Lost == 0
@@ -212,6 +217,7 @@ func roomsStep(ctx context.Context, n int, dur time.Duration, base, key string, 
 	var join, jitter, ticker, overhead, w2w recorder
 	var packets, lost atomic.Int64
 	cpu0, rss0, start := processCPU(), residentBytes(), time.Now()
+	waits0 := readSchedWaits()
 	var cpu1 time.Duration
 	var rss1 int64
 	stopTicker := make(chan struct{})
@@ -269,6 +275,7 @@ func roomsStep(ctx context.Context, n int, dur time.Duration, base, key string, 
 	}
 	close(stopTicker)
 	<-tickDone
+	runnable := readSchedWaits().figures(waits0, "runnable")
 	// The controller's per-turn metrics, once each call completed.
 	for _, id := range callIDs {
 		var rec voice.CallRecord
@@ -300,7 +307,7 @@ func roomsStep(ctx context.Context, n int, dur time.Duration, base, key string, 
 	}
 	return RoomsStep{N: n, Join: join.figures("join", false), Jitter: jitter.figures("jitter", false), Ticker: ticker.figures("ticker", true),
 		Overhead: overhead.figures("overhead", false), WireToWire: w2w.figures("w2w", false),
-		Packets: packets.Load(), Lost: lost.Load(),
+		Runnable: runnable, Packets: packets.Load(), Lost: lost.Load(),
 		CPUPerCall: (cpu1 - cpu0).Seconds() / secs / float64(n), MemPerCall: (rss1 - rss0) / int64(n)}, nil
 }
 
