@@ -21,6 +21,7 @@ require (
 	github.com/openai/openai-go/v3 v3.99.0
 	github.com/pion/ice/v4 v4.4.0
 	github.com/pion/interceptor v0.1.47
+	github.com/pion/rtp v1.10.5
 	github.com/pion/webrtc/v4 v4.2.19
 	github.com/pressly/goose/v3 v3.30.0
 	github.com/prometheus/client_golang v1.24.1
@@ -109,7 +110,6 @@ require (
 	github.com/pion/mdns/v2 v2.1.0 // indirect
 	github.com/pion/randutil v0.1.0 // indirect
 	github.com/pion/rtcp v1.2.17 // indirect
-	github.com/pion/rtp v1.10.5 // indirect
 	github.com/pion/sctp v1.11.1 // indirect
 	github.com/pion/sdp/v3 v3.0.19 // indirect
 	github.com/pion/srtp/v3 v3.0.13 // indirect

@@ -8,12 +8,18 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"math"
+	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/stackbone/box/provider/providertest"
 )
 
 // Figures are the latency percentiles of one scenario.
@@ -116,4 +122,73 @@ func drive(n, c int, rec *recorder, op func(worker, i int) error) {
 		}(w)
 	}
 	wg.Wait()
+}
+
+// startModel starts the scripted provider with the profiler label
+// side=model on its server's goroutines, so a CPU profile of a load run
+// tells the stand-in's work from the box's.
+func startModel() *providertest.Server {
+	var s *providertest.Server
+	pprof.Do(context.Background(), pprof.Labels("side", "model"), func(context.Context) { s = providertest.Start() })
+	return s
+}
+
+// schedWaits is a snapshot of the runtime's histogram of how long
+// goroutines waited runnable before they ran (runtime/metrics, sampled).
+type schedWaits []uint64
+
+// schedBuckets are that histogram's bucket edges (seconds).
+var schedBuckets []float64
+
+func readSchedWaits() schedWaits {
+	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	h := s[0].Value.Float64Histogram()
+	schedBuckets = h.Buckets
+	return slices.Clone(h.Counts)
+}
+
+// figures is the waits since earlier as percentiles, each to its bucket's
+// upper edge (Max: the highest non-empty bucket's lower edge). A load on
+// the cores shows here before it shows in the work: a goroutine that waits
+// milliseconds to run sends its packet milliseconds late.
+func (w schedWaits) figures(earlier schedWaits, name string) Figures {
+	f := Figures{Name: name}
+	if len(w) == 0 || len(w) != len(earlier) {
+		return f
+	}
+	d := make([]uint64, len(w))
+	var total uint64
+	for i := range w {
+		d[i] = w[i] - earlier[i]
+		total += d[i]
+	}
+	f.N = int(total)
+	edge := func(i int) time.Duration {
+		e := schedBuckets[min(i+1, len(schedBuckets)-1)]
+		if math.IsInf(e, 1) {
+			e = schedBuckets[i]
+		}
+		return time.Duration(e * float64(time.Second))
+	}
+	var seen uint64
+	for i, n := range d {
+		if n == 0 {
+			continue
+		}
+		seen += n
+		for _, p := range []struct {
+			at  float64
+			out *time.Duration
+		}{{0.50, &f.P50}, {0.95, &f.P95}, {0.99, &f.P99}} {
+			if *p.out == 0 && float64(seen) >= p.at*float64(total) {
+				*p.out = edge(i)
+			}
+		}
+		f.Max = time.Duration(max(schedBuckets[i], 0) * float64(time.Second))
+	}
+	return f
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -183,7 +184,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	}
 	defer pool.Close()
 
-	model := providertest.Start()
+	model := startModel()
 	defer model.Close()
 	model.DiscardRequests()
 	model.RespondTranscripts(func([]byte) string { return "I would like some help." })
@@ -213,7 +214,10 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	defer stopBox()
 	srv := served.Phones
 
-	gen, err := newGenerator(ctx)
+	// The generator's goroutines (its SIP stack's and its calls') carry a
+	// profiler label, so a CPU profile tells the box from its load.
+	var gen *generator
+	pprof.Do(ctx, pprof.Labels("side", "generator"), func(ctx context.Context) { gen, err = newGenerator(ctx) })
 	if err != nil {
 		return CallsReport{}, err
 	}
@@ -227,7 +231,8 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			"realtime": " (a live OpenAI Realtime transcription session per call)", "deepgram": " (a live Deepgram-compatible stream per call)"}[stt],
 	}}
 	rep.Setup = append(rep.Setup, "each step runs twice: alone, then with a CPU hog beside the box (a shell busy loop, one core at most)",
-		"cpu %/call: process CPU (box and generator) per call in the window, % of one core; KB/call: resident memory growth per call")
+		"cpu %/call: process CPU (box and generator) per call in the window, % of one core; KB/call: resident memory growth per call",
+		"in a --cpuprofile the generator's goroutines carry the label side=generator and the scripted model's side=model")
 	number := 0
 	for _, n := range cfg.Steps {
 		for _, hog := range []bool{false, true} {
@@ -460,7 +465,7 @@ func (g *generator) step(ctx context.Context, boxAddr string, n int, number *int
 		*number++
 		caller := "+1555" + fmt.Sprintf("%07d", *number)
 		wg.Add(1)
-		go func() {
+		go pprof.Do(ctx, pprof.Labels("side", "generator"), func(ctx context.Context) {
 			defer wg.Done()
 			st, d, err := g.call(ctx, boxAddr, caller, windowStart, windowEnd, stop)
 			mu.Lock()
@@ -472,7 +477,7 @@ func (g *generator) step(ctx context.Context, boxAddr string, n int, number *int
 			step.Established++
 			setup.add(d, nil)
 			all = append(all, st)
-		}()
+		})
 	}
 	wg.Wait()
 	snap.Wait()

@@ -8,10 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pion/webrtc/v4"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/agent"
@@ -33,8 +36,9 @@ type RoomsConfig struct {
 	// AdminURL is a server where the run may create and drop its database.
 	AdminURL string
 	// Steps are the numbers of concurrent calls tried, in order (default
-	// 1, 5, 10, 20, 40, 60, 80); the climb stops after the first step whose
-	// pacing jitter p99 reaches JitterLimit or that has errors.
+	// 1, 5, 10, 20, 40, 60, 80, 100, 150, 200, 250); the climb stops after
+	// the first step whose pacing jitter p99 reaches JitterLimit or that has
+	// errors or lost packets.
 	Steps []int
 	// CallDuration is how long each call stays up (default 8 s): it joins,
 	// speaks 1.2 s, hears the agent's spoken answer, then idles.
@@ -58,6 +62,9 @@ type RoomsStep struct {
 	// Ticker is the baseline: a bare 20 ms time.Ticker in the same process
 	// during the step, what the machine's scheduler gives anyway.
 	Ticker Figures
+	// Runnable is how long the process's goroutines waited runnable
+	// before they ran during the step (runtime/metrics, sampled).
+	Runnable Figures
 	// Overhead is each turn's wire-to-wire time less the parts that are not
 	// the box (endpointing silence, speech-to-text, the model's first
 	// token, text-to-speech first byte), from the controller's metrics.
@@ -65,6 +72,14 @@ type RoomsStep struct {
 	// WireToWire is the caller's last voiced frame sent to the first voiced
 	// agent packet received, as the caller measures it.
 	WireToWire Figures
+	// Packets are the agent packets the callers received, Lost the
+	// sequence numbers missing among them.
+	Packets, Lost int64
+	// CPUPerCall is the process's CPU time (box and callers) per call and
+	// second of the step, as a fraction of one core; MemPerCall the growth
+	// of its resident memory per call (bytes).
+	CPUPerCall float64
+	MemPerCall int64
 }
 
 // Rooms measures concurrent browser calls on the embedded WebRTC peer with
@@ -73,7 +88,7 @@ type RoomsStep struct {
 // bare ticker's jitter measured in the same steps.
 func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	if len(cfg.Steps) == 0 {
-		cfg.Steps = []int{1, 5, 10, 20, 40, 60, 80}
+		cfg.Steps = []int{1, 5, 10, 20, 40, 60, 80, 100, 150, 200, 250}
 	}
 	if cfg.CallDuration <= 0 {
 		cfg.CallDuration = 8 * time.Second
@@ -107,7 +122,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	}
 	defer pool.Close()
 
-	model := providertest.Start()
+	model := startModel()
 	defer model.Close()
 	model.DiscardRequests()
 	model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply {
@@ -153,6 +168,10 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	defer hs.Close()
 	base := "http://" + ln.Addr().String()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxN, MaxConnsPerHost: maxN}}
+	callers, err := roomstest.NewAPI()
+	if err != nil {
+		return Report{}, nil, err
+	}
 
 	rep := Report{
 		Title: "Browser rooms: concurrent calls on the embedded WebRTC peer (PCMU), Go WebRTC callers on loopback",
@@ -160,13 +179,16 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 			fmt.Sprintf("each call: join, 1.2 s of speech, the spoken answer (about 1.1 s), idle to %s; scripted model and speech", cfg.CallDuration),
 			"join: POST /api/voice/rooms to media connected; jitter: |gap between agent packets - 20 ms| at the callers",
 			"overhead: wire-to-wire less endpointing, speech-to-text, first token and text-to-speech first byte (controller metrics)",
+			"cpu %/call: process CPU (box, callers, scripted model) per call from the step's start to its first hang-up, % of one core; KB/call: resident memory growth per call",
+			"in a --cpuprofile the callers' goroutines carry the label side=generator and the scripted model's side=model",
+			"runnable wait: how long goroutines waited to run (runtime/metrics /sched/latencies, sampled; percentiles to the bucket's upper edge)",
 		},
 	}
 	var steps []RoomsStep
 	largest := 0
 	for _, n := range cfg.Steps {
 		cfg.Logger.Info("rooms step", "calls", n)
-		st, err := roomsStep(ctx, n, cfg.CallDuration, base, key, client, calls)
+		st, err := roomsStep(ctx, n, cfg.CallDuration, base, key, client, callers, calls)
 		if err != nil {
 			return Report{}, nil, err
 		}
@@ -175,21 +197,29 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		st.Join.Name, st.Jitter.Name, st.Overhead.Name, st.WireToWire.Name = label+"join", label+"agent audio pacing jitter",
 			label+"per-turn overhead", label+"wire to wire at the caller"
 		st.Ticker.Name, st.Ticker.Baseline = label+"bare 20 ms ticker jitter", true
-		rep.Figures = append(rep.Figures, st.Ticker, st.Jitter, st.Join, st.Overhead, st.WireToWire)
-		ok := st.Jitter.P99 < cfg.JitterLimit && st.Join.Errors == 0 && st.Jitter.N > 0 && st.Overhead.Errors == 0
+		st.Runnable.Name = label + "goroutine runnable wait"
+		rep.Figures = append(rep.Figures, st.Ticker, st.Runnable, st.Jitter, st.Join, st.Overhead, st.WireToWire)
+		rep.Setup = append(rep.Setup, fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d",
+			n, st.Packets, st.Lost, 100*st.CPUPerCall, st.MemPerCall/1024))
+		ok := st.Jitter.P99 < cfg.JitterLimit && st.Join.Errors == 0 && st.Jitter.N > 0 && st.Overhead.Errors == 0 && st.Lost == 0
 		if !ok {
 			break
 		}
 		largest = n
 	}
-	rep.Setup = append(rep.Setup, fmt.Sprintf("largest number of concurrent calls with pacing jitter p99 under %s and no errors: %d", cfg.JitterLimit, largest))
+	rep.Setup = append(rep.Setup, fmt.Sprintf("largest number of concurrent calls with pacing jitter p99 under %s, no loss and no errors: %d", cfg.JitterLimit, largest))
 	return rep, steps, nil
 }
 
 // roomsStep runs n calls at once (joins spread over a second) and
 // collects their figures.
-func roomsStep(ctx context.Context, n int, dur time.Duration, base, key string, hc *http.Client, calls *voice.Manager) (RoomsStep, error) {
+func roomsStep(ctx context.Context, n int, dur time.Duration, base, key string, hc *http.Client, api *webrtc.API, calls *voice.Manager) (RoomsStep, error) {
 	var join, jitter, ticker, overhead, w2w recorder
+	var packets, lost atomic.Int64
+	cpu0, rss0, start := processCPU(), residentBytes(), time.Now()
+	waits0 := readSchedWaits()
+	var cpu1 time.Duration
+	var rss1 int64
 	stopTicker := make(chan struct{})
 	tickDone := make(chan struct{})
 	go func() { // the baseline, during the whole step
@@ -210,28 +240,42 @@ func roomsStep(ctx context.Context, n int, dur time.Duration, base, key string, 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var callIDs []string
+	// The callers' goroutines (and pion's, which they start) carry a
+	// profiler label, so a CPU profile tells the box from its load.
+	gctx := pprof.WithLabels(ctx, pprof.Labels("side", "generator"))
 	for i := 0; i < n; i++ {
 		wg.Add(1)
-		go func(i int) {
+		go pprof.Do(gctx, pprof.Labels(), func(ctx context.Context) {
 			defer wg.Done()
 			select {
 			case <-time.After(time.Duration(i) * time.Second / time.Duration(n)):
 			case <-ctx.Done():
 				return
 			}
-			callID, err := benchCall(ctx, dur, base, key, hc, &join, &jitter, &w2w)
+			callID, err := benchCall(ctx, dur, base, key, hc, api, &join, &jitter, &w2w, &packets, &lost)
 			if err != nil {
 				join.add(0, err)
 				return
 			}
 			mu.Lock()
+			if len(callIDs) == 0 {
+				// The first call to hang up: every call is still up.
+				cpu1, rss1 = processCPU(), residentBytes()
+			}
 			callIDs = append(callIDs, callID)
 			mu.Unlock()
-		}(i)
+		})
 	}
 	wg.Wait()
+	secs := time.Since(start).Seconds()
+	if cpu1 == 0 {
+		cpu1, rss1 = processCPU(), residentBytes()
+	} else {
+		secs = dur.Seconds()
+	}
 	close(stopTicker)
 	<-tickDone
+	runnable := readSchedWaits().figures(waits0, "runnable")
 	// The controller's per-turn metrics, once each call completed.
 	for _, id := range callIDs {
 		var rec voice.CallRecord
@@ -262,11 +306,13 @@ func roomsStep(ctx context.Context, n int, dur time.Duration, base, key string, 
 		}
 	}
 	return RoomsStep{N: n, Join: join.figures("join", false), Jitter: jitter.figures("jitter", false), Ticker: ticker.figures("ticker", true),
-		Overhead: overhead.figures("overhead", false), WireToWire: w2w.figures("w2w", false)}, nil
+		Overhead: overhead.figures("overhead", false), WireToWire: w2w.figures("w2w", false),
+		Runnable: runnable, Packets: packets.Load(), Lost: lost.Load(),
+		CPUPerCall: (cpu1 - cpu0).Seconds() / secs / float64(n), MemPerCall: (rss1 - rss0) / int64(n)}, nil
 }
 
 // benchCall is one caller: open, join, speak, hear the answer, idle, hang up.
-func benchCall(ctx context.Context, dur time.Duration, base, key string, hc *http.Client, join, jitter, w2w *recorder) (string, error) {
+func benchCall(ctx context.Context, dur time.Duration, base, key string, hc *http.Client, api *webrtc.API, join, jitter, w2w *recorder, packets, lost *atomic.Int64) (string, error) {
 	start := time.Now()
 	body, _ := json.Marshal(map[string]string{"agent": "support"})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/voice/rooms", bytes.NewReader(body))
@@ -286,7 +332,7 @@ func benchCall(ctx context.Context, dur time.Duration, base, key string, hc *htt
 		return "", fmt.Errorf("bench: open room: %v %+v", err, env.Error)
 	}
 	jctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	c, err := roomstest.Join(jctx, roomstest.Options{BaseURL: base, Key: key, OfferURL: env.Data.Join.OfferURL, HTTP: hc})
+	c, err := roomstest.Join(jctx, roomstest.Options{BaseURL: base, Key: key, OfferURL: env.Data.Join.OfferURL, HTTP: hc, API: api})
 	cancel()
 	if err != nil {
 		return "", err
@@ -321,9 +367,12 @@ func benchCall(ctx context.Context, dur time.Duration, base, key string, hc *htt
 		w2w.add(heard.Sub(spoke), nil)
 	}
 	arr := c.Arrivals()
+	packets.Add(int64(len(arr)))
 	for i := 1; i < len(arr); i++ {
 		if arr[i].Seq == arr[i-1].Seq+1 {
 			jitter.add(absDur(arr[i].At.Sub(arr[i-1].At)-20*time.Millisecond), nil)
+		} else if d := arr[i].Seq - arr[i-1].Seq; d > 1 && d < 1000 {
+			lost.Add(int64(d - 1))
 		}
 	}
 	return env.Data.CallID, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
+	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
 	"github.com/zaf/g711"
@@ -45,8 +46,14 @@ func newEmbedded(cfg config.EmbeddedRooms, log *slog.Logger) (*embedded, error) 
 	}, webrtc.RTPCodecTypeAudio); err != nil {
 		return nil, fmt.Errorf("rooms: codec: %w", err)
 	}
+	// Only the RTCP reports (sender and receiver reports, one a second per
+	// stream), which a browser's stats and lip sync read. pion's defaults
+	// add NACK (video only), transport-wide congestion control (feedback
+	// for a sender that adapts its bitrate; PCMU is fixed at 64 kbit/s) and
+	// a stats recorder nobody reads: each costs work on every packet both
+	// ways and goroutines per call, and held the peer to a few dozen calls.
 	reg := &interceptor.Registry{}
-	if err := webrtc.RegisterDefaultInterceptors(me, reg); err != nil {
+	if err := webrtc.ConfigureRTCPReports(reg); err != nil {
 		return nil, fmt.Errorf("rooms: interceptors: %w", err)
 	}
 	g, err := gatherOn(cfg)
@@ -203,6 +210,9 @@ type embeddedPeer struct {
 	pc   *webrtc.PeerConnection
 	tr   *webrtc.TrackLocalStaticSample // set once connected
 	done bool
+
+	smu sync.Mutex // the sending side
+	enc []byte     // one encoded frame; the track copies it into its packet
 }
 
 func (e *embedded) open(_ context.Context, r *room) (Join, error) {
@@ -222,11 +232,13 @@ func (p *embeddedPeer) send(pcm []int16) error {
 	if tr == nil {
 		return nil
 	}
-	data := make([]byte, len(pcm))
-	for i, v := range pcm {
-		data[i] = g711.EncodeUlawFrame(v)
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	p.enc = p.enc[:0]
+	for _, v := range pcm {
+		p.enc = append(p.enc, g711.EncodeUlawFrame(v))
 	}
-	return tr.WriteSample(media.Sample{Data: data, Duration: voice.FrameDuration})
+	return tr.WriteSample(media.Sample{Data: p.enc, Duration: voice.FrameDuration})
 }
 
 // answer takes the browser's offer: a sendrecv audio section with PCMU.
@@ -329,12 +341,19 @@ func offerCandidates(sdp string) (total, mdns int) {
 }
 
 // read decodes the caller's PCMU packets into frames for the controller.
+// It reads into one buffer (TrackRemote.ReadRTP allocates an MTU-sized one
+// per packet) and skips a packet it cannot parse.
 func (p *embeddedPeer) read(t *webrtc.TrackRemote) {
 	pcm := make([]int16, 0, 160)
+	buf := make([]byte, 1500)
+	var pkt rtp.Packet
 	for {
-		pkt, _, err := t.ReadRTP()
+		n, _, err := t.Read(buf)
 		if err != nil {
 			return // the peer connection closed; its state change reports the end
+		}
+		if pkt.Unmarshal(buf[:n]) != nil {
+			continue
 		}
 		if pkt.PayloadType != 0 || len(pkt.Payload) == 0 {
 			p.r.call.Alive()

@@ -3,6 +3,7 @@ package voice
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -62,5 +63,24 @@ func TestVADIgnoresLineNoise(t *testing.T) {
 	}
 	if len(got) != 2 || got[1] != vadDiscard {
 		t.Fatalf("click gave %v", got)
+	}
+}
+
+// The sliding sorted window gives the floor a full sort of the window
+// gives, frame after frame, repeated levels included.
+func TestVADFloorIsTenthPercentileOfWindow(t *testing.T) {
+	v := newVAD(VADConfig{})
+	var window []float64
+	for i := range 1000 {
+		lvl := float64((i*7919)%97 - 90) // repeats and jumps
+		v.track(lvl)
+		window = append(window, lvl)
+		if len(window) > floorWindow {
+			window = window[1:]
+		}
+		sorted := slices.Sorted(slices.Values(window))
+		if want := sorted[len(sorted)/10]; v.floor != want {
+			t.Fatalf("frame %d: floor %v, want %v", i, v.floor, want)
+		}
 	}
 }

@@ -35,7 +35,7 @@ the private cluster of stackbone dev under --data-dir.`,
 			return rep, err
 		}),
 	}
-	c.Flags().IntSliceVar(&cfg.Steps, "steps", []int{1, 5, 10, 20, 40, 60, 80}, "concurrent calls per step, climbing")
+	c.Flags().IntSliceVar(&cfg.Steps, "steps", []int{1, 5, 10, 20, 40, 60, 80, 100, 150, 200, 250}, "concurrent calls per step, climbing")
 	c.Flags().DurationVar(&cfg.CallDuration, "call-duration", 8*time.Second, "how long each call stays up")
 	c.Flags().DurationVar(&cfg.JitterLimit, "jitter-limit", 5*time.Millisecond, "pacing jitter p99 a step must stay under")
 	c.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "private cluster location when STACKBONE_DATABASE_URL is unset")

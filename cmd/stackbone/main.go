@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -18,7 +19,21 @@ import (
 	"github.com/stackbone/box/telemetry"
 )
 
+// gcPercent is the box's GOGC unless the environment sets one. The call
+// media allocate steadily (packets, frames, speech), and at Go's default of
+// 100 a box carrying 60 browser calls collected about once a second; each
+// collection's stop-the-world pauses (up to 6 ms here) and mark assists
+// held the calls' goroutines runnable for 10 to 40 ms, which came out as
+// agent frames a whole 20 ms tick late. At 400 the heap may grow to five
+// times what is live instead of twice, and collections are a quarter as
+// frequent (issue #17; README "Browser calls"). GOGC and GOMEMLIMIT in the
+// environment take precedence as usual.
+const gcPercent = 400
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := &cobra.Command{

@@ -20,6 +20,10 @@ const SpeechRate = 24000
 // text, so longer sentences play longer.
 const SpeechMsPerChar = 40
 
+// toneSamples is one period of the 440 Hz speech tone at SpeechRate
+// (SpeechRate / gcd(440, SpeechRate)).
+const toneSamples = SpeechRate / 40
+
 // audio holds the scripted speech-to-text answers and what was sent.
 type audio struct {
 	mu          sync.Mutex
@@ -176,10 +180,18 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 	s.audio.speech = append(s.audio.speech, req.Input)
 	s.audio.mu.Unlock()
 	n := utf8.RuneCountInString(req.Input) * SpeechMsPerChar * SpeechRate / 1000
-	var pcm bytes.Buffer
-	for i := 0; i < n; i++ {
-		v := int16(8000 * math.Sin(2*math.Pi*440*float64(i)/SpeechRate))
-		_ = binary.Write(&pcm, binary.LittleEndian, v)
+	// The tone repeats every toneSamples; a load run asks for thousands of
+	// answers, so each is cut from one period computed once instead of a
+	// sine per sample.
+	s.toneOnce.Do(func() {
+		s.tone = make([]byte, 2*toneSamples)
+		for i := range toneSamples {
+			binary.LittleEndian.PutUint16(s.tone[2*i:], uint16(int16(8000*math.Sin(2*math.Pi*440*float64(i)/SpeechRate))))
+		}
+	})
+	pcm := make([]byte, 0, 2*n)
+	for len(pcm) < 2*n {
+		pcm = append(pcm, s.tone[:min(len(s.tone), 2*n-len(pcm))]...)
 	}
 	switch req.ResponseFormat {
 	case "pcm":
@@ -191,7 +203,7 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "audio/pcm")
 		// Streamed in 100 ms pieces, as a streaming speech endpoint sends.
-		b := pcm.Bytes()
+		b := pcm
 		const piece = SpeechRate / 10 * 2
 		for len(b) > 0 {
 			n := min(piece, len(b))
@@ -205,7 +217,7 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 		}
 	case "wav":
 		w.Header().Set("Content-Type", "audio/wav")
-		_, _ = w.Write(WAV(pcm.Bytes(), SpeechRate))
+		_, _ = w.Write(WAV(pcm, SpeechRate))
 	default:
 		writeError(w, http.StatusBadRequest, "providertest: speech supports response_format pcm or wav")
 	}

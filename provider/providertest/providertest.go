@@ -97,6 +97,9 @@ type Server struct {
 	audio    audio
 	emb      embedState
 	done     chan struct{} // closed by Close: live connections end
+
+	toneOnce sync.Once
+	tone     []byte // one period of the speech tone, 16-bit PCM
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/pion/ice/v4"
+	"github.com/pion/interceptor"
+	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media"
 	"github.com/zaf/g711"
@@ -40,6 +42,30 @@ type Options struct {
 	OfferURL string
 	// HTTP is the client for the offer (default http.DefaultClient).
 	HTTP *http.Client
+	// API builds the caller's peer connection (default: NewAPI()). Share
+	// one between callers: a load run then pays for one media engine
+	// instead of one per caller.
+	API *webrtc.API
+}
+
+// NewAPI is the callers' WebRTC setup: PCMU only, loopback host
+// candidates, no mDNS, and no interceptors (a caller needs neither NACK
+// nor congestion feedback nor stats, and a load run would pay for them on
+// every packet, beside the box it measures).
+func NewAPI() (*webrtc.API, error) {
+	me := &webrtc.MediaEngine{}
+	if err := me.RegisterCodec(webrtc.RTPCodecParameters{
+		RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: Rate}, PayloadType: 0,
+	}, webrtc.RTPCodecTypeAudio); err != nil {
+		return nil, err
+	}
+	var se webrtc.SettingEngine
+	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	se.SetIncludeLoopbackCandidate(true)
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	return webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithSettingEngine(se),
+		webrtc.WithInterceptorRegistry(&interceptor.Registry{})), nil
 }
 
 // Arrival is one agent packet as received.
@@ -72,18 +98,13 @@ func Join(ctx context.Context, opt Options) (*Client, error) {
 	if opt.HTTP == nil {
 		opt.HTTP = http.DefaultClient
 	}
-	me := &webrtc.MediaEngine{}
-	if err := me.RegisterCodec(webrtc.RTPCodecParameters{
-		RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: Rate}, PayloadType: 0,
-	}, webrtc.RTPCodecTypeAudio); err != nil {
-		return nil, err
+	api := opt.API
+	if api == nil {
+		var err error
+		if api, err = NewAPI(); err != nil {
+			return nil, err
+		}
 	}
-	var se webrtc.SettingEngine
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
-	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
-	se.SetIncludeLoopbackCandidate(true)
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	api := webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithSettingEngine(se))
 	pc, err := api.NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
 		return nil, err
@@ -203,7 +224,8 @@ func (c *Client) send() {
 		for i, v := range f {
 			buf[i] = g711.EncodeUlawFrame(v)
 		}
-		if err := c.track.WriteSample(media.Sample{Data: append([]byte(nil), buf...), Duration: 20 * time.Millisecond}); err != nil {
+		// The track copies the payload into its packet.
+		if err := c.track.WriteSample(media.Sample{Data: buf, Duration: 20 * time.Millisecond}); err != nil {
 			return
 		}
 	}
@@ -212,13 +234,18 @@ func (c *Client) send() {
 func (c *Client) receive(t *webrtc.TrackRemote) {
 	defer c.wg.Done()
 	pcm := make([]int16, 0, frameSamples)
+	buf := make([]byte, 1500) // one buffer: ReadRTP allocates one per packet
+	var pkt rtp.Packet
 	for {
-		pkt, _, err := t.ReadRTP()
+		n, _, err := t.Read(buf)
 		if err != nil {
 			c.mu.Lock()
 			c.closedErr = err
 			c.mu.Unlock()
 			return
+		}
+		if pkt.Unmarshal(buf[:n]) != nil {
+			continue
 		}
 		pcm = pcm[:0]
 		for _, b := range pkt.Payload {
