@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"runtime/pprof"
 	"sync"
@@ -17,17 +16,12 @@ import (
 	"github.com/pion/webrtc/v4"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/stackbone/box/agent"
-	"github.com/stackbone/box/api"
-	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/migrations"
-	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/rooms/roomstest"
-	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/voice"
 )
 
@@ -130,43 +124,18 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	})
 	model.RespondTranscripts(func([]byte) string { return "Hello, I have a question about my order." })
 
-	quiet := slog.New(slog.DiscardHandler)
 	c, err := config.Parse([]byte("agents:\n  support:\n    model: openai/bench\n    instructions: You answer the phone.\n"))
 	if err != nil {
 		return Report{}, nil, err
 	}
 	c.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
-	reg := provider.NewRegistry(c.Providers, nil)
-	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: quiet})
-	settings := memory.NewSettings(pool, memory.AgentsFromConfig(c), quiet)
-	rt := agent.New(agent.Config{Pool: pool, Agents: c.Agents, Models: reg, Memory: mem, Settings: settings, Logger: quiet})
-	runStore := runs.NewStore(pool)
-	keys := auth.NewStore(pool)
-	const key = "bench-key"
-	if err := keys.Ensure(ctx, "bench", key, auth.AllScopes); err != nil {
-		return Report{}, nil, err
-	}
-	srv := api.New(api.Config{Pool: pool, Keys: keys, Logger: quiet})
-	memory.Register(srv, mem, settings, pool)
-	agent.Register(srv, rt, c)
-	runStore.Register(srv)
-	calls := voice.NewManager(voice.Config{Pool: pool, Agents: c.Agents, Runtime: rt, Memory: mem, Settings: settings,
-		Runs: runStore, Speech: voice.ProviderSpeech(reg, nil), Logger: quiet})
-	calls.Register(srv)
-	rs, err := rooms.New(rooms.Config{Manager: calls, Rooms: config.Rooms{MaxRooms: maxN}, Logger: quiet})
+	c.Rooms = config.Rooms{MaxRooms: maxN}
+	served, stopBox, err := StartBox(ctx, pool, c, "bench-key", box.Options{})
 	if err != nil {
 		return Report{}, nil, err
 	}
-	defer rs.Close()
-	rs.Register(srv)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return Report{}, nil, err
-	}
-	hs := &http.Server{Handler: srv}
-	go hs.Serve(ln)
-	defer hs.Close()
-	base := "http://" + ln.Addr().String()
+	defer stopBox()
+	base, key, calls := served.URL, served.Key, served.Calls
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxN, MaxConnsPerHost: maxN}}
 	callers, err := roomstest.NewAPI()
 	if err != nil {
