@@ -138,6 +138,14 @@ func (c *call) WriteFrame(pcm []int16) error {
 	return nil
 }
 
+// Talkspurt marks the next frame as a talkspurt's first
+// (voice.Talkspurter).
+func (c *call) Talkspurt() {
+	if m := c.getMedia(); m != nil {
+		m.Talkspurt()
+	}
+}
+
 // Hangup ends the SIP side (voice.Transport), once the controller decided
 // the call ended.
 func (c *call) Hangup(context.Context) error {

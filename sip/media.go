@@ -47,6 +47,7 @@ type rtpMedia struct {
 
 	wmu       sync.Mutex
 	marker    bool
+	talkspurt bool // the next frame starts a talkspurt (Talkspurt)
 	enc       []byte
 	lastWrite time.Time
 	// pacing records each packet's interval error (Server.Stats).
@@ -158,6 +159,14 @@ func (m *rtpMedia) read() {
 	}
 }
 
+// Talkspurt marks the next frame as the start of a talkspurt
+// (voice.Talkspurter).
+func (m *rtpMedia) Talkspurt() {
+	m.wmu.Lock()
+	m.talkspurt = true
+	m.wmu.Unlock()
+}
+
 // WriteFrame sends 20 ms of agent audio as one RTP packet in the
 // negotiated codec. It does not pace (the controller does) and drops frames
 // while the call is on hold or after it ended.
@@ -183,10 +192,19 @@ func (m *rtpMedia) WriteFrame(pcm []int16) error {
 			m.enc = append(m.enc, g711.EncodeUlawFrame(v))
 		}
 	}
-	_, err := m.med.RTPPacketWriter.WriteSamples(m.enc, uint32(len(pcm)), m.marker, pt)
-	m.marker = false
 	now := time.Now()
-	if m.pacing != nil && !m.lastWrite.IsZero() {
+	early := m.talkspurt && !m.lastWrite.IsZero() && now.Sub(m.lastWrite) < voice.FrameDuration
+	if early {
+		// A talkspurt that starts ahead of the 20 ms schedule: its
+		// timestamp advances by the time that passed, not by a frame, so
+		// the packet is on time on the RTP clock (the writer's next
+		// timestamp already holds a whole frame: take the rest back).
+		gap := uint32(int64(now.Sub(m.lastWrite)) * int64(frameSamples) / int64(voice.FrameDuration))
+		m.med.RTPPacketWriter.DelayTimestamp(gap - uint32(frameSamples)) // wraps: subtracts
+	}
+	_, err := m.med.RTPPacketWriter.WriteSamples(m.enc, uint32(len(pcm)), m.marker || m.talkspurt, pt)
+	m.marker, m.talkspurt = false, false
+	if m.pacing != nil && !m.lastWrite.IsZero() && !early {
 		m.pacing(now.Sub(m.lastWrite) - voice.FrameDuration)
 	}
 	m.lastWrite = now

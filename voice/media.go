@@ -33,6 +33,15 @@ type Transport interface {
 	Transfer(ctx context.Context, target string) error
 }
 
+// Talkspurter is a Transport that is told when the agent's speech starts
+// after silence, ahead of the 20 ms schedule (see Call.play): the next
+// frame begins a talkspurt, which a transport with RTP marks (marker bit)
+// and stamps with the time that really passed since the previous packet,
+// so a receiver sees a new talkspurt and not a packet out of time.
+type Talkspurter interface {
+	Talkspurt()
+}
+
 // Directions of a call.
 const (
 	Inbound  = "inbound"

@@ -335,6 +335,9 @@ func (c *Call) play(ctx context.Context) {
 				continue // mid-talkspurt: the schedule plays it
 			}
 			now := c.clk.Now()
+			if ts, ok := c.t.(Talkspurter); ok {
+				ts.Talkspurt()
+			}
 			var ok bool
 			if speaking, ok = c.playFrame(ctx); !ok {
 				return

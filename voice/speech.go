@@ -224,7 +224,8 @@ func (r *streamResampler) emit(final bool) []int16 {
 	if final {
 		total = int(int64(len(r.src)) * int64(r.to) / int64(r.from))
 	}
-	var out []int16
+	// What the input so far gives, at most (one allocation per push).
+	out := make([]int16, 0, max(0, int(int64(len(r.src))*int64(r.to)/int64(r.from))-r.next+1))
 	for {
 		i := r.next
 		if final && i >= total {

@@ -179,7 +179,11 @@ func (v *vad) Cut() (pcm []int16, ok bool) {
 // Utterance trims it, without ending it.
 func (v *vad) Snapshot() []int16 {
 	keep := len(v.buf) - v.unvoiced + min(v.unvoiced, 10)
-	var out []int16
+	n := 0
+	for _, f := range v.buf[:keep] {
+		n += len(f)
+	}
+	out := make([]int16, 0, n)
 	for _, f := range v.buf[:keep] {
 		out = append(out, f...)
 	}
