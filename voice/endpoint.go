@@ -30,9 +30,12 @@ const speculateAfter = 120 * time.Millisecond
 
 // sentenceDelay is the silence after a statement (the words so far end
 // with a full stop): longer than after a question, since callers often say
-// two sentences with a breath between them (espeak's is 340 ms), shorter
-// than when nothing is known.
-const sentenceDelay = 450 * time.Millisecond
+// two sentences with a breath between them. A breath of espeak's 340 ms
+// reaches the box over a LiveKit room as more than 450 ms of silence, so a
+// statement waits as long as an utterance whose words are not known yet
+// (the VAD's 600 ms): a turn cut between two sentences is a caller
+// interrupted, which costs more than the 150 ms.
+const sentenceDelay = 600 * time.Millisecond
 
 // endpointing holds an agent's delays.
 type endpointing struct {

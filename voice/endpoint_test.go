@@ -19,7 +19,7 @@ func TestEndpointingDelaysFollowTheWords(t *testing.T) {
 	}{
 		{"", false, 600 * time.Millisecond, endSilence},
 		{"Can I book a table?", true, 200 * time.Millisecond, endComplete},
-		{"I would like a table.", true, 450 * time.Millisecond, endSentence},
+		{"I would like a table.", true, 600 * time.Millisecond, endSentence},
 		{"I would like a table and", true, 1200 * time.Millisecond, endTrailing},
 		{"I would like, um", true, 1200 * time.Millisecond, endTrailing},
 		{"I would like a table for.", true, 1200 * time.Millisecond, endTrailing},
@@ -35,7 +35,7 @@ func TestEndpointingDelaysFollowTheWords(t *testing.T) {
 	}
 	// An agent's own delays bound the others.
 	e = newEndpointing(config.Agent{Voice: &config.AgentVoice{MinEndpointDelay: 300 * time.Millisecond, MaxEndpointDelay: 500 * time.Millisecond}}, VADConfig{})
-	if e.min != 300*time.Millisecond || e.sentence != 450*time.Millisecond || e.normal != 500*time.Millisecond || e.max != 500*time.Millisecond {
+	if e.min != 300*time.Millisecond || e.sentence != 500*time.Millisecond || e.normal != 500*time.Millisecond || e.max != 500*time.Millisecond {
 		t.Fatalf("agent delays: %+v", e)
 	}
 }
