@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/runs"
@@ -21,6 +22,14 @@ func TestPreemptiveAnswerIsHeldAndAbandonedWhenTheCallerGoesOn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.mgr.firstToken["talker"] = time.Second // the model is known to be slow: start early
+	// A question ends the turn after a full second here, so the endpoint is
+	// far beyond the 140 ms of silence below on the call's clock however
+	// the frames and the speculation's answer interleave on a loaded
+	// machine (at 200 ms the turn was sometimes confirmed first, and the
+	// scenario was another one).
+	ag := e.mgr.cfg.Agents["talker"]
+	ag.Voice = &config.AgentVoice{MinEndpointDelay: time.Second, MaxEndpointDelay: 1200 * time.Millisecond}
+	e.mgr.cfg.Agents["talker"] = ag
 	e.model.RespondTranscripts(func(wav []byte) string {
 		if len(wav)-44 < 2*8000 {
 			return "Can I book a table?"
@@ -36,7 +45,7 @@ func TestPreemptiveAnswerIsHeldAndAbandonedWhenTheCallerGoesOn(t *testing.T) {
 	// come; the held answer is generated and synthesised meanwhile.
 	poll.Until(t, "the held answer's speech", 10*time.Second, func() bool { return len(e.model.SpeechRequests()) >= 1 })
 	if n := r.line.voicedOut(); n != 0 {
-		t.Fatalf("%d voiced frames played before the turn was confirmed", n)
+		t.Fatalf("%d voiced frames played before the turn was confirmed (entries %+v)", n, r.call.Entries())
 	}
 	r.say(600) // the caller goes on
 	r.stepUntil("the answer to play through", 1000, func() bool { return len(r.call.Entries()) == 2 })
