@@ -22,6 +22,7 @@ type watchedLine struct {
 	call  atomic.Pointer[Call]
 	mu    sync.Mutex
 	early int // voiced frames written before their turn was confirmed
+	last  *turn // the turn of the previous voiced frame
 }
 
 func (w *watchedLine) WriteFrame(pcm []int16) error {
@@ -29,6 +30,16 @@ func (w *watchedLine) WriteFrame(pcm []int16) error {
 		c.mu.Lock()
 		t := c.speaking
 		c.mu.Unlock()
+		w.mu.Lock()
+		if t == nil {
+			// A barge-in or the answer's end clears c.speaking before the
+			// playout is interrupted: a frame the play loop took from the
+			// playout just before is written after, and belongs to the
+			// turn of the frames before it.
+			t = w.last
+		}
+		w.last = t
+		w.mu.Unlock()
 		confirmed := t != nil
 		if t != nil && t.u.pcm != nil { // a caller's turn, not a fixed phrase
 			confirmed = false
