@@ -21,7 +21,7 @@ type watchedLine struct {
 	line
 	call  atomic.Pointer[Call]
 	mu    sync.Mutex
-	early int // voiced frames written before their turn was confirmed
+	early int   // voiced frames written before their turn was confirmed
 	last  *turn // the turn of the previous voiced frame
 }
 
