@@ -31,7 +31,6 @@ import (
 
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/migrations"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/voice"
@@ -165,24 +164,11 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
+	pool, drop, err := Database(ctx, cfg.AdminURL, 20)
 	if err != nil {
 		return CallsReport{}, err
 	}
 	defer drop()
-	if err := migrations.Apply(ctx, dbURL, nil); err != nil {
-		return CallsReport{}, err
-	}
-	pcfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return CallsReport{}, err
-	}
-	pcfg.MaxConns = 20
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return CallsReport{}, err
-	}
-	defer pool.Close()
 
 	model := startModel()
 	defer model.Close()

@@ -21,13 +21,11 @@ import (
 
 	"github.com/emiago/diago"
 	"github.com/emiago/diago/media"
-	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/zaf/g711"
 
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/migrations"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/rooms/roomstest"
@@ -286,19 +284,11 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 			profiles = append(profiles, p)
 		}
 	}
-	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
+	pool, drop, err := Database(ctx, cfg.AdminURL, 0)
 	if err != nil {
 		return LatencyReport{}, err
 	}
 	defer drop()
-	if err := migrations.Apply(ctx, dbURL, nil); err != nil {
-		return LatencyReport{}, err
-	}
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		return LatencyReport{}, err
-	}
-	defer pool.Close()
 
 	var profile atomic.Pointer[LatencyProfile]
 	model := providertest.Start()

@@ -65,24 +65,11 @@ func Memory(ctx context.Context, cfg MemoryConfig) (Report, error) {
 	}
 	log := cfg.Logger
 
-	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
+	pool, drop, err := Database(ctx, cfg.AdminURL, cfg.Concurrency*2+8) // the box's listener and jobs hold a few
 	if err != nil {
 		return Report{}, err
 	}
 	defer drop()
-	if err := migrations.Apply(ctx, dbURL, nil); err != nil {
-		return Report{}, err
-	}
-	pcfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return Report{}, err
-	}
-	pcfg.MaxConns = int32(cfg.Concurrency*2 + 8) // the box's listener and jobs hold a few
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return Report{}, err
-	}
-	defer pool.Close()
 
 	model := providertest.Start()
 	defer model.Close()
@@ -240,6 +227,34 @@ func seed(ctx context.Context, pool *pgxpool.Pool, cfg MemoryConfig) error {
 	}
 	_, err := pool.Exec(ctx, "ANALYZE stackbone_platform.memory_facts; ANALYZE stackbone_platform.memory_calls")
 	return err
+}
+
+// Database creates a fresh database for the run on the server at adminURL,
+// applies the migrations and opens a pool of at most maxConns connections
+// (0: pgxpool's default). drop closes the pool and drops the database.
+func Database(ctx context.Context, adminURL string, maxConns int) (pool *pgxpool.Pool, drop func(), err error) {
+	dbURL, dropDB, err := FreshDatabase(ctx, adminURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := migrations.Apply(ctx, dbURL, nil); err != nil {
+		dropDB()
+		return nil, nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		dropDB()
+		return nil, nil, err
+	}
+	if maxConns > 0 {
+		pcfg.MaxConns = int32(maxConns)
+	}
+	pool, err = pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		dropDB()
+		return nil, nil, err
+	}
+	return pool, func() { pool.Close(); dropDB() }, nil
 }
 
 // FreshDatabase creates a database for the run on the server at adminURL and

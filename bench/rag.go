@@ -11,10 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/migrations"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rag"
@@ -89,19 +86,11 @@ func RAG(ctx context.Context, cfg RAGConfig) (RAGReport, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
+	pool, drop, err := Database(ctx, cfg.AdminURL, 0)
 	if err != nil {
 		return RAGReport{}, err
 	}
 	defer drop()
-	if err := migrations.Apply(ctx, dbURL, nil); err != nil {
-		return RAGReport{}, err
-	}
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		return RAGReport{}, err
-	}
-	defer pool.Close()
 	prov := providertest.Start()
 	defer prov.Close()
 	prov.DiscardRequests()

@@ -12,13 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pion/webrtc/v4"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/migrations"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/rooms/roomstest"
@@ -97,24 +95,11 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	for _, n := range cfg.Steps {
 		maxN = max(maxN, n)
 	}
-	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
+	pool, drop, err := Database(ctx, cfg.AdminURL, 20)
 	if err != nil {
 		return Report{}, nil, err
 	}
 	defer drop()
-	if err := migrations.Apply(ctx, dbURL, nil); err != nil {
-		return Report{}, nil, err
-	}
-	pcfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return Report{}, nil, err
-	}
-	pcfg.MaxConns = 20
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return Report{}, nil, err
-	}
-	defer pool.Close()
 
 	model := startModel()
 	defer model.Close()

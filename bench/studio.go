@@ -18,7 +18,6 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/configs"
 	"github.com/stackbone/box/internal/cdp"
-	"github.com/stackbone/box/migrations"
 	"github.com/stackbone/box/rag"
 )
 
@@ -89,19 +88,11 @@ func Studio(ctx context.Context, cfg StudioConfig) (StudioReport, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
+	pool, drop, err := Database(ctx, cfg.AdminURL, 0)
 	if err != nil {
 		return StudioReport{}, err
 	}
 	defer drop()
-	if err := migrations.Apply(ctx, dbURL, nil); err != nil {
-		return StudioReport{}, err
-	}
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		return StudioReport{}, err
-	}
-	defer pool.Close()
 
 	boxCfg, err := config.Parse(configs.Dev) // the agents of `stackbone dev`, as an operator first sees them
 	if err != nil {

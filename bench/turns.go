@@ -26,7 +26,6 @@ import (
 
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/migrations"
 	"github.com/stackbone/box/provider/providertest"
 )
 
@@ -136,26 +135,13 @@ func Turns(ctx context.Context, cfg TurnsConfig) (TurnsReport, error) {
 		cfg.ChunkDelay = 20 * time.Millisecond
 	}
 	cfg.ChunkDelay = max(cfg.ChunkDelay, 0)
-	dbURL, drop, err := FreshDatabase(ctx, cfg.AdminURL)
+	// The box's default pool size (cmd/stackbone): more clients than
+	// connections is the production shape.
+	pool, drop, err := Database(ctx, cfg.AdminURL, 32)
 	if err != nil {
 		return TurnsReport{}, err
 	}
 	defer drop()
-	if err := migrations.Apply(ctx, dbURL, nil); err != nil {
-		return TurnsReport{}, err
-	}
-	pcfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return TurnsReport{}, err
-	}
-	// The box's default pool size (cmd/stackbone): more clients than
-	// connections is the production shape.
-	pcfg.MaxConns = 32
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return TurnsReport{}, err
-	}
-	defer pool.Close()
 
 	model := providertest.Start()
 	defer model.Close()

@@ -288,7 +288,10 @@ func TestDeepgramFinalizeAfterProviderEndpointing(t *testing.T) {
 			for range 15 {
 				_ = ts.Send(silence)
 			}
-			poll.Until(t, "the provider's endpointing", 10*time.Second, func() bool { return len(srv.LiveSessions()[0].Finals) == 1 })
+			poll.Until(t, "the provider's endpointing", 10*time.Second, func() bool {
+				ss := srv.LiveSessions()
+				return len(ss) == 1 && len(ss[0].Finals) == 1
+			})
 		}
 		_ = ts.Finalize()
 		_, ev := untilFinal(t, ts)

@@ -18,7 +18,6 @@ import (
 	"github.com/stackbone/box/bench"
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/migrations"
 	"github.com/stackbone/box/stores"
 )
 
@@ -59,24 +58,11 @@ func Run(ctx context.Context, cfg Config) (bench.Report, error) {
 		return bench.Report{}, fmt.Errorf("storesbench: a store holds at most %d memories", stores.MaxMemories)
 	}
 	log := cfg.Logger
-	dbURL, drop, err := bench.FreshDatabase(ctx, cfg.AdminURL)
+	pool, drop, err := bench.Database(ctx, cfg.AdminURL, cfg.Concurrency*2+8) // the box's listener and jobs hold a few
 	if err != nil {
 		return bench.Report{}, err
 	}
 	defer drop()
-	if err := migrations.Apply(ctx, dbURL, nil); err != nil {
-		return bench.Report{}, err
-	}
-	pcfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return bench.Report{}, err
-	}
-	pcfg.MaxConns = int32(cfg.Concurrency*2 + 8) // the box's listener and jobs hold a few
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return bench.Report{}, err
-	}
-	defer pool.Close()
 	const key = "bench-stores-key"
 	served, stopBox, err := bench.StartBox(ctx, pool, &config.Config{}, key, box.Options{})
 	if err != nil {
