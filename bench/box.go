@@ -3,9 +3,6 @@ package bench
 import (
 	"context"
 	"log/slog"
-	"net"
-	"net/http"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -43,27 +40,9 @@ func StartBox(ctx context.Context, pool *pgxpool.Pool, cfg *config.Config, key s
 	if err := b.Keys.Ensure(ctx, "bench", key, auth.AllScopes); err != nil {
 		return nil, nil, err
 	}
-	run, cancel := context.WithCancel(ctx)
-	stopBox, err := b.Start(run)
+	url, stop, err := b.ServeLoopback(ctx)
 	if err != nil {
-		cancel()
 		return nil, nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		stopBox()
-		cancel()
-		return nil, nil, err
-	}
-	hs := &http.Server{Handler: b.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
-	stop = func() {
-		_ = hs.Close()
-		drain, done := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer done()
-		b.Drain(drain)
-		stopBox()
-		cancel()
-	}
-	return &Served{Box: b, URL: "http://" + ln.Addr().String(), Key: key}, stop, nil
+	return &Served{Box: b, URL: url, Key: key}, stop, nil
 }

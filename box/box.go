@@ -18,9 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -282,6 +284,38 @@ func (b *Box) Start(ctx context.Context) (stop func(), err error) {
 	}
 	undo = append(undo, func() { _ = client.Stop(context.WithoutCancel(ctx)) })
 	return stop, nil
+}
+
+// ServeLoopback starts the box (Start) and serves its handler on a free
+// loopback port, for the tests and the load commands; the stackbone
+// command serves with its own server and signals. stop drains the calls
+// (for up to 10 s), then ends it all.
+func (b *Box) ServeLoopback(ctx context.Context) (url string, stop func(), err error) {
+	// The box runs until stop (its cache listener holds a connection until
+	// this context ends).
+	run, cancel := context.WithCancel(ctx)
+	stopBox, err := b.Start(run)
+	if err != nil {
+		cancel()
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		stopBox()
+		cancel()
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: b.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	stop = func() {
+		_ = hs.Close()
+		drain, done := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer done()
+		b.Drain(drain)
+		stopBox()
+		cancel()
+	}
+	return "http://" + ln.Addr().String(), stop, nil
 }
 
 // Drain stops taking new calls (SIP 503, rooms 503, /readyz unready), lets

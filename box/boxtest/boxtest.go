@@ -13,9 +13,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -125,24 +123,12 @@ func New(t testing.TB, configYAML string, opts ...Option) *Box {
 	if err := b.Keys.Ensure(ctx, "test", Key, auth.AllScopes); err != nil {
 		t.Fatal(err)
 	}
-	// The box runs until the test ends (its cache listener holds a
-	// connection until this context does).
-	run, cancel := context.WithCancel(ctx)
-	stop, err := b.Start(run)
+	url, stop, err := b.ServeLoopback(ctx)
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(b.Handler())
-	t.Cleanup(func() {
-		hs.Close()
-		drain, done := context.WithTimeout(ctx, 10*time.Second)
-		defer done()
-		b.Drain(drain)
-		stop()
-		cancel()
-	})
-	return &Box{Box: b, URL: hs.URL, Model: model}
+	t.Cleanup(stop)
+	return &Box{Box: b, URL: url, Model: model}
 }
 
 // RunStatus is the status of a run, "" while it is not recorded.
