@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -14,7 +15,6 @@ import (
 	"github.com/pion/interceptor"
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
-	"github.com/pion/webrtc/v4/pkg/media"
 	"github.com/zaf/g711"
 
 	"github.com/stackbone/box/config"
@@ -208,23 +208,33 @@ type embeddedPeer struct {
 	r    *room
 	mu   sync.Mutex
 	pc   *webrtc.PeerConnection
-	tr   *webrtc.TrackLocalStaticSample // set once connected
+	tr   *webrtc.TrackLocalStaticRTP // set once connected
 	done bool
 
-	smu sync.Mutex // the sending side
-	enc []byte     // one encoded frame; the track copies it into its packet
+	smu       sync.Mutex // the sending side
+	enc       []byte     // one encoded frame; the track copies it into its packet
+	pkt       rtp.Packet // the last packet's header (the track sets SSRC and payload type)
+	lastSent  time.Time  // when the last packet went out
+	talkspurt bool       // the next frame starts a talkspurt
 }
 
 func (e *embedded) open(_ context.Context, r *room) (Join, error) {
 	p := &embeddedPeer{e: e, r: r}
+	p.pkt.Version = 2
+	p.pkt.SequenceNumber = uint16(rand.Uint32())
+	p.pkt.Timestamp = rand.Uint32()
 	r.media = newPeerMedia(p.send)
+	r.media.mark = p.markTalkspurt
 	r.answer = p.answer
 	r.teardown = p.close
 	return Join{OfferURL: "/api/voice/rooms/" + r.id + "/offer"}, nil
 }
 
-// send writes one agent frame as one PCMU packet; the track stamps RTP
-// time from the sample's duration.
+// send writes one agent frame as one PCMU packet. Its RTP time advances by
+// a frame, except at a talkspurt that starts ahead of the 20 ms schedule
+// (see voice.Talkspurter): that packet carries the marker bit and is
+// stamped with the time that really passed since the previous one, so the
+// browser's jitter buffer sees a new talkspurt on time, not a packet early.
 func (p *embeddedPeer) send(pcm []int16) error {
 	p.mu.Lock()
 	tr := p.tr
@@ -238,7 +248,26 @@ func (p *embeddedPeer) send(pcm []int16) error {
 	for _, v := range pcm {
 		p.enc = append(p.enc, g711.EncodeUlawFrame(v))
 	}
-	return tr.WriteSample(media.Sample{Data: p.enc, Duration: voice.FrameDuration})
+	now := time.Now()
+	if !p.lastSent.IsZero() {
+		step := uint32(len(pcm))
+		if gap := now.Sub(p.lastSent); p.talkspurt && gap < voice.FrameDuration {
+			step = uint32(int64(gap) * embeddedRate / int64(time.Second))
+		}
+		p.pkt.Timestamp += step
+		p.pkt.SequenceNumber++
+	}
+	p.pkt.Marker, p.talkspurt = p.talkspurt, false
+	p.lastSent = now
+	p.pkt.Payload = p.enc
+	return tr.WriteRTP(&p.pkt)
+}
+
+// markTalkspurt says the next frame starts a talkspurt.
+func (p *embeddedPeer) markTalkspurt() {
+	p.smu.Lock()
+	p.talkspurt = true
+	p.smu.Unlock()
 }
 
 // answer takes the browser's offer: a sendrecv audio section with PCMU.
@@ -274,7 +303,7 @@ func (p *embeddedPeer) answer(ctx context.Context, offer string) (string, error)
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer}); err != nil {
 		return fail(fmt.Errorf("%w: %v", ErrBadOffer, err))
 	}
-	tr, err := webrtc.NewTrackLocalStaticSample(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: embeddedRate}, "agent", "stackbone")
+	tr, err := webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: embeddedRate}, "agent", "stackbone")
 	if err != nil {
 		return fail(fmt.Errorf("rooms: track: %w", err))
 	}

@@ -12,6 +12,10 @@ import (
 // package voice.
 type peerMedia struct {
 	send func(pcm []int16) error
+	// mark, when the backend stamps its own RTP, says the next frame
+	// starts a talkspurt (voice.Talkspurter); nil where the backend's
+	// track keeps the time (LiveKit).
+	mark func()
 
 	stopped  chan struct{}
 	stopOnce sync.Once

@@ -373,6 +373,13 @@ func (r *room) hangup() {
 // WriteFrame sends agent audio to the browser (voice.Transport).
 func (r *room) WriteFrame(pcm []int16) error { return r.media.WriteFrame(pcm) }
 
+// Talkspurt says the next frame starts a talkspurt (voice.Talkspurter).
+func (r *room) Talkspurt() {
+	if r.media.mark != nil {
+		r.media.mark()
+	}
+}
+
 // Hangup ends the browser's side (voice.Transport): its peer connection or
 // LiveKit participant goes away.
 func (r *room) Hangup(context.Context) error {

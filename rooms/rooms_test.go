@@ -127,6 +127,7 @@ func TestGoCallerEmbeddedEndedByAPI(t *testing.T) {
 	if live.Transcript[0].Role != voice.RoleUser || live.Transcript[0].Text != callerSays || live.Transcript[1].Text != agentSays {
 		t.Fatalf("live transcript: %+v", live.Transcript)
 	}
+	checkTalkspurts(t, c.Arrivals())
 	if st, code := b.do("DELETE", "/api/voice/rooms/"+room.ID, nil, nil); st != 202 {
 		t.Fatalf("end: %d %s", st, code)
 	}
@@ -298,5 +299,37 @@ func TestFailedCallSaysWhy(t *testing.T) {
 	b.do("GET", "/api/voice/calls/"+room.CallID, nil, &rec)
 	if rec.EndReason == nil || *rec.EndReason != *v.EndReason {
 		t.Fatalf("call record reason %v", rec.EndReason)
+	}
+}
+
+// checkTalkspurts checks the agent's RTP time: a frame (160 samples) per
+// packet, except at the start of a talkspurt (the answer starts as soon as
+// it is playable, not at the next 20 ms step), whose packet carries the
+// marker bit and advances by the time that passed since the one before.
+func checkTalkspurts(t *testing.T, got []roomstest.Arrival) {
+	t.Helper()
+	marked := 0
+	for i := 1; i < len(got); i++ {
+		prev, a := got[i-1], got[i]
+		if a.Seq != prev.Seq+1 {
+			continue // lost or reordered on loopback: no step to check
+		}
+		step := a.Timestamp - prev.Timestamp
+		if !a.Marker {
+			if step != 160 {
+				t.Fatalf("packet %d: RTP time advanced %d samples without a talkspurt, want 160", a.Seq, step)
+			}
+			continue
+		}
+		marked++
+		if step > 160 {
+			t.Fatalf("talkspurt packet %d: RTP time advanced %d samples, more than a frame", a.Seq, step)
+		}
+		if !a.Voiced {
+			t.Fatalf("talkspurt packet %d is silent", a.Seq)
+		}
+	}
+	if marked == 0 {
+		t.Fatalf("no packet of %d began a talkspurt (marker bit), though the agent answered", len(got))
 	}
 }

@@ -70,9 +70,11 @@ func NewAPI() (*webrtc.API, error) {
 
 // Arrival is one agent packet as received.
 type Arrival struct {
-	At     time.Time
-	Seq    uint16
-	Voiced bool // louder than -40 dBFS
+	At        time.Time
+	Seq       uint16
+	Timestamp uint32 // RTP time
+	Marker    bool   // the first packet of a talkspurt
+	Voiced    bool   // louder than -40 dBFS
 }
 
 // Client is one caller.
@@ -251,7 +253,7 @@ func (c *Client) receive(t *webrtc.TrackRemote) {
 		for _, b := range pkt.Payload {
 			pcm = append(pcm, g711.DecodeUlawFrame(b))
 		}
-		a := Arrival{At: time.Now(), Seq: pkt.SequenceNumber, Voiced: level(pcm) > -40}
+		a := Arrival{At: time.Now(), Seq: pkt.SequenceNumber, Timestamp: pkt.Timestamp, Marker: pkt.Marker, Voiced: level(pcm) > -40}
 		c.mu.Lock()
 		c.arrivals = append(c.arrivals, a)
 		c.mu.Unlock()
