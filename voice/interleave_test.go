@@ -107,7 +107,6 @@ func interleave(t *testing.T, seed uint64, streaming bool) {
 	} else {
 		e = newEnv(t)
 	}
-	e.mgr.firstToken["talker"] = time.Second // answers start as early as they can
 	e.model.RespondTranscripts(func(wav []byte) string { return words((len(wav) - 44) / 2) })
 	e.model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
 		if req.Model == "extractor" {
