@@ -402,7 +402,7 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 	rep := LatencyReport{Setup: []string{
 		fmt.Sprintf("box and callers in one process on loopback, GOMAXPROCS=%d, load average %s; PostgreSQL %s", runtimeProcs(), loadAverage(), serverVersion(ctx, pool)),
 		fmt.Sprintf("%d calls per transport and profile, one at a time, each speaking %d utterances (mid-sentence pauses of 300-700 ms) and hearing each answer", cfg.Calls, len(latencyScript)),
-		"profiles: http = transcription 360 ms, first token 420 ms, speech first byte 140 ms; streaming = the box's live transcription client (voice.sttMode realtime; streaming-deepgram: deepgram) over WebSocket to the scripted provider, interims every 100 ms of speech 100 ms behind the audio, its own end-of-speech detection sending the final 150 ms after the end of speech, 420, 140; zero = all at once",
+		"profiles: http = transcription 360 ms, first token 420 ms, speech first byte 140 ms; streaming = the box's live transcription client (voice.sttMode realtime; streaming-deepgram: deepgram) over WebSocket to the scripted provider, interims of the words heard so far every 100 ms of audio once speech began, 100 ms behind it, its own end-of-speech detection sending the final 150 ms after the end of speech, 420, 140; zero = all at once",
 		"box: the controller's wire-to-wire less the endpointing silence and the wait for the first playable audio (controller metrics, 1 ms steps)",
 		"false endpoint: a turn committed with only part of what the caller said (the caller was still speaking)",
 	}}

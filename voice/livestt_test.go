@@ -364,7 +364,7 @@ func TestLiveProviderEndOfSpeechSettlesTheWords(t *testing.T) {
 				t.Fatalf("settled %+v (interims %q)", settled, interims)
 			}
 			if len(interims) < 4 || interims[len(interims)-1] != said(40) {
-				t.Fatalf("interims %q: want the words heard so far, every 100 ms of speech", interims)
+				t.Fatalf("interims %q: want the words heard so far, every 100 ms of audio", interims)
 			}
 			if msgs := strings.Join(srv.LiveSessions()[n].Messages, "\n"); strings.Contains(msgs, "commit") || strings.Contains(msgs, "Finalize") {
 				t.Fatalf("the client finalized before the provider settled:\n%s", msgs)

@@ -72,9 +72,10 @@ type Live struct {
 	// HeardInterims makes each interim what RespondTranscripts' function
 	// hears in the utterance's audio so far (a recogniser revising its
 	// words as more comes), instead of the next scripted transcript
-	// revealed a word at a time; one goes each InterimEvery of speech.
-	// Without such a function, or while transcripts are scripted, the
-	// interims reveal words as usual.
+	// revealed a word at a time; one goes each InterimEvery of audio from
+	// the utterance's first speech on, pauses included, when the words
+	// changed. Without such a function, or while transcripts are scripted,
+	// the interims reveal words as usual.
 	HeardInterims bool
 	// InterimLag holds each interim back this long after the audio it
 	// covers arrived (a recogniser's processing time; default none).
@@ -151,6 +152,7 @@ type liveConn struct {
 	words  int    // interim words revealed of the utterance in progress
 	voiced int    // samples of the utterance in progress louder than silence
 	quiet  int    // samples of silence since the utterance's last speech
+	spoken int    // samples since the utterance's first speech
 	said   string // the last interim text sent of the utterance in progress
 	heard  int    // samples received on the connection
 	start  int    // where the utterance in progress starts in sess.Audio
@@ -299,14 +301,22 @@ func (c *liveConn) received(pcm []int16) heardAudio {
 			return h
 		}
 	}
-	if ms(c.voiced)/every <= time.Duration(c.words) {
-		return h
+	if c.voiced > 0 {
+		c.spoken += len(pcm)
 	}
 	if l.HeardInterims && len(a.transcripts) == 0 && a.fallback != nil {
-		c.words = int(ms(c.voiced) / every)
+		// A recogniser works through the pauses too: the words it
+		// heard so far go each InterimEvery of audio once speech began.
+		if ms(c.spoken)/every <= time.Duration(c.words) {
+			return h
+		}
+		c.words = int(ms(c.spoken) / every)
 		if text := a.fallback(WAV(pcmBytes(c.sess.Audio[c.start:]), c.rate)); text != "" && text != c.said {
 			c.interim(&h, text)
 		}
+		return h
+	}
+	if ms(c.voiced)/every <= time.Duration(c.words) {
 		return h
 	}
 	// The words come from what the final will be: the next scripted
@@ -347,7 +357,7 @@ func (c *liveConn) final() (text string, ok bool, l Live) {
 	a := &c.s.audio
 	a.mu.Lock()
 	utter := append([]int16(nil), c.sess.Audio[c.start:]...)
-	c.start, c.words, c.voiced, c.quiet, c.said = len(c.sess.Audio), 0, 0, 0, ""
+	c.start, c.words, c.voiced, c.quiet, c.spoken, c.said = len(c.sess.Audio), 0, 0, 0, 0, ""
 	if c.discard {
 		// A load run keeps no call's audio past its utterance.
 		c.sess.Audio, c.start = c.sess.Audio[:0], 0
