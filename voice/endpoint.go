@@ -141,8 +141,10 @@ func (c *Call) speculate(ctx context.Context, pcm []int16, wake chan<- struct{})
 	ctx, cancel := context.WithCancel(ctx)
 	s := &speculation{cancel: cancel, done: make(chan struct{}), started: c.clk.Now()}
 	go func() {
-		defer close(s.done)
 		s.text, s.err = c.stt.Transcribe(ctx, pcm, c.info.SampleRate)
+		// Answered before the wake: a listener woken by it finds the
+		// answer (it may get no other wake before the endpoint).
+		close(s.done)
 		select {
 		case wake <- struct{}{}:
 		default:

@@ -154,6 +154,14 @@ func interleave(t *testing.T, seed uint64, streaming bool) {
 						s.results <- TranscriptEvent{Text: words(160 * (10 + rng.IntN(200)))}
 					}
 				}
+				if streaming && rng.IntN(12) == 0 {
+					if s := f.stream(); s != nil {
+						// Words the provider's own endpointing settled,
+						// through all the audio so far or short of it.
+						through := s.through(8000) - time.Duration(rng.IntN(3))*200*time.Millisecond
+						s.results <- TranscriptEvent{Text: words(160 * (10 + rng.IntN(200))), Settled: true, Through: through}
+					}
+				}
 				time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
 			}
 		}

@@ -289,7 +289,10 @@ func TestDeepgramFinalizeAfterProviderEndpointing(t *testing.T) {
 			for range 15 {
 				_ = ts.Send(silence)
 			}
-			poll.Until(t, "the provider's endpointing", 10*time.Second, func() bool { return len(srv.LiveSessions()[0].Finals) == 1 })
+			poll.Until(t, "the provider's endpointing", 10*time.Second, func() bool {
+				ss := srv.LiveSessions() // the server records the session after the upgrade the client saw
+				return len(ss) > 0 && len(ss[0].Finals) == 1
+			})
 		}
 		_ = ts.Finalize()
 		_, ev := untilFinal(t, ts)

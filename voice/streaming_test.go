@@ -40,7 +40,8 @@ func (f *fakeStreamSTT) stream() *fakeStream {
 type fakeStream struct {
 	owner   *fakeStreamSTT
 	mu      sync.Mutex
-	samples int
+	samples int // since the last final (the final func may reset it)
+	total   int // on the stream
 	finals  int
 	closed  bool
 	results chan TranscriptEvent
@@ -49,6 +50,7 @@ type fakeStream struct {
 func (s *fakeStream) Send(pcm []int16) error {
 	s.mu.Lock()
 	s.samples += len(pcm)
+	s.total += len(pcm)
 	s.mu.Unlock()
 	return nil
 }
@@ -71,6 +73,13 @@ func (s *fakeStream) Close() error {
 		close(s.results)
 	}
 	return nil
+}
+
+// through is how much audio the stream carried, on its own time.
+func (s *fakeStream) through(rate int) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Duration(s.total) * time.Second / time.Duration(rate)
 }
 
 func (s *fakeStream) sent() (samples, finals int) {
@@ -185,8 +194,7 @@ func TestSettledWordsAnswerTheEndpointWhenTheyCoverTheSpeech(t *testing.T) {
 			r.say(1000)
 			r.step(len(r.in))
 			r.step(1)
-			samples, _ := s.sent()
-			through := time.Duration(samples) * time.Second / 8000
+			through := s.through(8000)
 			if !tc.cover {
 				through = 400 * time.Millisecond
 			}
