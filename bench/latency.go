@@ -49,11 +49,14 @@ type LatencyConfig struct {
 // LatencyProfile is how fast the providers answer.
 type LatencyProfile struct {
 	Name string
-	// Transcription is the HTTP speech-to-text answer time; Streaming
-	// replaces it with a live transcription whose final comes
-	// StreamingFinal after the end of speech.
+	// Transcription is the HTTP speech-to-text answer time. Streaming,
+	// when set, is the agent's voice.sttMode instead (realtime or
+	// deepgram): the box's own live transcription client over the
+	// protocol's WebSocket, to the scripted provider, which sends interims
+	// while audio arrives and, detecting the end of speech itself, the
+	// final StreamingFinal after it.
 	Transcription  time.Duration
-	Streaming      bool
+	Streaming      string
 	StreamingFinal time.Duration
 	// FirstToken is the model's time to its first token, SpeechFirstByte
 	// the speech endpoint's to its first audio bytes.
@@ -61,13 +64,21 @@ type LatencyProfile struct {
 }
 
 // LatencyProfiles are issue 16's provider profiles: published medians of
-// hosted providers (HTTP transcription), a streaming transcription, and
-// providers that answer at once.
+// hosted providers (HTTP transcription), a streaming transcription (on
+// each live protocol), and providers that answer at once.
 var LatencyProfiles = []LatencyProfile{
 	{Name: "http", Transcription: 360 * time.Millisecond, FirstToken: 420 * time.Millisecond, SpeechFirstByte: 140 * time.Millisecond},
-	{Name: "streaming", Streaming: true, StreamingFinal: 150 * time.Millisecond, FirstToken: 420 * time.Millisecond, SpeechFirstByte: 140 * time.Millisecond},
+	{Name: "streaming", Streaming: "realtime", StreamingFinal: 150 * time.Millisecond, FirstToken: 420 * time.Millisecond, SpeechFirstByte: 140 * time.Millisecond},
+	{Name: "streaming-deepgram", Streaming: "deepgram", StreamingFinal: 150 * time.Millisecond, FirstToken: 420 * time.Millisecond, SpeechFirstByte: 140 * time.Millisecond},
 	{Name: "zero"},
 }
+
+// The streaming profiles' recogniser: an interim each interimEvery of
+// speech, interimLag behind the audio it covers.
+const (
+	interimEvery = 100 * time.Millisecond
+	interimLag   = 100 * time.Millisecond
+)
 
 // LatencyRow is one transport under one profile.
 type LatencyRow struct {
@@ -151,20 +162,30 @@ var latencyScript = []latencyUtterance{
 	{parts: []latencyPart{{1600, "Do you have a vegetarian menu for children?"}}},
 }
 
-// Each utterance is spoken as a tone of its own frequency, so the scripted
-// transcribers tell which one they hear (and how much of it) from the
-// audio alone, over G.711 on either transport.
+// Each part of an utterance is spoken as a tone of its own frequency, so
+// the scripted transcribers tell which parts they hear (and how much of
+// each) from the audio alone, over G.711 or Opus, whether they get the
+// whole utterance or a stretch of it (a provider's own endpointing cuts
+// it at the pauses).
 const (
 	latencyBaseHz = 300
-	latencyStepHz = 60
+	latencyStepHz = 100
 	latencyRate   = 8000
 	latencyFrame  = latencyRate / 50
 )
 
+// partTone is the tone number of utterance id's part k.
+func partTone(id, k int) int {
+	n := 0
+	for _, u := range latencyScript[:id] {
+		n += len(u.parts)
+	}
+	return n + k
+}
+
 // pcm is the utterance as caller audio at 8 kHz: syllables of 160 ms of
-// tone with 40 ms quiet gaps, the pauses as line noise.
+// its parts' tones with 40 ms quiet gaps, the pauses as line noise.
 func (u latencyUtterance) pcm(id int) []int16 {
-	hz := float64(latencyBaseHz + latencyStepHz*id)
 	var out []int16
 	n := 0
 	for i, p := range u.parts {
@@ -173,6 +194,7 @@ func (u latencyUtterance) pcm(id int) []int16 {
 				out = append(out, roomstest.Noise(latencyFrame, 30)...)
 			}
 		}
+		hz := float64(latencyBaseHz + latencyStepHz*partTone(id, i))
 		for f := 0; f < p.ms/20; f++ {
 			if f%10 >= 8 {
 				out = append(out, roomstest.Noise(latencyFrame, 30)...)
@@ -190,54 +212,72 @@ func (u latencyUtterance) pcm(id int) []int16 {
 // voicedMs is how much of a part is tone (the syllables, not their gaps).
 func voicedMs(ms int) int { return ms / 20 / 10 * 8 * 20 }
 
-// heard is what a transcriber makes of audio at rate: which utterance it
-// is, and the text of the parts it covers (a fragment when the audio
-// stops at a pause).
+// heard is what a transcriber makes of audio at rate: the text of the
+// parts it covers, of the utterance it hears most of (a fragment when the
+// audio stops at a pause, the rest when it starts there).
 func heard(pcm []int16, rate int) string {
-	id, voiced := identify(pcm, rate)
-	if id < 0 || id >= len(latencyScript) {
+	tones := hearTones(pcm, rate)
+	best, most := -1, 0
+	for id, u := range latencyScript {
+		ms := 0
+		for k := range u.parts {
+			ms += tones[partTone(id, k)]
+		}
+		if ms > most {
+			best, most = id, ms
+		}
+	}
+	if best < 0 {
 		return ""
 	}
-	return latencyScript[id].covered(voiced)
-}
-
-// covered is the text of the parts whose voiced audio voiced ms covers.
-func (u latencyUtterance) covered(voiced int) string {
 	var out []string
-	cum := 0
-	for _, p := range u.parts {
-		cum += voicedMs(p.ms)
-		if voiced+60 < cum {
-			break
+	for k, p := range latencyScript[best].parts {
+		if tones[partTone(best, k)]+60 >= voicedMs(p.ms) {
+			out = append(out, p.text)
 		}
-		out = append(out, p.text)
 	}
 	return strings.Join(out, " ")
 }
 
-// identify finds the utterance by the tone's frequency (zero crossings in
-// voiced frames) and measures its voiced audio.
-func identify(pcm []int16, rate int) (id, voicedMs int) {
+// hearTones measures how many ms of each tone the audio holds: each
+// stretch of voiced frames is one syllable, whose frequency its zero
+// crossings give (counted with hysteresis, so line noise adds none, and
+// timed from the first to the last, so quiet audio in its frames neither).
+func hearTones(pcm []int16, rate int) map[int]int {
 	frame := rate / 50
-	crossings, frames := 0, 0
+	out := map[int]int{}
+	var run []int16
+	flush := func() {
+		if len(run) == 0 {
+			return
+		}
+		flips, first, last, pos := 0, 0, 0, run[0] >= 0
+		for i, v := range run {
+			if (pos && v < -2000) || (!pos && v > 2000) {
+				pos = !pos
+				if flips == 0 {
+					first = i
+				}
+				flips, last = flips+1, i
+			}
+		}
+		if flips > 2 {
+			// Half periods between the first flip and the last.
+			hz := float64(flips-1) / 2 / (float64(last-first) / float64(rate))
+			out[int(math.Round((hz-latencyBaseHz)/latencyStepHz))] += len(run) / frame * 20
+		}
+		run = run[:0]
+	}
 	for i := 0; i+frame <= len(pcm); i += frame {
 		f := pcm[i : i+frame]
 		if voice.Level(f) < -35 {
+			flush()
 			continue
 		}
-		frames++
-		for j := 1; j < len(f); j++ {
-			if (f[j-1] < 0) != (f[j] < 0) {
-				crossings++
-			}
-		}
+		run = append(run, f...)
 	}
-	if frames == 0 {
-		return -1, 0
-	}
-	// A frame's crossings miss about one at its edges.
-	hz := float64(crossings+frames) / 2 / (float64(frames) * 0.02)
-	return int(math.Round((hz - latencyBaseHz) / latencyStepHz)), frames * 20
+	flush()
+	return out
 }
 
 func wavPCM(wav []byte) ([]int16, int) {
@@ -269,8 +309,8 @@ const latencyAnswer = "Sure, I can help with that."
 // caller), one at a time, each speaking the script's utterances with
 // their mid-sentence pauses, under each provider profile. The box is the
 // whole box in this process; the providers are the scripted provider with
-// the profile's latencies (and, for the streaming profile, an in-process
-// live transcriber with the profile's timing).
+// the profile's latencies (for the streaming profiles, at its live
+// transcription WebSocket, to the box's own live client).
 func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 	if cfg.Calls <= 0 {
 		cfg.Calls = 3
@@ -313,16 +353,19 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 	c.Rooms = config.Rooms{MaxRooms: 4}
 	opened := make(chan string, 16)
 	served, stopBox, err := StartBox(ctx, pool, c, "bench-key", box.Options{
-		// The providers' speech; the streaming profile listens on a live
-		// stream with a hosted provider's timing.
+		// The providers' speech, the agent's voice.sttMode set by the
+		// profile: a streaming profile's calls open the box's own live
+		// transcription client.
 		Speech: func(models voice.Models) voice.SpeechFactory {
 			speech := voice.ProviderSpeech(models, nil)
 			return func(name string, ag config.Agent, rate int) (voice.Transcriber, voice.Synthesizer, error) {
-				stt, tts, err := speech(name, ag, rate)
-				if p := profile.Load(); err == nil && p.Streaming {
-					stt = &liveScripted{Transcriber: stt, final: p.StreamingFinal}
+				v := config.AgentVoice{}
+				if ag.Voice != nil {
+					v = *ag.Voice
 				}
-				return stt, tts, err
+				v.STTMode = profile.Load().Streaming
+				ag.Voice = &v
+				return speech(name, ag, rate)
 			}
 		},
 		TuneCalls: func(vc *voice.Config) {
@@ -349,7 +392,7 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 	rep := LatencyReport{Setup: []string{
 		fmt.Sprintf("box and callers in one process on loopback, GOMAXPROCS=%d, load average %s; PostgreSQL %s", runtimeProcs(), loadAverage(), serverVersion(ctx, pool)),
 		fmt.Sprintf("%d calls per transport and profile, one at a time, each speaking %d utterances (mid-sentence pauses of 300-700 ms) and hearing each answer", cfg.Calls, len(latencyScript)),
-		"profiles: http = transcription 360 ms, first token 420 ms, speech first byte 140 ms; streaming = a live transcription (interims 100 ms behind the audio, the final 150 ms after the end of speech), 420, 140; zero = all at once",
+		"profiles: http = transcription 360 ms, first token 420 ms, speech first byte 140 ms; streaming = the box's live transcription client (voice.sttMode realtime; streaming-deepgram: deepgram) over WebSocket to the scripted provider, interims of the words heard so far every 100 ms of audio once speech began, 100 ms behind it, its own end-of-speech detection sending the final 150 ms after the end of speech, 420, 140; zero = all at once",
 		"box: the controller's wire-to-wire less the endpointing silence and the wait for the first playable audio (controller metrics, 1 ms steps)",
 		"false endpoint: a turn committed with only part of what the caller said (the caller was still speaking)",
 	}}
@@ -357,6 +400,7 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 		p := &profiles[i]
 		profile.Store(p)
 		model.SetAudioLatency(providertest.AudioLatency{Transcription: p.Transcription, SpeechFirstByte: p.SpeechFirstByte})
+		model.SetLive(providertest.Live{EndOfSpeech: p.StreamingFinal, HeardInterims: true, InterimEvery: interimEvery, InterimLag: interimLag})
 		for _, transport := range []string{"sip", "room"} {
 			cfg.Logger.Info("bench latency", "profile", p.Name, "transport", transport)
 			row := LatencyRow{Profile: p.Name, Transport: transport}
@@ -732,120 +776,4 @@ func (c *sipCaller) Close() {
 	cancel()
 	c.wg.Wait()
 	c.d.Close()
-}
-
-// liveScripted is the streaming profile's transcriber: a live stream with
-// a hosted provider's timing (interims 100 ms behind the audio, the final
-// StreamingFinal after the end of speech), answering from the script by
-// the audio it hears.
-type liveScripted struct {
-	voice.Transcriber
-	final time.Duration
-}
-
-// Listen implements voice.StreamingTranscriber.
-func (l *liveScripted) Listen(ctx context.Context, rate int) (voice.TranscriptStream, error) {
-	s := &scriptedStream{rate: rate, final: l.final, results: make(chan voice.TranscriptEvent, 64)}
-	return s, nil
-}
-
-// scriptedStream hears caller audio frame by frame: the utterance's voiced
-// audio grows the interim words; once all of it was heard and the final
-// delay of silence followed, the final comes.
-type scriptedStream struct {
-	rate  int
-	final time.Duration
-
-	mu      sync.Mutex
-	pcm     []int16 // the utterance since the last final
-	silence time.Duration
-	sent    bool // a final of this utterance went out
-	epoch   int  // bumped by each final: interims of an older one are dropped
-	closed  bool
-	results chan voice.TranscriptEvent
-	lastLen int // voiced ms at the last interim
-}
-
-const interimLag = 100 * time.Millisecond
-
-func (s *scriptedStream) Send(pcm []int16) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errors.New("bench: stream closed")
-	}
-	frame := s.rate / 50
-	for len(pcm) >= frame {
-		f := pcm[:frame]
-		pcm = pcm[frame:]
-		s.pcm = append(s.pcm, f...)
-		if voice.Level(f) > -35 {
-			s.silence = 0
-		} else {
-			s.silence += voice.FrameDuration
-		}
-		id, voiced := identify(s.pcm, s.rate)
-		if id < 0 || id >= len(latencyScript) {
-			continue
-		}
-		u := latencyScript[id]
-		if voiced-s.lastLen >= 100 {
-			s.lastLen = voiced
-			text := u.covered(voiced)
-			epoch := s.epoch
-			time.AfterFunc(interimLag, func() {
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				if epoch == s.epoch && !s.closed && text != "" {
-					s.emit(voice.TranscriptEvent{Text: text})
-				}
-			})
-		}
-		if !s.sent && s.silence >= s.final && u.covered(voiced) == u.text() {
-			s.emit(voice.TranscriptEvent{Text: u.text(), Final: true})
-			s.reset()
-		}
-	}
-	return nil
-}
-
-// emit (under s.mu) sends an event; an interim is dropped if the consumer
-// is behind.
-func (s *scriptedStream) emit(ev voice.TranscriptEvent) {
-	select {
-	case s.results <- ev:
-	default:
-	}
-}
-
-func (s *scriptedStream) reset() {
-	s.pcm, s.silence, s.lastLen = nil, 0, 0
-	s.sent = false
-	s.epoch++
-}
-
-func (s *scriptedStream) Finalize() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errors.New("bench: stream closed")
-	}
-	// What was heard since the last final (nothing when the provider's own
-	// final already went out).
-	text := heard(s.pcm, s.rate)
-	s.emit(voice.TranscriptEvent{Text: text, Final: true})
-	s.reset()
-	return nil
-}
-
-func (s *scriptedStream) Results() <-chan voice.TranscriptEvent { return s.results }
-
-func (s *scriptedStream) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closed {
-		s.closed = true
-		close(s.results)
-	}
-	return nil
 }

@@ -180,5 +180,11 @@ func (w *deepgramWire) decode(typ websocket.MessageType, msg []byte) ([]Transcri
 	if len(w.pending) > 0 && (m.FromFinalize || (timed && end >= w.pending[0]-deepgramSlack)) {
 		return []TranscriptEvent{w.answer()}, nil
 	}
-	return []TranscriptEvent{{Text: joinWords(w.settled)}}, nil
+	// Settled by the provider's endpointing (or a long utterance's
+	// finished piece): these words hold through end.
+	ev := TranscriptEvent{Text: joinWords(w.settled), Settled: true}
+	if timed {
+		ev.Through = time.Duration(end * float64(time.Second))
+	}
+	return []TranscriptEvent{ev}, nil
 }

@@ -42,10 +42,13 @@
 // voice.minEndpointDelay, a statement after 450 ms, a trailing word ("and",
 // "um", a comma) waits up to voice.maxEndpointDelay, and nothing known the
 // VAD's delay. A speculation the caller talks past is cancelled. The answer
-// may start before the endpoint (preemptive generation) as early as the
-// model's usual first token pays off, but it is held, no audio and no
-// tool, until the turn is confirmed with the same words; otherwise it is
-// abandoned and nothing of it is committed, saved or sent again. Speech
+// may start before the endpoint (preemptive generation) as soon as the
+// words so far are known and read complete, but it is held, no audio and
+// no tool, until the turn is confirmed with the same words; otherwise it
+// is abandoned and nothing of it is committed, saved or sent again. When
+// the provider's own end-of-speech detection settled the words through the
+// caller's last voiced frame (TranscriptEvent.Settled), the endpoint takes
+// them without waiting for the answer to its Finalize. Speech
 // plays as it streams (StreamingSynthesizer), the next sentence is
 // synthesised while one plays, and a talkspurt starts on its own 20 ms
 // grid the moment its first audio is playable.

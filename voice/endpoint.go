@@ -141,8 +141,10 @@ func (c *Call) speculate(ctx context.Context, pcm []int16, wake chan<- struct{})
 	ctx, cancel := context.WithCancel(ctx)
 	s := &speculation{cancel: cancel, done: make(chan struct{}), started: c.clk.Now()}
 	go func() {
-		defer close(s.done)
 		s.text, s.err = c.stt.Transcribe(ctx, pcm, c.info.SampleRate)
+		// Answered before the wake: a listener woken by it finds the
+		// answer (it may get no other wake before the endpoint).
+		close(s.done)
 		select {
 		case wake <- struct{}{}:
 		default:
@@ -170,45 +172,83 @@ type sttResult struct {
 // liveSTT is the call's streaming transcription: caller audio goes out as
 // the caller speaks, interim and final results come back and feed
 // endpointing, and each endpoint's Finalize answers the turn's transcript.
+// When the provider's own end-of-speech detection already settled every
+// word up to past the caller's last voiced frame, the endpoint takes those
+// words at once instead of waiting for the answer to its Finalize (which
+// then covers only the silence after them, and is dropped).
 type liveSTT struct {
 	stream TranscriptStream
 	wake   chan<- struct{}
 	clk    Clock
+	rate   int
 
 	mu      sync.Mutex
 	finals  []string  // finals of the utterance in progress, before its endpoint
 	latest  string    // the interim of the words after those finals
 	heardAt time.Time // when the last result arrived
+	settled bool      // latest is words the provider settled...
+	through time.Duration
+	// ...through this much of the stream's audio; the audio sent, and
+	// how much of it ran through the last voiced frame (samples).
+	sent, voicedEnd int
+	// waiting are the endpoints awaiting their final, in order; nil for
+	// one that took settled words (its final is dropped).
 	waiting []chan sttResult
 	err     error // the stream failed: the call goes on with Transcribe
 }
 
-func newLiveSTT(stream TranscriptStream, clk Clock, wake chan<- struct{}) *liveSTT {
-	l := &liveSTT{stream: stream, wake: wake, clk: clk}
+func newLiveSTT(stream TranscriptStream, clk Clock, rate int, wake chan<- struct{}) *liveSTT {
+	l := &liveSTT{stream: stream, wake: wake, clk: clk, rate: rate}
 	go l.read()
 	return l
+}
+
+// send passes a frame of caller audio; voiced says whether the VAD heard
+// speech in it.
+func (l *liveSTT) send(pcm []int16, voiced bool) {
+	if err := l.stream.Send(pcm); err != nil {
+		l.mu.Lock()
+		l.fail(err)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Lock()
+	l.sent += len(pcm)
+	if voiced {
+		l.voicedEnd = l.sent
+	}
+	l.mu.Unlock()
 }
 
 // read takes the stream's results until it ends.
 func (l *liveSTT) read() {
 	for ev := range l.stream.Results() {
 		l.mu.Lock()
+		heard := true
 		switch {
 		case ev.Err != nil:
 			l.fail(ev.Err)
+		case ev.Final && len(l.waiting) > 0:
+			w := l.waiting[0]
+			l.waiting = l.waiting[1:]
+			if w == nil {
+				// Its endpoint took the settled words: nothing new is
+				// known of the utterance in progress.
+				heard = false
+				break
+			}
+			w <- sttResult{text: joinWords(append(l.finals, ev.Text))}
+			l.finals = nil
+			l.latest, l.settled = "", false
 		case ev.Final:
 			l.finals = append(l.finals, ev.Text)
-			l.latest = ""
-			if len(l.waiting) > 0 {
-				w := l.waiting[0]
-				l.waiting = l.waiting[1:]
-				w <- sttResult{text: joinWords(l.finals)}
-				l.finals = nil
-			}
+			l.latest, l.settled = "", false
 		default:
-			l.latest = ev.Text
+			l.latest, l.settled, l.through = ev.Text, ev.Settled, ev.Through
 		}
-		l.heardAt = l.clk.Now()
+		if heard {
+			l.heardAt = l.clk.Now()
+		}
 		l.mu.Unlock()
 		select {
 		case l.wake <- struct{}{}:
@@ -227,7 +267,9 @@ func (l *liveSTT) fail(err error) {
 		l.err = err
 	}
 	for _, w := range l.waiting {
-		w <- sttResult{err: l.err}
+		if w != nil {
+			w <- sttResult{err: l.err}
+		}
 	}
 	l.waiting = nil
 }
@@ -239,17 +281,26 @@ func (l *liveSTT) failed() bool {
 	return l.err != nil
 }
 
-// words is what is known of the utterance so far, and whether it arrived
-// after since (the start of the silence), so it covers all the speech.
+// covered (under l.mu) reports whether the provider settled the words
+// through the last voiced frame sent.
+func (l *liveSTT) covered() bool {
+	return l.settled && l.through > 0 && l.rate > 0 &&
+		l.through >= time.Duration(l.voicedEnd)*time.Second/time.Duration(l.rate)
+}
+
+// words is what is known of the utterance so far, and whether it covers
+// all the speech: it arrived after since (the start of the silence), or
+// the provider settled it through the last voiced frame.
 func (l *liveSTT) words(since time.Time) (string, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	text := joinWords(append(append([]string(nil), l.finals...), l.latest))
-	return text, text != "" && !l.heardAt.Before(since)
+	return text, text != "" && (!l.heardAt.Before(since) || l.covered())
 }
 
 // finalize asks for the final transcript of the utterance that just ended;
-// the answer (or the stream's failure) arrives on the channel.
+// the answer (or the stream's failure) arrives on the channel: at once
+// when the provider already settled all of it.
 func (l *liveSTT) finalize() <-chan sttResult {
 	w := make(chan sttResult, 1)
 	l.mu.Lock()
@@ -258,8 +309,14 @@ func (l *liveSTT) finalize() <-chan sttResult {
 		l.mu.Unlock()
 		return w
 	}
-	l.waiting = append(l.waiting, w)
-	l.latest = ""
+	if l.covered() {
+		w <- sttResult{text: joinWords(append(l.finals, l.latest))}
+		l.finals = nil
+		l.waiting = append(l.waiting, nil)
+	} else {
+		l.waiting = append(l.waiting, w)
+	}
+	l.latest, l.settled = "", false
 	l.mu.Unlock()
 	if err := l.stream.Finalize(); err != nil {
 		l.mu.Lock()

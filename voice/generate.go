@@ -158,9 +158,7 @@ func (g *generation) run(messages []agent.Message) {
 		}
 		if firstToken {
 			firstToken = false
-			d := c.clk.Since(g.started)
-			metric("timeToFirstTokenMs", d.Milliseconds())
-			c.m.sawFirstToken(c.info.Agent, d)
+			metric("timeToFirstTokenMs", c.clk.Since(g.started).Milliseconds())
 		}
 		for _, s := range split.Feed(ev.Text) {
 			say(spoken{text: s})

@@ -107,7 +107,6 @@ func interleave(t *testing.T, seed uint64, streaming bool) {
 	} else {
 		e = newEnv(t)
 	}
-	e.mgr.firstToken["talker"] = time.Second // answers start as early as they can
 	e.model.RespondTranscripts(func(wav []byte) string { return words((len(wav) - 44) / 2) })
 	e.model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
 		if req.Model == "extractor" {
@@ -153,6 +152,14 @@ func interleave(t *testing.T, seed uint64, streaming bool) {
 					if s := f.stream(); s != nil {
 						// An interim that may or may not match the final.
 						s.results <- TranscriptEvent{Text: words(160 * (10 + rng.IntN(200)))}
+					}
+				}
+				if streaming && rng.IntN(12) == 0 {
+					if s := f.stream(); s != nil {
+						// Words the provider's own endpointing settled,
+						// through all the audio so far or short of it.
+						through := s.through(8000) - time.Duration(rng.IntN(3))*200*time.Millisecond
+						s.results <- TranscriptEvent{Text: words(160 * (10 + rng.IntN(200))), Settled: true, Through: through}
 					}
 				}
 				time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)

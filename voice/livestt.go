@@ -351,15 +351,15 @@ func (s *liveStream) stateLocked() error {
 // emit delivers an event in order. Interim events are dropped when the
 // consumer is behind (the next one carries the whole text), leaving room
 // for finals, so a Finalize that answers "" at once does not wait on a
-// consumer that is itself the caller; finals wait for room until the
-// stream ends.
+// consumer that is itself the caller; finals and settled words wait for
+// room until the stream ends.
 func (s *liveStream) emit(ev TranscriptEvent) {
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock()
 	if s.ctx.Err() != nil {
 		return
 	}
-	if !ev.Final {
+	if !ev.Final && !ev.Settled {
 		if len(s.results) < cap(s.results)-finalsRoom {
 			s.results <- ev
 		}

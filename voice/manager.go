@@ -77,28 +77,6 @@ type Manager struct {
 	mu       sync.Mutex
 	calls    map[string]*Call
 	draining bool
-	// firstToken is each agent's time to the model's first token, a moving
-	// average: an answer starts before the endpoint only as early as it
-	// can pay off (see Call.listen).
-	firstToken map[string]time.Duration
-}
-
-// modelLead is how long before the endpoint an answer to agent is worth
-// starting: its model's usual time to the first token (0 until known).
-func (m *Manager) modelLead(agent string) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.firstToken[agent]
-}
-
-// sawFirstToken adds a time to the first token to agent's average.
-func (m *Manager) sawFirstToken(agent string, d time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if old, ok := m.firstToken[agent]; ok {
-		d = (3*old + d) / 4
-	}
-	m.firstToken[agent] = d
 }
 
 // NewManager returns a Manager.
@@ -124,7 +102,7 @@ func NewManager(cfg Config) *Manager {
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = 15 * time.Second
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger.With("component", "voice"), calls: map[string]*Call{}, firstToken: map[string]time.Duration{}}
+	return &Manager{cfg: cfg, log: cfg.Logger.With("component", "voice"), calls: map[string]*Call{}}
 }
 
 // Draining reports whether the box is stopping: transports refuse new

@@ -21,7 +21,6 @@ import (
 func TestPreemptiveAnswerIsHeldAndAbandonedWhenTheCallerGoesOn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.mgr.firstToken["talker"] = time.Second // the model is known to be slow: start early
 	// A question ends the turn after a full second here, so the endpoint is
 	// far beyond the 140 ms of silence below on the call's clock however
 	// the frames and the speculation's answer interleave on a loaded

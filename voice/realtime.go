@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -68,7 +70,7 @@ func (r *RealtimeSTT) Listen(ctx context.Context, rate int) (TranscriptStream, e
 		conn.CloseNow()
 		return nil, openError{fmt.Errorf("%w: the session could not be set up", ErrSTTUnavailable)}
 	}
-	return newLiveStream(ctx, conn, &realtimeWire{text: map[string]string{}}, opts, rate, RealtimeRate), nil
+	return newLiveStream(ctx, conn, newRealtimeWire(), opts, rate, RealtimeRate), nil
 }
 
 // Transcribe implements Transcriber over one session.
@@ -76,9 +78,26 @@ func (r *RealtimeSTT) Transcribe(ctx context.Context, pcm []int16, rate int) (st
 	return transcribeLive(ctx, r, pcm, rate, r.Options.withDefaults().FinalTimeout)
 }
 
-// realtimeWire is the Realtime transcription protocol.
+// realtimeWire is the Realtime transcription protocol. Items are
+// committed by the client's commits and, when the provider detects the end
+// of speech itself (server VAD), by the provider: an utterance the
+// controller finalizes is every item committed before the one its commit
+// made, in the order the provider committed them, and its final waits for
+// all their transcripts. Items the provider committed and transcribed
+// before that are settled words (Settled events, through the audio end of
+// its speech_stopped).
 type realtimeWire struct {
-	text map[string]string // item id → the transcript so far
+	mu      sync.Mutex
+	text    map[string]string        // item id → the transcript so far (deltas)
+	order   []string                 // committed items not yet in a final, in order
+	done    map[string]string        // item id → its completed transcript
+	vadEnd  map[string]time.Duration // items the provider committed → where their audio ended
+	mine    map[string]bool          // items a commit of ours made
+	commits int                      // our commits not yet matched to a committed event
+}
+
+func newRealtimeWire() *realtimeWire {
+	return &realtimeWire{text: map[string]string{}, done: map[string]string{}, vadEnd: map[string]time.Duration{}, mine: map[string]bool{}}
 }
 
 func (w *realtimeWire) audio(pcm []int16) (websocket.MessageType, []byte) {
@@ -96,12 +115,81 @@ func (w *realtimeWire) audio(pcm []int16) (websocket.MessageType, []byte) {
 	return websocket.MessageText, b
 }
 
-func (w *realtimeWire) finalize() []byte  { return []byte(`{"type":"input_audio_buffer.commit"}`) }
+func (w *realtimeWire) finalize() []byte {
+	w.mu.Lock()
+	w.commits++
+	w.mu.Unlock()
+	return []byte(`{"type":"input_audio_buffer.commit"}`)
+}
+
 func (w *realtimeWire) keepAlive() []byte { return nil }
 func (w *realtimeWire) closing() []byte   { return nil }
 
-// settle: a commit is always answered (completed or failed).
+// settle: a commit is always answered (completed, failed, or an empty
+// buffer's error).
 func (w *realtimeWire) settle() (TranscriptEvent, bool) { return TranscriptEvent{}, false }
+
+// words (under w.mu) is the text of the committed items in order, then
+// of item when it is not committed yet.
+func (w *realtimeWire) words(item string) string {
+	var parts []string
+	for _, it := range w.order {
+		if t, ok := w.done[it]; ok {
+			parts = append(parts, t)
+		} else {
+			parts = append(parts, w.text[it])
+		}
+	}
+	if item != "" && !slices.Contains(w.order, item) {
+		parts = append(parts, w.text[item])
+	}
+	return joinWords(parts)
+}
+
+// progress (under w.mu) is what the committed items now say: the final of
+// each utterance whose items all completed up to one of our commits, then
+// the settled words when the items before any other all completed.
+func (w *realtimeWire) progress() []TranscriptEvent {
+	var evs []TranscriptEvent
+	for {
+		n := -1
+		for i, it := range w.order {
+			if _, ok := w.done[it]; !ok {
+				break
+			}
+			if w.mine[it] {
+				n = i
+				break
+			}
+		}
+		if n < 0 {
+			break
+		}
+		var parts []string
+		for _, it := range w.order[:n+1] {
+			parts = append(parts, w.done[it])
+			delete(w.done, it)
+			delete(w.text, it)
+			delete(w.vadEnd, it)
+			delete(w.mine, it)
+		}
+		w.order = w.order[n+1:]
+		evs = append(evs, TranscriptEvent{Text: joinWords(parts), Final: true})
+	}
+	var parts []string
+	var through time.Duration
+	for _, it := range w.order {
+		t, ok := w.done[it]
+		if !ok {
+			break
+		}
+		parts, through = append(parts, t), w.vadEnd[it]
+	}
+	if len(parts) > 0 {
+		evs = append(evs, TranscriptEvent{Text: joinWords(parts), Settled: true, Through: through})
+	}
+	return evs
+}
 
 func (w *realtimeWire) decode(typ websocket.MessageType, msg []byte) ([]TranscriptEvent, error) {
 	if typ != websocket.MessageText {
@@ -112,6 +200,7 @@ func (w *realtimeWire) decode(typ websocket.MessageType, msg []byte) ([]Transcri
 		ItemID     string `json:"item_id"`
 		Delta      string `json:"delta"`
 		Transcript string `json:"transcript"`
+		AudioEndMs int64  `json:"audio_end_ms"`
 		Error      *struct {
 			Type string `json:"type"`
 			Code string `json:"code"`
@@ -120,14 +209,44 @@ func (w *realtimeWire) decode(typ websocket.MessageType, msg []byte) ([]Transcri
 	if err := json.Unmarshal(msg, &ev); err != nil {
 		return nil, fmt.Errorf("%w: the provider sent a message that is not JSON", ErrSTTFailed)
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	switch ev.Type {
+	case "input_audio_buffer.speech_stopped":
+		// The provider's own end-of-speech detection: it commits this
+		// item itself.
+		w.vadEnd[ev.ItemID] = time.Duration(ev.AudioEndMs) * time.Millisecond
+	case "input_audio_buffer.committed":
+		if _, vad := w.vadEnd[ev.ItemID]; !vad && w.commits > 0 {
+			w.mine[ev.ItemID] = true
+			w.commits--
+		}
+		w.order = append(w.order, ev.ItemID)
 	case "conversation.item.input_audio_transcription.delta":
 		w.text[ev.ItemID] += ev.Delta
-		return []TranscriptEvent{{Text: w.text[ev.ItemID]}}, nil
+		return []TranscriptEvent{{Text: w.words(ev.ItemID)}}, nil
 	case "conversation.item.input_audio_transcription.completed":
-		delete(w.text, ev.ItemID)
-		return []TranscriptEvent{{Text: ev.Transcript, Final: true}}, nil
-	case "conversation.item.input_audio_transcription.failed", "error":
+		if !slices.Contains(w.order, ev.ItemID) {
+			// Completed without a committed event first: the answer to
+			// our oldest commit.
+			w.order = append(w.order, ev.ItemID)
+			w.mine[ev.ItemID] = true
+			w.commits = max(w.commits-1, 0)
+		}
+		w.done[ev.ItemID] = ev.Transcript
+		return w.progress(), nil
+	case "error":
+		if ev.Error != nil && ev.Error.Code == "input_audio_buffer_commit_empty" && w.commits > 0 {
+			// Our commit came after the provider's own commit took all
+			// the audio: the utterance is the items before it.
+			w.commits--
+			empty := fmt.Sprintf("empty_%d", len(w.order))
+			w.order = append(w.order, empty)
+			w.mine[empty], w.done[empty] = true, ""
+			return w.progress(), nil
+		}
+		fallthrough
+	case "conversation.item.input_audio_transcription.failed":
 		// The provider's message is not relayed (it can quote what it was
 		// sent); its type and code say enough.
 		kind, code := "", ""

@@ -136,7 +136,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			c.m.log.Warn("voice: speech-to-text stream", "call", c.info.ID, "error", err)
 		} else {
 			defer stream.Close()
-			live = newLiveSTT(stream, c.clk, wake)
+			live = newLiveSTT(stream, c.clk, c.info.SampleRate, wake)
 		}
 	}
 	var (
@@ -225,11 +225,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 				if ev == vadSpeechStart {
 					pcm = det.Snapshot() // the onset frames too
 				}
-				if err := live.stream.Send(pcm); err != nil {
-					live.mu.Lock()
-					live.fail(err)
-					live.mu.Unlock()
-				}
+				live.send(pcm, speaking && det.Silent() == 0)
 			}
 			switch {
 			case ev == vadSpeechStart:
@@ -265,12 +261,13 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 		}
 		text, known := c.words(live, spec, voicedAt)
 		d, reason := ep.delay(text, known)
-		if (reason == endComplete || reason == endSentence) && (draft == nil || draft.text != text) &&
-			now.Sub(voicedAt)+c.m.modelLead(c.info.Agent) >= d && c.canDraft() {
+		if (reason == endComplete || reason == endSentence) && (draft == nil || draft.text != text) && c.canDraft() {
 			// Likely the end: start the answer now, held until the
-			// endpoint is confirmed, but only as early as the model's
-			// usual first token pays off, so a pause the caller talks
-			// past rarely costs a model run.
+			// endpoint is confirmed. The model's time to its first token
+			// is most of what the caller waits for, so it starts as soon
+			// as all the words are known and read complete, whatever the
+			// endpoint's delay; a pause the caller talks past costs one
+			// abandoned model run (the turn's wasted work).
 			abandon("the words changed")
 			draft = c.generate(inTurn(), text, c.messages())
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -54,9 +55,16 @@ type TranscriptStream interface {
 type TranscriptEvent struct {
 	// Text is the whole utterance so far (interim) or its transcript
 	// (final), not a delta.
-	Text  string
+	Text string
+	// Final marks the answer to a Finalize.
 	Final bool
-	Err   error
+	// Settled marks an interim the provider's own end-of-speech detection
+	// settled (OpenAI server VAD, Deepgram endpointing): its words will
+	// not change, and they cover the stream's audio up to Through (0: the
+	// wire does not say how far).
+	Settled bool
+	Through time.Duration
+	Err     error
 }
 
 // Synthesizer speaks one sentence at rate; the segment's Words are the

@@ -4,8 +4,10 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
 )
 
@@ -38,7 +40,8 @@ func (f *fakeStreamSTT) stream() *fakeStream {
 type fakeStream struct {
 	owner   *fakeStreamSTT
 	mu      sync.Mutex
-	samples int
+	samples int // since the last final (the final func may reset it)
+	total   int // on the stream
 	finals  int
 	closed  bool
 	results chan TranscriptEvent
@@ -47,6 +50,7 @@ type fakeStream struct {
 func (s *fakeStream) Send(pcm []int16) error {
 	s.mu.Lock()
 	s.samples += len(pcm)
+	s.total += len(pcm)
 	s.mu.Unlock()
 	return nil
 }
@@ -69,6 +73,13 @@ func (s *fakeStream) Close() error {
 		close(s.results)
 	}
 	return nil
+}
+
+// through is how much audio the stream carried, on its own time.
+func (s *fakeStream) through(rate int) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Duration(s.total) * time.Second / time.Duration(rate)
 }
 
 func (s *fakeStream) sent() (samples, finals int) {
@@ -152,4 +163,92 @@ func TestFailedStreamFallsBackToRequests(t *testing.T) {
 	}
 	r.call.End(OutcomeCompleted, "")
 	r.end()
+}
+
+// When the provider's own end-of-speech detection settled the words
+// through the caller's last voiced frame, the endpoint takes them at once
+// and drops the answer to its Finalize (the silence after them); words
+// settled short of the last voiced frame do not end the wait: the turn
+// takes the Finalize's answer.
+func TestSettledWordsAnswerTheEndpointWhenTheyCoverTheSpeech(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		cover  bool
+		commit string
+	}{
+		{"covering", true, "What time do you open tomorrow?"},
+		{"short", false, "What time do you open on Sunday?"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeStreamSTT{final: func(*fakeStream) TranscriptEvent {
+				return TranscriptEvent{Text: "What time do you open on Sunday?", Final: true}
+			}}
+			e := streamingEnv(t, f)
+			// The answer started on the settled words, and again on the
+			// final when it differs.
+			e.model.Script(providertest.Reply{Content: "At nine."}, providertest.Reply{Content: "At nine."})
+			r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
+			s := f.stream()
+			r.say(1000)
+			r.step(len(r.in))
+			r.step(1)
+			through := s.through(8000)
+			if !tc.cover {
+				through = 400 * time.Millisecond
+			}
+			s.results <- TranscriptEvent{Text: "What time do you open tomorrow?", Settled: true, Through: through}
+			r.stepUntil("the answer to play through", 1000, func() bool { return len(r.call.Entries()) == 2 })
+			if got := r.call.Entries()[0].Text; got != tc.commit {
+				t.Fatalf("committed %q, want %q", got, tc.commit)
+			}
+			if _, finals := s.sent(); finals != 1 {
+				t.Fatalf("%d Finalize calls, want the endpoint's one", finals)
+			}
+			r.call.End(OutcomeCompleted, "")
+			rec := r.end()
+			if m := rec.Metrics[0]; m["transcription"] != "stream" || m["endpoint"] != endComplete {
+				t.Fatalf("metrics %+v", m)
+			}
+		})
+	}
+}
+
+// An interim that reads as a whole statement once the caller fell silent
+// starts the answer at once, long before the statement's endpoint (600
+// ms), and holds it: nothing plays until the endpoint confirms the turn,
+// then the held answer is the one heard.
+func TestCompleteWordsStartTheAnswerBeforeTheEndpoint(t *testing.T) {
+	t.Parallel()
+	const said = "I would like a table for two."
+	f := &fakeStreamSTT{final: func(*fakeStream) TranscriptEvent { return TranscriptEvent{Text: said, Final: true} }}
+	e := streamingEnv(t, f)
+	e.model.Script(providertest.Reply{Content: "Of course."})
+	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
+	s := f.stream()
+	r.say(1000)
+	r.step(len(r.in))
+	r.step(1) // 20 ms of silence on the call's clock, and no more below
+	s.results <- TranscriptEvent{Text: said}
+	poll.Until(t, "the held answer's speech", 10*time.Second, func() bool { return len(e.model.SpeechRequests()) >= 1 })
+	if n := len(e.model.ChatRequests()); n != 1 {
+		t.Fatalf("%d chat requests before the endpoint", n)
+	}
+	if n := r.line.voicedOut(); n != 0 || len(r.call.Entries()) != 0 {
+		t.Fatalf("%d voiced frames played, entries %+v, before the endpoint", n, r.call.Entries())
+	}
+	r.stepUntil("the answer to play through", 1000, func() bool { return len(r.call.Entries()) == 2 })
+	if en := r.call.Entries(); en[0].Text != said || en[1].Text != "Of course." {
+		t.Fatalf("heard %+v", en)
+	}
+	r.call.End(OutcomeCompleted, "")
+	rec := r.end()
+	m := rec.Metrics[0]
+	if m["preemptive"] != true || m["endpoint"] != endSentence {
+		t.Fatalf("metrics %+v", m)
+	}
+	if eou := m["endOfUtteranceMs"].(float64); eou < 580 {
+		t.Fatalf("the turn ended %v ms after the statement, before its endpoint", eou)
+	}
 }

@@ -21,8 +21,11 @@ import (
 // from the same transcript script as /v1/audio/transcriptions
 // (ScriptTranscripts, RespondTranscripts): while audio arrives they send
 // interim results that reveal the next scripted transcript a word at a
-// time, and a configurable delay after a commit or Finalize the final
-// transcript of the audio since the previous one.
+// time (or, with Live.HeardInterims, what RespondTranscripts' function
+// hears in the audio so far), and a configurable delay after a commit or
+// Finalize the final transcript of the audio since the previous one. With
+// Live.EndOfSpeech the provider also settles utterances itself, as a
+// hosted provider's own end-of-speech detection does.
 
 // DefaultFinalDelay is how long after a commit or Finalize the scripted
 // final transcript arrives (the streaming profile of issue 16).
@@ -55,6 +58,28 @@ type Live struct {
 	// its transcript), and a Finalize with no speech after that gets no
 	// answer at all.
 	Endpointing bool
+	// EndOfSpeech, when set, plays the provider's own end-of-speech
+	// detection (OpenAI server VAD, Deepgram endpointing): once this much
+	// silence followed speech on the stream, the utterance is settled at
+	// once with the transcript of its audio so far, without a commit or
+	// Finalize. Realtime sends input_audio_buffer.speech_stopped (its
+	// audio_end_ms is the stream's audio so far), .committed and the
+	// item's .completed; Deepgram a Results with is_final and
+	// speech_final. A later Finalize with no speech since gets no answer
+	// on Deepgram; a later commit is answered as usual (the audio since,
+	// silence, transcribed).
+	EndOfSpeech time.Duration
+	// HeardInterims makes each interim what RespondTranscripts' function
+	// hears in the utterance's audio so far (a recogniser revising its
+	// words as more comes), instead of the next scripted transcript
+	// revealed a word at a time; one goes each InterimEvery of audio from
+	// the utterance's first speech on, pauses included, when the words
+	// changed. Without such a function, or while transcripts are scripted,
+	// the interims reveal words as usual.
+	HeardInterims bool
+	// InterimLag holds each interim back this long after the audio it
+	// covers arrived (a recogniser's processing time; default none).
+	InterimLag time.Duration
 	// Refuse answers the WebSocket upgrade with 503 (a provider without
 	// live transcription).
 	Refuse bool
@@ -124,10 +149,13 @@ type liveConn struct {
 	// closed it, or the server stopped.
 	ctx    context.Context
 	cancel context.CancelFunc
-	words  int // interim words revealed of the utterance in progress
-	voiced int // samples of the utterance in progress louder than silence
-	heard  int // samples received on the connection
-	start  int // where the utterance in progress starts in sess.Audio
+	words  int    // interim words revealed of the utterance in progress
+	voiced int    // samples of the utterance in progress louder than silence
+	quiet  int    // samples of silence since the utterance's last speech
+	spoken int    // samples since the utterance's first speech
+	said   string // the last interim text sent of the utterance in progress
+	heard  int    // samples received on the connection
+	start  int    // where the utterance in progress starts in sess.Audio
 	// discard keeps only the utterance in progress (DiscardRequests).
 	discard bool
 }
@@ -220,13 +248,27 @@ func (c *liveConn) end() {
 	c.conn.CloseNow()
 }
 
-// received records audio and says what the script makes of it: the next
-// interim text ("" for none), and whether to fail or drop now.
-func (c *liveConn) received(pcm []int16) (interim string, fail, drop bool, l Live) {
+// heardAudio is what the script makes of a piece of audio on a
+// connection.
+type heardAudio struct {
+	interim string // the next interim text ("" for none)
+	// delta is what interim adds to the one before ("" when it revises
+	// it: Realtime's deltas cannot).
+	delta      string
+	fail, drop bool // fail or drop the connection now
+	// endOfSpeech: the provider's own end-of-speech detection settles
+	// the utterance now (Live.EndOfSpeech).
+	endOfSpeech bool
+	live        Live
+}
+
+// received records audio and says what the script makes of it.
+func (c *liveConn) received(pcm []int16) heardAudio {
 	a := &c.s.audio
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	l = a.live
+	l := a.live
+	h := heardAudio{live: l}
 	before := c.heard
 	now := time.Now()
 	if c.sess.FirstAudio.IsZero() {
@@ -238,10 +280,12 @@ func (c *liveConn) received(pcm []int16) (interim string, fail, drop bool, l Liv
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Second / time.Duration(c.rate) }
 	scripted := l.Connections == 0 || c.nth < l.Connections
 	if scripted && l.ErrorAfter > 0 && ms(before) < l.ErrorAfter && ms(c.heard) >= l.ErrorAfter {
-		return "", true, false, l
+		h.fail = true
+		return h
 	}
 	if scripted && l.DropAfter > 0 && ms(before) < l.DropAfter && ms(c.heard) >= l.DropAfter {
-		return "", false, true, l
+		h.drop = true
+		return h
 	}
 	every := l.InterimEvery
 	if every <= 0 {
@@ -249,9 +293,31 @@ func (c *liveConn) received(pcm []int16) (interim string, fail, drop bool, l Liv
 	}
 	if voiced(pcm) {
 		c.voiced += len(pcm)
+		c.quiet = 0
+	} else if c.voiced > 0 {
+		c.quiet += len(pcm)
+		if l.EndOfSpeech > 0 && ms(c.quiet) >= l.EndOfSpeech && ms(c.quiet-len(pcm)) < l.EndOfSpeech {
+			h.endOfSpeech = true
+			return h
+		}
+	}
+	if c.voiced > 0 {
+		c.spoken += len(pcm)
+	}
+	if l.HeardInterims && len(a.transcripts) == 0 && a.fallback != nil {
+		// A recogniser works through the pauses too: the words it
+		// heard so far go each InterimEvery of audio once speech began.
+		if ms(c.spoken)/every <= time.Duration(c.words) {
+			return h
+		}
+		c.words = int(ms(c.spoken) / every)
+		if text := a.fallback(WAV(pcmBytes(c.sess.Audio[c.start:]), c.rate)); text != "" && text != c.said {
+			c.interim(&h, text)
+		}
+		return h
 	}
 	if ms(c.voiced)/every <= time.Duration(c.words) {
-		return "", false, false, l
+		return h
 	}
 	// The words come from what the final will be: the next scripted
 	// transcript, or the fallback's answer to the utterance so far.
@@ -264,12 +330,25 @@ func (c *liveConn) received(pcm []int16) (interim string, fail, drop bool, l Liv
 	}
 	words := strings.Fields(next)
 	if c.words >= len(words) {
-		return "", false, false, l
+		return h
 	}
 	c.words++
-	text := strings.Join(words[:c.words], " ")
+	c.interim(&h, strings.Join(words[:c.words], " "))
+	return h
+}
+
+// interim (under the audio lock) sends text as the utterance's next
+// interim.
+func (c *liveConn) interim(h *heardAudio, text string) {
+	h.interim = text
+	if rest, ok := strings.CutPrefix(text, c.said); ok {
+		h.delta = rest
+		if c.said == "" {
+			h.delta = strings.TrimLeft(rest, " ")
+		}
+	}
+	c.said = text
 	c.sess.Interims = append(c.sess.Interims, text)
-	return text, false, false, l
 }
 
 // final takes the transcript of the utterance since the last final from
@@ -278,7 +357,7 @@ func (c *liveConn) final() (text string, ok bool, l Live) {
 	a := &c.s.audio
 	a.mu.Lock()
 	utter := append([]int16(nil), c.sess.Audio[c.start:]...)
-	c.start, c.words, c.voiced = len(c.sess.Audio), 0, 0
+	c.start, c.words, c.voiced, c.quiet, c.spoken, c.said = len(c.sess.Audio), 0, 0, 0, 0, ""
 	if c.discard {
 		// A load run keeps no call's audio past its utterance.
 		c.sess.Audio, c.start = c.sess.Audio[:0], 0
@@ -425,20 +504,24 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 			for i := range pcm {
 				pcm[i] = int16(binary.LittleEndian.Uint16(raw[2*i:]))
 			}
-			interim, fail, drop, l := c.received(pcm)
+			h := c.received(pcm)
 			switch {
-			case fail:
-				c.queue(map[string]any{"type": "error", "error": map[string]any{"type": "server_error", "code": "scripted_error", "message": l.errorMessage()}}, 0)
-			case drop:
+			case h.fail:
+				c.queue(map[string]any{"type": "error", "error": map[string]any{"type": "server_error", "code": "scripted_error", "message": h.live.errorMessage()}}, 0)
+			case h.drop:
 				c.closeAfter(0, -1)
 				return
-			case interim != "":
-				words := strings.Fields(interim)
-				delta := words[len(words)-1]
-				if len(words) > 1 {
-					delta = " " + delta
-				}
-				c.queue(map[string]any{"type": "conversation.item.input_audio_transcription.delta", "item_id": itemID, "content_index": 0, "delta": delta}, 0)
+			case h.endOfSpeech:
+				// The server's VAD commits the item itself.
+				c.s.audio.mu.Lock()
+				endMs := int64(c.heard) * 1000 / int64(c.rate)
+				c.s.audio.mu.Unlock()
+				item++
+				c.queue(map[string]any{"type": "input_audio_buffer.speech_stopped", "item_id": itemID, "audio_end_ms": endMs}, 0)
+				c.queue(map[string]any{"type": "input_audio_buffer.committed", "item_id": itemID}, 0)
+				c.complete(itemID, 0)
+			case h.delta != "":
+				c.queue(map[string]any{"type": "conversation.item.input_audio_transcription.delta", "item_id": itemID, "content_index": 0, "delta": h.delta}, h.live.InterimLag)
 			}
 		case "input_audio_buffer.commit":
 			c.s.audio.mu.Lock()
@@ -450,17 +533,26 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 			}
 			item++
 			c.queue(map[string]any{"type": "input_audio_buffer.committed", "item_id": itemID}, 0)
-			text, ok, l := c.final()
-			if !ok {
-				c.queue(map[string]any{"type": "conversation.item.input_audio_transcription.failed", "item_id": itemID,
-					"error": map[string]any{"type": "transcription_error", "code": "no_transcript_scripted", "message": "providertest: no transcript scripted"}}, l.finalDelay())
-				continue
-			}
-			c.queue(map[string]any{"type": "conversation.item.input_audio_transcription.completed", "item_id": itemID, "content_index": 0, "transcript": text}, l.finalDelay())
+			c.complete(itemID, -1)
 		default:
 			errorEvent("unknown_event", fmt.Sprintf("providertest: unknown event %q", clip(ev.Type, 40)))
 		}
 	}
+}
+
+// complete sends a committed Realtime item's transcript of the utterance
+// since the last one, delay after now (-1: the script's FinalDelay).
+func (c *liveConn) complete(itemID string, delay time.Duration) {
+	text, ok, l := c.final()
+	if delay < 0 {
+		delay = l.finalDelay()
+	}
+	if !ok {
+		c.queue(map[string]any{"type": "conversation.item.input_audio_transcription.failed", "item_id": itemID,
+			"error": map[string]any{"type": "transcription_error", "code": "no_transcript_scripted", "message": "providertest: no transcript scripted"}}, delay)
+		return
+	}
+	c.queue(map[string]any{"type": "conversation.item.input_audio_transcription.completed", "item_id": itemID, "content_index": 0, "transcript": text}, delay)
 }
 
 // deepgram is a Deepgram-compatible live transcription.
@@ -489,7 +581,10 @@ func (s *Server) deepgram(w http.ResponseWriter, r *http.Request) {
 	// its start to the audio received so far (seconds on the stream).
 	results := func(text string, final, fromFinalize bool) map[string]any {
 		c.s.audio.mu.Lock()
-		start, end := float64(c.start)/float64(rate), float64(len(c.sess.Audio))/float64(rate)
+		// On the stream's time (a load run keeps only the utterance in
+		// progress of sess.Audio).
+		end := float64(c.heard) / float64(rate)
+		start := end - float64(len(c.sess.Audio)-c.start)/float64(rate)
 		c.s.audio.mu.Unlock()
 		return map[string]any{"type": "Results", "channel_index": []int{0, 1}, "is_final": final, "speech_final": final,
 			"from_finalize": fromFinalize, "start": start, "duration": end - start,
@@ -511,16 +606,17 @@ func (s *Server) deepgram(w http.ResponseWriter, r *http.Request) {
 				pcm[i] = int16(binary.LittleEndian.Uint16(msg[2*i:]))
 			}
 			spoke := c.voiced > 0
-			interim, fail, drop, l := c.received(pcm)
+			h := c.received(pcm)
 			switch {
-			case fail:
+			case h.fail:
 				c.closeAfter(0, websocket.StatusInternalError)
 				return
-			case drop:
+			case h.drop:
 				c.closeAfter(0, -1)
 				return
-			case l.Endpointing && spoke && !voiced(pcm):
-				// The first silence after speech: settled at once.
+			case h.endOfSpeech || (h.live.Endpointing && spoke && !voiced(pcm)):
+				// The provider's endpointing: settled at once (with
+				// Endpointing, at the first silence after speech).
 				msg := results("", true, false)
 				text, ok, _ := c.final()
 				if !ok {
@@ -530,8 +626,8 @@ func (s *Server) deepgram(w http.ResponseWriter, r *http.Request) {
 				msg["channel"] = map[string]any{"alternatives": []map[string]any{{"transcript": text, "confidence": 0.99}}}
 				c.queue(msg, 0)
 				endpointed = true
-			case interim != "" && interimOn:
-				c.queue(results(interim, false, false), 0)
+			case h.interim != "" && interimOn:
+				c.queue(results(h.interim, false, false), h.live.InterimLag)
 			}
 			continue
 		}
