@@ -67,6 +67,12 @@ type LiveOptions struct {
 	// settled (Deepgram answers a Finalize only when audio was left to
 	// process) (default 300 ms); it is checked again every SettleAfter.
 	SettleAfter time.Duration
+	// ProviderSilence is how much silence the provider's own end-of-speech
+	// detection waits for before it settles the words so far, where the
+	// protocol lets the client choose (the Realtime session's server VAD,
+	// silence_duration_ms) (default 200 ms). Settled words let an endpoint
+	// take its transcript at once; the controller still decides the turn.
+	ProviderSilence time.Duration
 }
 
 func (o LiveOptions) withDefaults() LiveOptions {
@@ -84,6 +90,9 @@ func (o LiveOptions) withDefaults() LiveOptions {
 	}
 	if o.SettleAfter <= 0 {
 		o.SettleAfter = 300 * time.Millisecond
+	}
+	if o.ProviderSilence <= 0 {
+		o.ProviderSilence = 200 * time.Millisecond
 	}
 	return o
 }

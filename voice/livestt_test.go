@@ -181,7 +181,7 @@ func TestLiveInterimThenFinal(t *testing.T) {
 					t.Fatalf("realtime handshake: rate %d, query %v", s.Rate, s.Query)
 				}
 				if !strings.Contains(s.Messages[0], `"type":"session.update"`) || !strings.Contains(s.Messages[0], `"model":"gpt-4o-transcribe"`) ||
-					!strings.Contains(s.Messages[0], `"turn_detection":null`) || !strings.Contains(msgs, "input_audio_buffer.commit") {
+					!strings.Contains(s.Messages[0], `"turn_detection":{"silence_duration_ms":200,"type":"server_vad"}`) || !strings.Contains(msgs, "input_audio_buffer.commit") {
 					t.Fatalf("realtime messages:\n%s", msgs)
 				}
 			case "deepgram":

@@ -51,18 +51,23 @@ func (r *RealtimeSTT) Listen(ctx context.Context, rate int) (TranscriptStream, e
 	if err != nil {
 		return nil, err
 	}
+	opts := r.Options.withDefaults()
 	update, _ := json.Marshal(map[string]any{
 		"type": "session.update",
 		"session": map[string]any{
 			"type": "transcription",
 			"audio": map[string]any{"input": map[string]any{
-				"format":         map[string]any{"type": "audio/pcm", "rate": RealtimeRate},
-				"transcription":  map[string]any{"model": r.Model},
-				"turn_detection": nil, // the controller's endpointing commits
+				"format":        map[string]any{"type": "audio/pcm", "rate": RealtimeRate},
+				"transcription": map[string]any{"model": r.Model},
+				// The provider commits and transcribes each stretch of
+				// speech after this much silence (settled words); the
+				// controller's endpointing still decides the turn and
+				// commits what is left.
+				"turn_detection": map[string]any{"type": "server_vad",
+					"silence_duration_ms": opts.ProviderSilence.Milliseconds()},
 			}},
 		},
 	})
-	opts := r.Options.withDefaults()
 	wctx, cancel := context.WithTimeout(ctx, opts.WriteTimeout)
 	err = conn.Write(wctx, websocket.MessageText, update)
 	cancel()

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -59,7 +60,8 @@ type Live struct {
 	// answer at all.
 	Endpointing bool
 	// EndOfSpeech, when set, plays the provider's own end-of-speech
-	// detection (OpenAI server VAD, Deepgram endpointing): once this much
+	// detection (OpenAI server VAD, on Realtime only for a session whose
+	// turn_detection asks for server_vad; Deepgram endpointing): once this much
 	// silence followed speech on the stream, the utterance is settled at
 	// once with the transcript of its audio so far, without a commit or
 	// Finalize. Realtime sends input_audio_buffer.speech_stopped (its
@@ -158,6 +160,11 @@ type liveConn struct {
 	start  int    // where the utterance in progress starts in sess.Audio
 	// discard keeps only the utterance in progress (DiscardRequests).
 	discard bool
+	// ownEndpoint: the provider's end-of-speech detection is on for this
+	// connection (Live.EndOfSpeech applies): always on Deepgram, where
+	// endpointing is on unless the client turns it off, and on Realtime
+	// when the session asked for server VAD.
+	ownEndpoint atomic.Bool
 }
 
 // outItem is a message the sender writes not before at.
@@ -296,7 +303,7 @@ func (c *liveConn) received(pcm []int16) heardAudio {
 		c.quiet = 0
 	} else if c.voiced > 0 {
 		c.quiet += len(pcm)
-		if l.EndOfSpeech > 0 && ms(c.quiet) >= l.EndOfSpeech && ms(c.quiet-len(pcm)) < l.EndOfSpeech {
+		if l.EndOfSpeech > 0 && c.ownEndpoint.Load() && ms(c.quiet) >= l.EndOfSpeech && ms(c.quiet-len(pcm)) < l.EndOfSpeech {
 			h.endOfSpeech = true
 			return h
 		}
@@ -461,6 +468,9 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 							Type string `json:"type"`
 							Rate int    `json:"rate"`
 						} `json:"format"`
+						TurnDetection *struct {
+							Type string `json:"type"`
+						} `json:"turn_detection"`
 					} `json:"input"`
 				} `json:"audio"`
 				InputAudioFormat string `json:"input_audio_format"`
@@ -482,6 +492,8 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			configured = true
+			td := ev.Session.Audio.Input.TurnDetection
+			c.ownEndpoint.Store(td != nil && td.Type == "server_vad")
 			c.queue(map[string]any{"type": "session.updated", "session": map[string]any{"type": "transcription"}}, 0)
 		case "transcription_session.update":
 			if ev.Session.InputAudioFormat != "pcm16" {
@@ -572,6 +584,7 @@ func (s *Server) deepgram(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.end()
+	c.ownEndpoint.Store(q.Get("endpointing") != "false")
 	if s.stalled() {
 		<-c.ctx.Done()
 		return
