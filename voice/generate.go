@@ -3,6 +3,7 @@ package voice
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stackbone/box/agent"
@@ -25,6 +26,9 @@ type generation struct {
 	gate    chan struct{} // closed by confirm
 	started time.Time
 	fill    *filler
+	// tooled: a tool ran, so its time to the first audio says nothing of
+	// the agent's usual answer lead.
+	tooled atomic.Bool
 
 	t *turn // set by confirm, before gate closes
 
@@ -143,6 +147,7 @@ func (g *generation) run(messages []agent.Message) {
 	}, func(ev agent.Event) error {
 		switch ev.Kind {
 		case agent.EventToolRunning:
+			g.tooled.Store(true)
 			// No tool acts for words the caller may not have finished.
 			if !g.hold() {
 				return g.ctx.Err()
@@ -186,6 +191,9 @@ func (g *generation) synthesize(sentences <-chan spoken, metric func(string, any
 		if !playable {
 			playable = true
 			metric("audioReadyAt", c.clk.Now())
+			if !g.tooled.Load() {
+				c.m.sawAnswerLead(c.info.Agent, c.clk.Since(g.started))
+			}
 		}
 	}
 	for s := range sentences {

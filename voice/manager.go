@@ -77,6 +77,30 @@ type Manager struct {
 	mu       sync.Mutex
 	calls    map[string]*Call
 	draining bool
+	// answerLead is each agent's time from starting an answer to its
+	// first playable audio (the model's first token and the first speech
+	// bytes), a moving average: an answer starts before the endpoint only
+	// as early as it pays off (see Call.listen).
+	answerLead map[string]time.Duration
+}
+
+// answerLeadOf is how long before the endpoint an answer of agent is worth
+// starting (0 until known).
+func (m *Manager) answerLeadOf(agent string) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.answerLead[agent]
+}
+
+// sawAnswerLead adds one answer's time to its first playable audio to
+// agent's average.
+func (m *Manager) sawAnswerLead(agent string, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.answerLead[agent]; ok {
+		d = (3*old + d) / 4
+	}
+	m.answerLead[agent] = d
 }
 
 // NewManager returns a Manager.
@@ -102,7 +126,7 @@ func NewManager(cfg Config) *Manager {
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = 15 * time.Second
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger.With("component", "voice"), calls: map[string]*Call{}}
+	return &Manager{cfg: cfg, log: cfg.Logger.With("component", "voice"), calls: map[string]*Call{}, answerLead: map[string]time.Duration{}}
 }
 
 // Draining reports whether the box is stopping: transports refuse new

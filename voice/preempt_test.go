@@ -29,6 +29,7 @@ func TestPreemptiveAnswerIsHeldAndAbandonedWhenTheCallerGoesOn(t *testing.T) {
 	ag := e.mgr.cfg.Agents["talker"]
 	ag.Voice = &config.AgentVoice{MinEndpointDelay: time.Second, MaxEndpointDelay: 1200 * time.Millisecond}
 	e.mgr.cfg.Agents["talker"] = ag
+	e.mgr.answerLead["talker"] = time.Second // the answers are known to be slow: start early
 	e.model.RespondTranscripts(func(wav []byte) string {
 		if len(wav)-44 < 2*8000 {
 			return "Can I book a table?"

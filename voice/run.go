@@ -261,13 +261,15 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 		}
 		text, known := c.words(live, spec, voicedAt)
 		d, reason := ep.delay(text, known)
-		if (reason == endComplete || reason == endSentence) && (draft == nil || draft.text != text) && c.canDraft() {
+		if (reason == endComplete || reason == endSentence) && (draft == nil || draft.text != text) &&
+			now.Sub(voicedAt)+c.m.answerLeadOf(c.info.Agent) >= d && c.canDraft() {
 			// Likely the end: start the answer now, held until the
-			// endpoint is confirmed. The model's time to its first token
-			// is most of what the caller waits for, so it starts as soon
-			// as all the words are known and read complete, whatever the
-			// endpoint's delay; a pause the caller talks past costs one
-			// abandoned model run (the turn's wasted work).
+			// endpoint is confirmed, as early as its usual time to the
+			// first playable audio (the model's first token and the first
+			// speech bytes) makes it ready by the endpoint, and no
+			// earlier: a pause the caller talks past costs an abandoned
+			// model run (the turn's wasted work), so it is not spent
+			// where it cannot shorten the wait.
 			abandon("the words changed")
 			draft = c.generate(inTurn(), text, c.messages())
 		}

@@ -216,14 +216,15 @@ func TestSettledWordsAnswerTheEndpointWhenTheyCoverTheSpeech(t *testing.T) {
 }
 
 // An interim that reads as a whole statement once the caller fell silent
-// starts the answer at once, long before the statement's endpoint (600
-// ms), and holds it: nothing plays until the endpoint confirms the turn,
+// starts the answer at once when the agent's answers take longer than the
+// statement's endpoint (600 ms) to be ready, and holds it: nothing plays until the endpoint confirms the turn,
 // then the held answer is the one heard.
 func TestCompleteWordsStartTheAnswerBeforeTheEndpoint(t *testing.T) {
 	t.Parallel()
 	const said = "I would like a table for two."
 	f := &fakeStreamSTT{final: func(*fakeStream) TranscriptEvent { return TranscriptEvent{Text: said, Final: true} }}
 	e := streamingEnv(t, f)
+	e.mgr.answerLead["talker"] = time.Second // the answers are known to be slow: start early
 	e.model.Script(providertest.Reply{Content: "Of course."})
 	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
 	s := f.stream()
