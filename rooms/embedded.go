@@ -212,7 +212,7 @@ type embeddedPeer struct {
 	done bool
 
 	smu       sync.Mutex // the sending side
-	enc       []byte     // one encoded frame; the track copies it into its packet
+	enc       []byte     // one encoded frame; WriteRTP has sent it when it returns
 	pkt       rtp.Packet // the last packet's header (the track sets SSRC and payload type)
 	lastSent  time.Time  // when the last packet went out
 	talkspurt bool       // the next frame starts a talkspurt

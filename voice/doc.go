@@ -39,12 +39,13 @@
 // A turn is answered as early as it safely can be. Endpointing reads the
 // words so far (a speculative HTTP transcription after 120 ms of silence,
 // or a live stream's interims): a question ends the turn after the agent's
-// voice.minEndpointDelay, a statement after 450 ms, a trailing word ("and",
+// voice.minEndpointDelay, a statement after 600 ms, a trailing word ("and",
 // "um", a comma) waits up to voice.maxEndpointDelay, and nothing known the
 // VAD's delay. A speculation the caller talks past is cancelled. The answer
-// may start before the endpoint (preemptive generation) as soon as the
-// words so far are known and read complete, but it is held, no audio and
-// no tool, until the turn is confirmed with the same words; otherwise it
+// may start before the endpoint (preemptive generation) once the words so
+// far read complete, as early as the agent's usual time to its first
+// playable audio makes it ready by the endpoint, but it is held, no audio
+// and no tool, until the turn is confirmed with the same words; otherwise it
 // is abandoned and nothing of it is committed, saved or sent again. When
 // the provider's own end-of-speech detection settled the words through the
 // caller's last voiced frame (TranscriptEvent.Settled), the endpoint takes
