@@ -276,6 +276,11 @@ func TestInterruptedIngestConverges(t *testing.T) {
 	var res rag.UploadResult
 	a.must(a.upload("default", "returns.md", []byte(policyMD), ""), http.StatusAccepted, &res)
 	a.waitDocument(res.Document.ID, "running")
+	// Stop only once the held embedding request took the gated reply: a
+	// stop before it reaches the provider would leave the gate to the
+	// next attempt, which would then hang on it.
+	waitFor(t, 20*time.Second, func() bool { return len(a.prov.EmbeddingsRequests()) >= 1 },
+		func() string { return "the ingest's embedding request never reached the provider" })
 	stop, done := context.WithTimeout(context.Background(), 10*time.Second)
 	defer done()
 	if err := a.client.StopAndCancel(stop); err != nil {

@@ -333,7 +333,10 @@ func (c *Call) play(ctx context.Context) {
 			if speaking {
 				continue // mid-talkspurt: the schedule plays it
 			}
-			now := c.clk.Now()
+			// The schedule is set before the frame goes out, so it counts
+			// from the clock the frame was due on, not from after the write.
+			next = c.clk.Now().Add(FrameDuration)
+			timer.Reset(FrameDuration)
 			if ts, ok := c.t.(Talkspurter); ok {
 				ts.Talkspurt()
 			}
@@ -341,21 +344,19 @@ func (c *Call) play(ctx context.Context) {
 			if speaking, ok = c.playFrame(ctx); !ok {
 				return
 			}
-			next = now.Add(FrameDuration)
-			timer.Reset(FrameDuration)
 			continue
 		case <-timer.C:
 		}
 		now := c.clk.Now()
 		var due int
 		due, next = schedule(next, now)
+		timer.Reset(next.Sub(now))
 		for range due {
 			var ok bool
 			if speaking, ok = c.playFrame(ctx); !ok {
 				return
 			}
 		}
-		timer.Reset(next.Sub(now))
 	}
 }
 
