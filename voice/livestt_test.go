@@ -132,69 +132,78 @@ func untilFinal(t *testing.T, ts TranscriptStream) (interims []string, final Tra
 func TestLiveInterimThenFinal(t *testing.T) {
 	srv := providertest.New(t)
 	for name, c := range liveClients(srv, LiveOptions{}) {
-		t.Run(name, func(t *testing.T) {
-			srv.ScriptTranscripts("I would like to book a table")
-			n := len(srv.LiveSessions())
-			ts := listen(t, c, 8000)
-			speak(t, ts, 1200, 8000)
-			// Interims arrive while audio flows, before any Finalize.
-			first, _ := next(t, ts, 10*time.Second)
-			if first.Final || first.Err != nil || first.Text == "" {
-				t.Fatalf("first event %+v, want an interim", first)
-			}
-			finalized := time.Now()
-			if err := ts.Finalize(); err != nil {
-				t.Fatal(err)
-			}
-			interims, final := untilFinal(t, ts)
-			took := time.Since(finalized)
-			interims = append([]string{first.Text}, interims...)
-			if final.Text != "I would like to book a table" {
-				t.Fatalf("final %q", final.Text)
-			}
-			if took < providertest.DefaultFinalDelay {
-				t.Fatalf("the final came %s after Finalize, before the scripted %s", took, providertest.DefaultFinalDelay)
-			}
-			for _, in := range interims {
-				if !strings.HasPrefix(final.Text, in) {
-					t.Fatalf("interim %q is not the start of the final", in)
+		for _, rate := range []int{8000, 16000} {
+			t.Run(fmt.Sprintf("%s/%d", name, rate), func(t *testing.T) {
+				srv.ScriptTranscripts("I would like to book a table")
+				n := len(srv.LiveSessions())
+				ts := listen(t, c, rate)
+				speak(t, ts, 1200, rate)
+				// Interims arrive while audio flows, before any Finalize.
+				first, _ := next(t, ts, 10*time.Second)
+				if first.Final || first.Err != nil || first.Text == "" {
+					t.Fatalf("first event %+v, want an interim", first)
 				}
-			}
-			if err := ts.Close(); err != nil {
-				t.Fatal(err)
-			}
+				finalized := time.Now()
+				if err := ts.Finalize(); err != nil {
+					t.Fatal(err)
+				}
+				interims, final := untilFinal(t, ts)
+				took := time.Since(finalized)
+				interims = append([]string{first.Text}, interims...)
+				if final.Text != "I would like to book a table" {
+					t.Fatalf("final %q", final.Text)
+				}
+				if took < providertest.DefaultFinalDelay {
+					t.Fatalf("the final came %s after Finalize, before the scripted %s", took, providertest.DefaultFinalDelay)
+				}
+				for _, in := range interims {
+					if !strings.HasPrefix(final.Text, in) {
+						t.Fatalf("interim %q is not the start of the final", in)
+					}
+				}
+				if err := ts.Close(); err != nil {
+					t.Fatal(err)
+				}
 
-			s := srv.LiveSessions()[n]
-			if s.Protocol != name || energy(s.Audio) < 1000 {
-				t.Fatalf("session %s: energy %.0f", s.Protocol, energy(s.Audio))
-			}
-			if got, want := len(s.Audio), 1200*s.Rate/1000; got < want*95/100 || got > want*105/100 {
-				t.Fatalf("%d samples at %d Hz received, want about %d", got, s.Rate, want)
-			}
-			if len(s.Finals) != 1 || len(s.Interims) < 2 {
-				t.Fatalf("provider sent %d interims, finals %q", len(s.Interims), s.Finals)
-			}
-			msgs := strings.Join(s.Messages, "\n")
-			switch name {
-			case "realtime":
-				if s.Rate != RealtimeRate || s.Header.Get("Authorization") != "Bearer "+liveKey || s.Query.Get("intent") != "transcription" {
-					t.Fatalf("realtime handshake: rate %d, query %v", s.Rate, s.Query)
+				s := srv.LiveSessions()[n]
+				if s.Protocol != name || energy(s.Audio) < 1000 {
+					t.Fatalf("session %s: energy %.0f", s.Protocol, energy(s.Audio))
 				}
-				if !strings.Contains(s.Messages[0], `"type":"session.update"`) || !strings.Contains(s.Messages[0], `"model":"gpt-4o-transcribe"`) ||
-					!strings.Contains(s.Messages[0], `"turn_detection":{"silence_duration_ms":200,"type":"server_vad"}`) || !strings.Contains(msgs, "input_audio_buffer.commit") {
-					t.Fatalf("realtime messages:\n%s", msgs)
+				if got, want := len(s.Audio), 1200*s.Rate/1000; got < want*95/100 || got > want*105/100 {
+					t.Fatalf("%d samples at %d Hz received, want about %d", got, s.Rate, want)
 				}
-			case "deepgram":
-				q := s.Query
-				if s.Rate != 8000 || s.Header.Get("Authorization") != "Token "+liveKey || q.Get("encoding") != "linear16" ||
-					q.Get("interim_results") != "true" || q.Get("model") != "nova-3" {
-					t.Fatalf("deepgram handshake: rate %d, query %v", s.Rate, q)
+				if len(s.Finals) != 1 || len(s.Interims) < 2 {
+					t.Fatalf("provider sent %d interims, finals %q", len(s.Interims), s.Finals)
 				}
-				if !strings.Contains(msgs, `{"type":"Finalize"}`) || !strings.Contains(msgs, `{"type":"CloseStream"}`) {
-					t.Fatalf("deepgram messages:\n%s", msgs)
+				msgs := strings.Join(s.Messages, "\n")
+				switch name {
+				case "realtime":
+					// A telephone call's audio goes as it came off the line
+					// (G.711 µ-law at 8 kHz), any other at the API's 24 kHz PCM.
+					wantRate, format := RealtimeRate, `"format":{"rate":24000,"type":"audio/pcm"}`
+					if rate == 8000 {
+						wantRate, format = 8000, `"format":{"type":"audio/pcmu"}`
+					}
+					if s.Rate != wantRate || s.Header.Get("Authorization") != "Bearer "+liveKey || s.Query.Get("intent") != "transcription" {
+						t.Fatalf("realtime handshake: rate %d, query %v", s.Rate, s.Query)
+					}
+					if !strings.Contains(s.Messages[0], `"type":"session.update"`) || !strings.Contains(s.Messages[0], `"model":"gpt-4o-transcribe"`) ||
+						!strings.Contains(s.Messages[0], format) ||
+						!strings.Contains(s.Messages[0], `"turn_detection":{"silence_duration_ms":200,"type":"server_vad"}`) || !strings.Contains(msgs, "input_audio_buffer.commit") {
+						t.Fatalf("realtime messages:\n%s", msgs)
+					}
+				case "deepgram":
+					q := s.Query
+					if s.Rate != rate || s.Header.Get("Authorization") != "Token "+liveKey || q.Get("encoding") != "linear16" ||
+						q.Get("interim_results") != "true" || q.Get("model") != "nova-3" {
+						t.Fatalf("deepgram handshake: rate %d, query %v", s.Rate, q)
+					}
+					if !strings.Contains(msgs, `{"type":"Finalize"}`) || !strings.Contains(msgs, `{"type":"CloseStream"}`) {
+						t.Fatalf("deepgram messages:\n%s", msgs)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 	noStreamGoroutines(t)
 }
@@ -642,12 +651,12 @@ func TestLiveTranscribeAndFallback(t *testing.T) {
 // before the network: resampling and encoding.
 func BenchmarkLiveFrame(b *testing.B) {
 	frame := speechFrames(20, 8000)[0]
-	for name, w := range map[string]liveProtocol{"realtime": &realtimeWire{}, "deepgram": &deepgramWire{}} {
+	for name, w := range map[string]liveProtocol{"realtime-pcm24k": &realtimeWire{}, "realtime-pcmu": &realtimeWire{ulaw: true}, "deepgram": &deepgramWire{}} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				pcm := frame
-				if name == "realtime" {
+				if name == "realtime-pcm24k" {
 					pcm = Resample(frame, 8000, RealtimeRate)
 				}
 				w.audio(pcm)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/zaf/g711"
 )
 
 // The live transcription endpoints, at their wire: GET /v1/realtime
@@ -96,8 +97,9 @@ type LiveSession struct {
 	Protocol string
 	Query    url.Values
 	Header   http.Header
-	// Rate is the sample rate of Audio: 24000 on Realtime, the query's
-	// sample_rate on Deepgram.
+	// Rate is the sample rate of Audio: 24000 on Realtime (8000 when the
+	// session takes G.711 µ-law, audio/pcmu, decoded into Audio), the
+	// query's sample_rate on Deepgram.
 	Rate int
 	// Audio is every sample received, in order; FirstAudio and LastAudio
 	// are when its first and last pieces arrived (a client streaming as
@@ -448,7 +450,7 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		<-c.ctx.Done()
 		return
 	}
-	configured, item := false, 1
+	configured, ulaw, item := false, false, 1
 	errorEvent := func(code, msg string) {
 		c.queue(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "code": code, "message": msg}}, 0)
 	}
@@ -487,9 +489,15 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		switch ev.Type {
 		case "session.update":
 			f := ev.Session.Audio.Input.Format
-			if ev.Session.Type != "transcription" || f.Type != "audio/pcm" || f.Rate != 24000 {
-				errorEvent("invalid_value", "providertest: a transcription session takes audio/pcm at 24000")
+			if ev.Session.Type != "transcription" || !(f.Type == "audio/pcm" && f.Rate == 24000 || f.Type == "audio/pcmu") {
+				errorEvent("invalid_value", "providertest: a transcription session takes audio/pcm at 24000 or audio/pcmu")
 				continue
+			}
+			if f.Type == "audio/pcmu" && !ulaw {
+				ulaw, c.rate = true, 8000
+				c.s.audio.mu.Lock()
+				c.sess.Rate = 8000
+				c.s.audio.mu.Unlock()
 			}
 			configured = true
 			td := ev.Session.Audio.Input.TurnDetection
@@ -508,13 +516,21 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			raw, err := base64.StdEncoding.DecodeString(ev.Audio)
-			if err != nil || len(raw)%2 != 0 {
-				errorEvent("invalid_audio", "providertest: audio is not base64 PCM16")
+			if err != nil || !ulaw && len(raw)%2 != 0 {
+				errorEvent("invalid_audio", "providertest: audio is not base64 PCM16 or G.711 µ-law")
 				continue
 			}
-			pcm := make([]int16, len(raw)/2)
-			for i := range pcm {
-				pcm[i] = int16(binary.LittleEndian.Uint16(raw[2*i:]))
+			var pcm []int16
+			if ulaw {
+				pcm = make([]int16, len(raw))
+				for i, b := range raw {
+					pcm[i] = g711.DecodeUlawFrame(b)
+				}
+			} else {
+				pcm = make([]int16, len(raw)/2)
+				for i := range pcm {
+					pcm[i] = int16(binary.LittleEndian.Uint16(raw[2*i:]))
+				}
 			}
 			h := c.received(pcm)
 			switch {
