@@ -51,6 +51,11 @@ func newHTTPClient(p config.Provider, wrap func(http.RoundTripper) http.RoundTri
 	tr.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = connect
 	tr.ResponseHeaderTimeout = first
+	// Keep a connection for every concurrent request: the default keeps
+	// two per host, so with more turns in flight to one provider most
+	// requests closed their connection after the answer and the next
+	// dialed (and, over TLS without HTTP/2, shook hands) again.
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
 	var rt http.RoundTripper = tr
 	if wrap != nil {
 		rt = wrap(rt)
