@@ -36,6 +36,9 @@ type embedded struct {
 	log *slog.Logger
 	api *webrtc.API
 	mux *ice.MultiUDPMuxDefault // nil: a free port per room
+	// pacing records each agent packet's interval error, as the SIP
+	// server does (Service.Pacing).
+	pacing voice.Pacing
 }
 
 func newEmbedded(cfg config.EmbeddedRooms, log *slog.Logger) (*embedded, error) {
@@ -253,6 +256,8 @@ func (p *embeddedPeer) send(pcm []int16) error {
 		step := uint32(len(pcm))
 		if gap := now.Sub(p.lastSent); p.talkspurt && gap < voice.FrameDuration {
 			step = uint32(int64(gap) * embeddedRate / int64(time.Second))
+		} else {
+			p.e.pacing.Record(gap - voice.FrameDuration)
 		}
 		p.pkt.Timestamp += step
 		p.pkt.SequenceNumber++

@@ -120,6 +120,17 @@ func New(cfg Config) (*Service, error) {
 // Backend names the backend in use.
 func (s *Service) Backend() string { return s.backend.name() }
 
+// Pacing is the histogram of the agent packets' pacing error on the
+// embedded peer (how far each interval strayed from 20 ms, measured where
+// the packet is handed to the network, as the SIP server measures it);
+// empty on LiveKit, whose server paces the audio it forwards.
+func (s *Service) Pacing() voice.PacingCounts {
+	if e, ok := s.backend.(*embedded); ok {
+		return e.pacing.Counts()
+	}
+	return voice.PacingCounts{}
+}
+
 // Register mounts the rooms routes and the call page on srv.
 func (s *Service) Register(srv *api.Server) {
 	srv.Route("POST /api/voice/rooms", auth.ScopeVoice, s.create)

@@ -128,6 +128,10 @@ func TestGoCallerEmbeddedEndedByAPI(t *testing.T) {
 		t.Fatalf("live transcript: %+v", live.Transcript)
 	}
 	checkTalkspurts(t, c.Arrivals())
+	// The box counted its own pacing of those packets (bench rooms reads it).
+	if n, got := b.rooms.Pacing().N(), int64(len(c.Arrivals())); n < got/2 {
+		t.Fatalf("the embedded peer's pacing histogram counted %d packets, the caller received %d", n, got)
+	}
 	if st, code := b.do("DELETE", "/api/voice/rooms/"+room.ID, nil, nil); st != 202 {
 		t.Fatalf("end: %d %s", st, code)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -53,7 +52,7 @@ type Server struct {
 	minSE time.Duration
 
 	carried, rtpIn, dropped atomic.Int64
-	pacing                  [PacingBuckets]atomic.Int64
+	pacing                  voice.Pacing
 	setup                   [SetupBuckets]atomic.Int64
 
 	mu      sync.Mutex
@@ -244,61 +243,35 @@ type Stats struct {
 	FramesDropped int64
 
 	// Pacing counts the agent's RTP packets by how far the interval since
-	// the call's previous packet strayed from 20 ms: bucket i holds
-	// [i, i+1) * PacingBucket, the last one everything beyond.
-	Pacing [PacingBuckets]int64
+	// the call's previous packet strayed from 20 ms.
+	Pacing voice.PacingCounts
 	// Setup counts the inbound calls answered by the time from the INVITE
 	// to the 200 OK (open, recall, answer): bucket i holds [i, i+1) *
 	// SetupBucket, the last one everything beyond.
 	Setup [SetupBuckets]int64
 }
 
-// The histograms: pacing in 100 µs buckets up to 50 ms, setup in 1 ms
-// buckets up to 2 s.
+// The setup histogram: 1 ms buckets up to 2 s (pacing: voice.Pacing).
 const (
-	PacingBucket  = 100 * time.Microsecond
-	PacingBuckets = 501
-	SetupBucket   = time.Millisecond
-	SetupBuckets  = 2001
+	SetupBucket  = time.Millisecond
+	SetupBuckets = 2001
 )
 
 // PacingJitter is the p-th percentile (0-100) of the pacing histogram, to
 // the bucket's upper edge; 0 without samples.
-func (st Stats) PacingJitter(p float64) time.Duration {
-	return percentile(st.Pacing[:], PacingBucket, p)
-}
+func (st Stats) PacingJitter(p float64) time.Duration { return st.Pacing.Jitter(p) }
 
 // SetupTime is the p-th percentile (0-100) of the setup histogram, to the
 // bucket's upper edge; 0 without samples.
 func (st Stats) SetupTime(p float64) time.Duration {
-	return percentile(st.Setup[:], SetupBucket, p)
-}
-
-func percentile(buckets []int64, width time.Duration, p float64) time.Duration {
-	var total int64
-	for _, n := range buckets {
-		total += n
-	}
-	if total == 0 {
-		return 0
-	}
-	rank := int64(math.Ceil(p / 100 * float64(total)))
-	var seen int64
-	for i, n := range buckets {
-		if seen += n; seen >= rank {
-			return time.Duration(i+1) * width
-		}
-	}
-	return time.Duration(len(buckets)) * width
+	return voice.Percentile(st.Setup[:], SetupBucket, p)
 }
 
 // Sub is the difference of two snapshots, for a window of time.
 func (st Stats) Sub(earlier Stats) Stats {
 	d := Stats{Calls: st.Calls - earlier.Calls, RTPPackets: st.RTPPackets - earlier.RTPPackets,
 		FramesDropped: st.FramesDropped - earlier.FramesDropped}
-	for i := range st.Pacing {
-		d.Pacing[i] = st.Pacing[i] - earlier.Pacing[i]
-	}
+	d.Pacing = st.Pacing.Sub(earlier.Pacing)
 	for i := range st.Setup {
 		d.Setup[i] = st.Setup[i] - earlier.Setup[i]
 	}
@@ -309,10 +282,7 @@ func (st Stats) Sub(earlier Stats) Stats {
 // pacing of every packet sent, setup of every inbound call answered): the
 // figures a metrics endpoint exports.
 func (s *Server) Stats() Stats {
-	st := Stats{Calls: s.carried.Load(), RTPPackets: s.rtpIn.Load(), FramesDropped: s.dropped.Load()}
-	for i := range s.pacing {
-		st.Pacing[i] = s.pacing[i].Load()
-	}
+	st := Stats{Calls: s.carried.Load(), RTPPackets: s.rtpIn.Load(), FramesDropped: s.dropped.Load(), Pacing: s.pacing.Counts()}
 	for i := range s.setup {
 		st.Setup[i] = s.setup[i].Load()
 	}
@@ -320,11 +290,8 @@ func (s *Server) Stats() Stats {
 }
 
 func (s *Server) recordPacing(d time.Duration) {
-	if d < 0 {
-		d = -d
-	}
-	s.pacing[min(int(d/PacingBucket), PacingBuckets-1)].Add(1)
-	s.metrics.Pacing(d)
+	s.pacing.Record(d)
+	s.metrics.Pacing(d.Abs())
 }
 
 func (s *Server) recordSetup(d time.Duration) {
