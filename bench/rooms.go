@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
@@ -136,7 +137,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		Title: "Browser rooms: concurrent calls on the embedded WebRTC peer (PCMU), Go WebRTC callers on loopback",
 		Setup: []string{
 			fmt.Sprintf("each call: join, 1.2 s of speech, the spoken answer (about 1.1 s), idle to %s; scripted model and speech", cfg.CallDuration),
-			"join: POST /api/voice/rooms to media connected; jitter: |gap between agent packets - 20 ms| at the callers",
+			"join: POST /api/voice/rooms to media connected; jitter: |gap between agent packets - the gap of their RTP timestamps (20 ms within a talkspurt)| at the callers",
 			"box pacing: the same gap where the box hands each packet to the network (as bench calls measures SIP; 100 µs buckets, to the upper edge)",
 			"overhead: wire-to-wire less endpointing, speech-to-text, first token and text-to-speech first byte (controller metrics)",
 			"cpu %/call: process CPU (box, callers, scripted model) per call from the step's start to its first hang-up, % of one core; KB/call: resident memory growth per call",
@@ -164,8 +165,8 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		st.Ticker.Name, st.Ticker.Baseline = label+"bare 20 ms ticker jitter", true
 		st.Runnable.Name = label + "goroutine runnable wait"
 		rep.Figures = append(rep.Figures, st.Ticker, st.Runnable, st.Jitter, st.BoxPacing, st.Join, st.Overhead, st.WireToWire)
-		rep.Setup = append(rep.Setup, fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d",
-			n, st.Packets, st.Lost, 100*st.CPUPerCall, st.MemPerCall/1024))
+		rep.Setup = append(rep.Setup, fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d; goroutines once its calls ended: %d",
+			n, st.Packets, st.Lost, 100*st.CPUPerCall, st.MemPerCall/1024, runtime.NumGoroutine()))
 		clean := st.Join.Errors == 0 && st.Jitter.N > 0 && st.Overhead.Errors == 0 && st.Lost == 0
 		if !boxDone && clean && st.BoxPacing.N > 0 && st.BoxPacing.P99 < cfg.JitterLimit {
 			largestBox = n
@@ -342,7 +343,12 @@ func benchCall(ctx context.Context, dur time.Duration, base, key string, hc *htt
 	packets.Add(int64(len(arr)))
 	for i := 1; i < len(arr); i++ {
 		if arr[i].Seq == arr[i-1].Seq+1 {
-			jitter.add(absDur(arr[i].At.Sub(arr[i-1].At)-20*time.Millisecond), nil)
+			// The gap against the one the RTP clock says (RFC 3550's D):
+			// 20 ms within a talkspurt, the time that passed at the start
+			// of one, which the box marks and stamps (not a pacing error,
+			// as the box's own figure does not count it either).
+			want := time.Duration(arr[i].Timestamp-arr[i-1].Timestamp) * time.Second / 8000
+			jitter.add(absDur(arr[i].At.Sub(arr[i-1].At)-want), nil)
 		} else if d := arr[i].Seq - arr[i-1].Seq; d > 1 && d < 1000 {
 			lost.Add(int64(d - 1))
 		}
