@@ -91,8 +91,8 @@ type CallStep struct {
 	// step's start to the window's end, per call (bytes).
 	MemPerCall int64
 	// Turns completed with metrics, and the box's own share of each turn's
-	// wire-to-wire time (minus endpointing, speech-to-text, time to first
-	// token and text-to-speech first byte, all provider or policy time).
+	// wire-to-wire time (minus the endpointing silence and the wait for
+	// the first playable audio after the endpoint: see boxShare).
 	Turns    int
 	Overhead Figures
 }
@@ -213,6 +213,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		fmt.Sprintf("box and load generator in one process on loopback, GOMAXPROCS=%d; PostgreSQL %s", runtimeProcs(), serverVersion(ctx, pool)),
 		fmt.Sprintf("each step: calls started at %d/s, then held %s; G.711 PCMU, 20 ms packets both ways", cfg.Rate, cfg.Hold),
 		"setup: INVITE to 200 OK (open, recall, answer); jitter: |interval - 20 ms| of the box's packets at the generator",
+		"overhead: each turn's wire-to-wire less the endpointing silence and the wait for the first playable audio after the endpoint (controller metrics)",
 		"speech-to-text: " + stt + map[string]string{"http": " (a transcription request per utterance)",
 			"realtime": " (a live OpenAI Realtime transcription session per call)", "deepgram": " (a live Deepgram-compatible stream per call)"}[stt],
 	}}
@@ -339,20 +340,37 @@ func overhead(ctx context.Context, pool *pgxpool.Pool, since time.Time) (int, Fi
 			continue
 		}
 		for _, m := range metrics {
-			w, ok := num(m["wireToWireMs"])
-			if !ok {
-				continue
+			if d, ok := boxShare(m); ok {
+				rec.add(d, nil)
 			}
-			rest := 0.0
-			for _, k := range []string{"endOfUtteranceMs", "speechToTextMs", "timeToFirstTokenMs", "textToSpeechFirstByteMs"} {
-				v, _ := num(m[k])
-				rest += v
-			}
-			rec.add(time.Duration((w-rest)*float64(time.Millisecond)), nil)
 		}
 	}
 	f := rec.figures("overhead", false)
 	return f.N, f
+}
+
+// boxShare is a turn's time in the box itself, from the controller's
+// metrics: wire to wire less the endpointing silence and the wait for the
+// first playable audio after the endpoint (what the providers took beyond
+// the caller's speech). A turn recorded without that wait subtracts each
+// provider stage instead (they did not overlap then). ok is false for a
+// turn without wire to wire (unanswered).
+func boxShare(m map[string]any) (time.Duration, bool) {
+	w, ok := num(m["wireToWireMs"])
+	if !ok {
+		return 0, false
+	}
+	eou, _ := num(m["endOfUtteranceMs"])
+	rest := eou
+	if ready, ok := num(m["audioReadyMs"]); ok {
+		rest += max(ready, 0)
+	} else {
+		for _, k := range []string{"speechToTextMs", "timeToFirstTokenMs", "textToSpeechFirstByteMs"} {
+			v, _ := num(m[k])
+			rest += v
+		}
+	}
+	return time.Duration((w - rest) * float64(time.Millisecond)), true
 }
 
 func num(v any) (float64, bool) {

@@ -486,11 +486,8 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 							return -1
 						}(), "endpoint", m["endpoint"], "eou", m["endOfUtteranceMs"], "ready", m["audioReadyMs"],
 						"transcription", m["transcription"], "preemptive", m["preemptive"], "boxW2W", m["wireToWireMs"])
-					eou, ok1 := num(m["endOfUtteranceMs"])
-					ready, ok2 := num(m["audioReadyMs"])
-					w, ok3 := num(m["wireToWireMs"])
-					if ok1 && ok2 && ok3 {
-						box = append(box, time.Duration((w-eou-ready)*float64(time.Millisecond)))
+					if d, ok := boxShare(m); ok {
+						box = append(box, d)
 					}
 				}
 				for _, d := range answered {

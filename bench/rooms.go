@@ -139,7 +139,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 			fmt.Sprintf("each call: join, 1.2 s of speech, the spoken answer (about 1.1 s), idle to %s; scripted model and speech", cfg.CallDuration),
 			"join: POST /api/voice/rooms to media connected; jitter: |gap between agent packets - the gap of their RTP timestamps (20 ms within a talkspurt)| at the callers",
 			"box pacing: the same gap where the box hands each packet to the network (as bench calls measures SIP; 100 µs buckets, to the upper edge)",
-			"overhead: wire-to-wire less endpointing, speech-to-text, first token and text-to-speech first byte (controller metrics)",
+			"overhead: wire-to-wire less endpointing and the wait for the first playable audio after the endpoint (controller metrics)",
 			"cpu %/call: process CPU (box, callers, scripted model) per call from the step's start to its first hang-up, % of one core; KB/call: resident memory growth per call",
 			"in a --cpuprofile the callers' goroutines carry the label side=generator and the scripted model's side=model",
 			"runnable wait: how long goroutines waited to run (runtime/metrics /sched/latencies, sampled; percentiles to the bucket's upper edge)",
@@ -269,13 +269,12 @@ func roomsStep(ctx context.Context, n int, dur time.Duration, base, key string, 
 			overhead.add(0, fmt.Errorf("call %s has no turn metrics", id))
 		}
 		for _, m := range rec.Metrics {
-			ms := func(k string) float64 { v, _ := m[k].(float64); return v }
-			if _, ok := m["wireToWireMs"]; !ok {
+			d, ok := boxShare(m)
+			if !ok {
 				overhead.add(0, fmt.Errorf("a turn without wire-to-wire"))
 				continue
 			}
-			o := ms("wireToWireMs") - ms("endOfUtteranceMs") - ms("speechToTextMs") - ms("timeToFirstTokenMs") - ms("textToSpeechFirstByteMs")
-			overhead.add(time.Duration(max(o, 0)*float64(time.Millisecond)), nil)
+			overhead.add(max(d, 0), nil)
 		}
 	}
 	return RoomsStep{N: n, Join: join.figures("join", false), Jitter: jitter.figures("jitter", false), Ticker: ticker.figures("ticker", true),
