@@ -2,6 +2,7 @@ package voice
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,27 +59,39 @@ func (b *inbox) hear(pcm []int16) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.rest = append(b.rest, pcm...)
-	for len(b.rest) >= b.samples {
-		f := append([]int16(nil), b.rest[:b.samples]...)
-		b.rest = b.rest[b.samples:]
-		b.received.Add(1)
-		for {
-			select {
-			case b.frames <- f:
-			default:
-				select {
-				case <-b.frames:
-					b.dropped.Add(1)
-				default:
-				}
-				continue
-			}
-			break
+	// Each frame is a new slice the listener owns; a piece shorter than a
+	// frame waits in rest (whose buffer is kept) for the next.
+	if len(b.rest) > 0 {
+		n := min(b.samples-len(b.rest), len(pcm))
+		b.rest, pcm = append(b.rest, pcm[:n]...), pcm[n:]
+		if len(b.rest) < b.samples {
+			return
 		}
+		b.send(slices.Clone(b.rest))
+		b.rest = b.rest[:0]
 	}
-	if len(b.rest) == 0 {
-		b.rest = b.rest[:0:0]
+	for len(pcm) >= b.samples {
+		b.send(slices.Clone(pcm[:b.samples]))
+		pcm = pcm[b.samples:]
+	}
+	b.rest = append(b.rest, pcm...)
+}
+
+// send queues a frame for the listener, dropping the oldest when it lags
+// a whole queue behind (under b.mu).
+func (b *inbox) send(f []int16) {
+	b.received.Add(1)
+	for {
+		select {
+		case b.frames <- f:
+			return
+		default:
+			select {
+			case <-b.frames:
+				b.dropped.Add(1)
+			default:
+			}
+		}
 	}
 }
 

@@ -146,22 +146,35 @@ func (p ProviderTTS) SynthesizeStream(ctx context.Context, text string, rate int
 	}
 	defer raw.Close()
 	rs := newStreamResampler(providerTTSRate, rate)
-	buf := make([]byte, ttsReadChunk)
-	var odd []byte // a sample split across reads
+	// One read buffer, with room for a sample split across two reads in
+	// front, and one buffer of samples: the resampler copies what it
+	// keeps and emits new slices (without resampling, the samples
+	// themselves go out, so they are new each time).
+	buf := make([]byte, 1+ttsReadChunk)
+	var samples []int16
+	odd := false // buf[0] holds the first byte of a split sample
 	total := 0
 	for {
-		n, rerr := raw.Read(buf)
+		n, rerr := raw.Read(buf[1:])
 		if n > 0 {
 			total += n
 			if total > 50<<20 {
 				return fmt.Errorf("voice: text-to-speech: the response is too long")
 			}
-			b := append(odd, buf[:n]...)
-			pcm := make([]int16, len(b)/2)
+			b := buf[1 : 1+n]
+			if odd {
+				b = buf[:1+n]
+			}
+			if rs.from == rs.to || cap(samples) < len(b)/2 {
+				samples = make([]int16, len(b)/2)
+			}
+			pcm := samples[:len(b)/2]
 			for i := range pcm {
 				pcm[i] = int16(binary.LittleEndian.Uint16(b[2*i:]))
 			}
-			odd = append([]byte(nil), b[2*len(pcm):]...)
+			if odd = len(b)%2 == 1; odd {
+				buf[0] = b[len(b)-1]
+			}
 			if out := rs.push(pcm); len(out) > 0 {
 				emit(out)
 			}
@@ -185,16 +198,22 @@ func (p ProviderTTS) SynthesizeStream(ctx context.Context, text string, rate int
 type streamResampler struct {
 	from, to int
 	k        int     // moving-average width when going down (1: none)
-	in       []int16 // the input so far
-	src      []int16 // the low-passed input so far
+	last     []int16 // the last k inputs, a ring (the moving sum's window)
+	n        int     // inputs so far
 	sum      int
-	next     int // the next output sample to produce
+	// src is the low-passed input from index base on: only what the
+	// outputs still to come read, so a long answer keeps a few samples,
+	// not the whole of its audio.
+	src  []int16
+	base int
+	next int // the next output sample to produce
 }
 
 func newStreamResampler(from, to int) *streamResampler {
 	r := &streamResampler{from: from, to: to, k: 1}
 	if to < from {
 		r.k = max((from+to-1)/to, 1)
+		r.last = make([]int16, r.k)
 	}
 	return r
 }
@@ -204,17 +223,19 @@ func (r *streamResampler) push(pcm []int16) []int16 {
 		return pcm
 	}
 	for _, v := range pcm {
-		i := len(r.in)
-		r.in = append(r.in, v)
 		if r.k <= 1 {
 			r.src = append(r.src, v)
+			r.n++
 			continue
 		}
-		r.sum += int(v)
-		if i >= r.k {
-			r.sum -= int(r.in[i-r.k])
+		slot := r.n % r.k
+		if r.n >= r.k {
+			r.sum -= int(r.last[slot]) // the input k before this one
 		}
-		r.src = append(r.src, int16(r.sum/min(i+1, r.k)))
+		r.last[slot] = v
+		r.sum += int(v)
+		r.n++
+		r.src = append(r.src, int16(r.sum/min(r.n, r.k)))
 	}
 	return r.emit(false)
 }
@@ -228,12 +249,13 @@ func (r *streamResampler) flush() []int16 {
 }
 
 func (r *streamResampler) emit(final bool) []int16 {
+	size := r.base + len(r.src) // low-passed samples so far
 	total := -1
 	if final {
-		total = int(int64(len(r.src)) * int64(r.to) / int64(r.from))
+		total = int(int64(size) * int64(r.to) / int64(r.from))
 	}
 	// What the input so far gives, at most (one allocation per push).
-	out := make([]int16, 0, max(0, int(int64(len(r.src))*int64(r.to)/int64(r.from))-r.next+1))
+	out := make([]int16, 0, max(0, int(int64(size)*int64(r.to)/int64(r.from))-r.next+1))
 	for {
 		i := r.next
 		if final && i >= total {
@@ -241,19 +263,25 @@ func (r *streamResampler) emit(final bool) []int16 {
 		}
 		pos := float64(i) * float64(r.from) / float64(r.to)
 		j := int(pos)
-		if !final && (j+1 >= len(r.src) || int64(i+1)*int64(r.from) > int64(len(r.src))*int64(r.to)) {
+		if !final && (j+1 >= size || int64(i+1)*int64(r.from) > int64(size)*int64(r.to)) {
 			break // needs the sample after j, or may be past the end
 		}
-		if j >= len(r.src) {
+		if j >= size {
 			break
 		}
-		a := float64(r.src[j])
+		a := float64(r.src[j-r.base])
 		b := a
-		if j+1 < len(r.src) {
-			b = float64(r.src[j+1])
+		if j+1 < size {
+			b = float64(r.src[j+1-r.base])
 		}
 		out = append(out, int16(a+(b-a)*(pos-float64(j))))
 		r.next++
+	}
+	// Drop what no output to come reads (they read from the next one's j).
+	if keep := int(float64(r.next)*float64(r.from)/float64(r.to)) - r.base; keep > 0 {
+		keep = min(keep, len(r.src))
+		r.src = r.src[:copy(r.src, r.src[keep:])]
+		r.base += keep
 	}
 	return out
 }

@@ -1,9 +1,16 @@
 package voice
 
 import (
+	"context"
+	"encoding/binary"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
+
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/provider"
 )
 
 // Resampling audio that arrives in pieces gives what resampling the whole
@@ -92,5 +99,45 @@ func TestSplitterBreaksALongFirstSentenceAtAClause(t *testing.T) {
 	}
 	if rest := s.Flush(); rest != "Bye" {
 		t.Fatalf("rest %q", rest)
+	}
+}
+
+// Speech streamed in pieces that split samples (odd byte counts) is read
+// and resampled exactly as the whole response would be.
+func TestSynthesizeStreamSplitSamples(t *testing.T) {
+	whole := make([]int16, 9000)
+	for i := range whole {
+		whole[i] = int16((i*37)%20000 - 10000)
+	}
+	raw := make([]byte, 2*len(whole))
+	for i, v := range whole {
+		binary.LittleEndian.PutUint16(raw[2*i:], uint16(v))
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "audio/pcm")
+		rest := raw
+		for k := 0; len(rest) > 0; k++ {
+			n := min(len(rest), []int{1, 3, 7, 1001, 2048, 513}[k%6])
+			w.Write(rest[:n])
+			w.(http.Flusher).Flush()
+			rest = rest[n:]
+		}
+	}))
+	defer srv.Close()
+	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: srv.URL}}, nil)
+	m, err := reg.Resolve("openai/tts-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rate := range []int{8000, 16000, providerTTSRate} {
+		var got []int16
+		if err := (ProviderTTS{Model: m}).SynthesizeStream(context.Background(), "hello", rate, func(pcm []int16) {
+			got = append(got, pcm...)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if want := Resample(whole, providerTTSRate, rate); !slices.Equal(got, want) {
+			t.Fatalf("at %d Hz: %d samples streamed differ from the whole's %d", rate, len(got), len(want))
+		}
 	}
 }

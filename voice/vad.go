@@ -127,11 +127,12 @@ func (v *vad) Process(pcm []int16) vadEvent {
 	v.last = lvl
 	v.track(lvl)
 	voiced := lvl > v.floor+v.cfg.MarginDB && lvl > v.cfg.MinLevelDB
-	frame := append([]int16(nil), pcm...)
+	// A copy only of what is kept: between utterances most frames are
+	// silence, heard and let go.
 	if !v.speaking {
 		if voiced {
 			v.voiced++
-			v.pre = append(v.pre, frame)
+			v.pre = append(v.pre, slices.Clone(pcm))
 			if v.voiced >= v.cfg.StartFrames {
 				v.speaking, v.unvoiced, v.speechN = true, 0, v.voiced
 				v.buf = append(v.buf[:0], v.pre...)
@@ -144,7 +145,7 @@ func (v *vad) Process(pcm []int16) vadEvent {
 		}
 		return vadNone
 	}
-	v.buf = append(v.buf, frame)
+	v.buf = append(v.buf, slices.Clone(pcm))
 	if voiced {
 		v.unvoiced = 0
 		v.speechN++

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -109,6 +110,10 @@ func benchRunE[R interface{ Print(io.Writer) }](dataDir *string, run func(ctx co
 				return err
 			}
 			defer f.Close()
+			// The profile holds what the last finished collection
+			// published: collect first, or a run with few collections
+			// (GOGC 400) loses most of what it allocated.
+			runtime.GC()
 			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 				return err
 			}
