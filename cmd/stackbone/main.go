@@ -34,8 +34,8 @@ import (
 // "Browser calls"). memoryShare bounds what that may cost.
 const gcPercent = 1000
 
-// memoryShare is the share of the machine's (or its container's) memory
-// the box's heap may use before the collector works harder to stay under
+// memoryShare divides the machine's (or its container's) memory into what
+// the box's heap may use (half) before the collector works harder to stay under
 // it (Go's soft memory limit): a large live heap (a big retrieval index)
 // must not grow to gcPercent times itself.
 const memoryShare = 2
