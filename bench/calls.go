@@ -247,10 +247,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			}
 			step.Hog = hog
 			win := w1.Sub(w0)
-			step.Pacing = Figures{Name: "pacing", P50: win.PacingJitter(50), P95: win.PacingJitter(95), P99: win.PacingJitter(99), Max: win.PacingJitter(100)}
-			for _, n := range win.Pacing {
-				step.Pacing.N += int(n)
-			}
+			step.Pacing = pacingFigures("pacing", win.Pacing)
 			set := w1.Sub(before)
 			step.BoxSetup = Figures{Name: "box setup", P50: set.SetupTime(50), P95: set.SetupTime(95), P99: set.SetupTime(99), Max: set.SetupTime(100)}
 			if step.Established > 0 {
@@ -371,6 +368,12 @@ func boxShare(m map[string]any) (time.Duration, bool) {
 		}
 	}
 	return time.Duration((w - rest) * float64(time.Millisecond)), true
+}
+
+// pacingFigures are a pacing histogram's percentiles (SIP's and the
+// embedded browser peer's, voice.Pacing).
+func pacingFigures(name string, c voice.PacingCounts) Figures {
+	return Figures{Name: name, N: int(c.N()), P50: c.Jitter(50), P90: c.Jitter(90), P95: c.Jitter(95), P99: c.Jitter(99), Max: c.Jitter(100)}
 }
 
 func num(v any) (float64, bool) {

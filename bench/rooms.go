@@ -147,7 +147,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	}
 	var steps []RoomsStep
 	largest, largestBox := 0, 0
-	boxDone := false
+	boxFailed := false // a step failed by the box's figure: largestBox stays
 	for _, n := range cfg.Steps {
 		cfg.Logger.Info("rooms step", "calls", n)
 		before := rms.Pacing()
@@ -155,8 +155,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		if err != nil {
 			return Report{}, nil, err
 		}
-		win := rms.Pacing().Sub(before)
-		st.BoxPacing = Figures{N: int(win.N()), P50: win.Jitter(50), P90: win.Jitter(90), P95: win.Jitter(95), P99: win.Jitter(99), Max: win.Jitter(100)}
+		st.BoxPacing = pacingFigures("", rms.Pacing().Sub(before))
 		steps = append(steps, st)
 		label := fmt.Sprintf("%d calls: ", n)
 		st.Join.Name, st.Jitter.Name, st.Overhead.Name, st.WireToWire.Name = label+"join", label+"agent audio pacing jitter",
@@ -168,10 +167,9 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		rep.Setup = append(rep.Setup, fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d; goroutines once its calls ended: %d",
 			n, st.Packets, st.Lost, 100*st.CPUPerCall, st.MemPerCall/1024, runtime.NumGoroutine()))
 		clean := st.Join.Errors == 0 && st.Jitter.N > 0 && st.Overhead.Errors == 0 && st.Lost == 0
-		if !boxDone && clean && st.BoxPacing.N > 0 && st.BoxPacing.P99 < cfg.JitterLimit {
+		boxFailed = boxFailed || !clean || st.BoxPacing.N == 0 || st.BoxPacing.P99 >= cfg.JitterLimit
+		if !boxFailed {
 			largestBox = n
-		} else {
-			boxDone = true
 		}
 		ok := clean && st.Jitter.P99 < cfg.JitterLimit
 		if !ok {
@@ -346,7 +344,7 @@ func benchCall(ctx context.Context, dur time.Duration, base, key string, hc *htt
 			// 20 ms within a talkspurt, the time that passed at the start
 			// of one, which the box marks and stamps (not a pacing error,
 			// as the box's own figure does not count it either).
-			want := time.Duration(arr[i].Timestamp-arr[i-1].Timestamp) * time.Second / 8000
+			want := time.Duration(arr[i].Timestamp-arr[i-1].Timestamp) * time.Second / roomstest.Rate
 			jitter.add(absDur(arr[i].At.Sub(arr[i-1].At)-want), nil)
 		} else if d := arr[i].Seq - arr[i-1].Seq; d > 1 && d < 1000 {
 			lost.Add(int64(d - 1))

@@ -63,7 +63,7 @@ func (r *RealtimeSTT) Listen(ctx context.Context, rate int) (TranscriptStream, e
 	opts := r.Options.withDefaults()
 	format, wire, proto := map[string]any{"type": "audio/pcm", "rate": RealtimeRate}, RealtimeRate, newRealtimeWire()
 	if rate == telephoneRate {
-		format, wire, proto.ulaw = map[string]any{"type": "audio/pcmu"}, 0, true
+		format, wire, proto.ulaw = map[string]any{"type": "audio/pcmu"}, telephoneRate, true
 	}
 	update, _ := json.Marshal(map[string]any{
 		"type": "session.update",

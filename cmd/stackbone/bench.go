@@ -112,7 +112,7 @@ func benchRunE[R interface{ Print(io.Writer) }](dataDir *string, run func(ctx co
 			defer f.Close()
 			// The profile holds what the last finished collection
 			// published: collect first, or a run with few collections
-			// (GOGC 400) loses most of what it allocated.
+			// (the box's GOGC is 1000) loses most of what it allocated.
 			runtime.GC()
 			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 				return err
