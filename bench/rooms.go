@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -33,9 +34,14 @@ type RoomsConfig struct {
 	// the first step whose pacing jitter p99 reaches JitterLimit or that has
 	// errors or lost packets.
 	Steps []int
-	// CallDuration is how long each call stays up (default 8 s): it joins,
-	// speaks 1.2 s, hears the agent's spoken answer, then idles.
-	CallDuration time.Duration
+	// Rate is how many calls a second join (default 40, as bench calls
+	// starts SIP calls).
+	Rate int
+	// Hold is the measurement window (default 10 s): it opens once every
+	// call of the step should be up and ends with the step's hang-ups. Each
+	// call speaks 1.2 s every 3.5 s from half a second after it joined and
+	// hears the agent's spoken answer.
+	Hold time.Duration
 	// JitterLimit is the pacing jitter p99 a step must stay under (default
 	// 5 ms).
 	JitterLimit time.Duration
@@ -78,6 +84,18 @@ type RoomsStep struct {
 	// of its resident memory per call (bytes).
 	CPUPerCall float64
 	MemPerCall int64
+	// Bare is the in-run baseline: the same callers against bare pion
+	// peers (barePeers) right after the box's step.
+	Bare BareStep
+}
+
+// BareStep is the figures of the baseline at one step: the callers'
+// received jitter, the bare peers' own pacing, what the process spent.
+type BareStep struct {
+	Join, Jitter, Pacing Figures
+	Packets, Lost        int64
+	CPUPerCall           float64
+	MemPerCall           int64
 }
 
 // Rooms measures concurrent browser calls on the embedded WebRTC peer with
@@ -88,8 +106,11 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	if len(cfg.Steps) == 0 {
 		cfg.Steps = []int{1, 5, 10, 20, 40, 60, 80, 100, 150, 200, 250}
 	}
-	if cfg.CallDuration <= 0 {
-		cfg.CallDuration = 8 * time.Second
+	if cfg.Rate <= 0 {
+		cfg.Rate = 40
+	}
+	if cfg.Hold <= 0 {
+		cfg.Hold = 10 * time.Second
 	}
 	if cfg.JitterLimit <= 0 {
 		cfg.JitterLimit = 5 * time.Millisecond
@@ -132,17 +153,24 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	if err != nil {
 		return Report{}, nil, err
 	}
+	bare, err := startBarePeers()
+	if err != nil {
+		return Report{}, nil, err
+	}
+	defer bare.close()
 
 	rep := Report{
 		Title: "Browser rooms: concurrent calls on the embedded WebRTC peer (PCMU), Go WebRTC callers on loopback",
 		Setup: []string{
-			fmt.Sprintf("each call: join, 1.2 s of speech, the spoken answer (about 1.1 s), idle to %s; scripted model and speech", cfg.CallDuration),
+			fmt.Sprintf("each step: calls join at %d/s, each speaks 1.2 s every 3.5 s and hears the spoken answer (about 1.1 s); scripted model and speech", cfg.Rate),
+			fmt.Sprintf("figures in a window of %s that opens once every call should be up (as bench calls measures SIP), except join and the per-turn overhead (every call and turn)", cfg.Hold),
 			"join: POST /api/voice/rooms to media connected; jitter: |gap between agent packets - the gap of their RTP timestamps (20 ms within a talkspurt)| at the callers",
 			"box pacing: the same gap where the box hands each packet to the network (as bench calls measures SIP; 100 µs buckets, to the upper edge)",
 			"overhead: wire-to-wire less endpointing and the wait for the first playable audio after the endpoint (controller metrics)",
-			"cpu %/call: process CPU (box, callers, scripted model) per call from the step's start to its first hang-up, % of one core; KB/call: resident memory growth per call",
+			"cpu %/call: process CPU (box, callers, scripted model) per call in the window, % of one core; KB/call: resident memory growth per call from the step's start",
 			"in a --cpuprofile the callers' goroutines carry the label side=generator and the scripted model's side=model",
 			"runnable wait: how long goroutines waited to run (runtime/metrics /sched/latencies, sampled; percentiles to the bucket's upper edge)",
+			"bare pion (baseline, right after each step): the same callers against pion peer connections set up as the box's peer, each sending a paced 20 ms PCMU stream and decoding the caller's, nothing of the box between",
 		},
 	}
 	var steps []RoomsStep
@@ -150,12 +178,11 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	boxFailed := false // a step failed by the box's figure: largestBox stays
 	for _, n := range cfg.Steps {
 		cfg.Logger.Info("rooms step", "calls", n)
-		before := rms.Pacing()
-		st, err := roomsStep(ctx, n, cfg.CallDuration, base, key, client, callers, calls)
+		st, err := roomsStep(ctx, n, cfg, base, key, client, callers, rms, calls)
 		if err != nil {
 			return Report{}, nil, err
 		}
-		st.BoxPacing = pacingFigures("", rms.Pacing().Sub(before))
+		st.Bare = bareStep(ctx, n, cfg, bare, client, callers)
 		steps = append(steps, st)
 		label := fmt.Sprintf("%d calls: ", n)
 		st.Join.Name, st.Jitter.Name, st.Overhead.Name, st.WireToWire.Name = label+"join", label+"agent audio pacing jitter",
@@ -163,9 +190,12 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		st.BoxPacing.Name = label + "agent audio pacing at the box"
 		st.Ticker.Name, st.Ticker.Baseline = label+"bare 20 ms ticker jitter", true
 		st.Runnable.Name = label + "goroutine runnable wait"
-		rep.Figures = append(rep.Figures, st.Ticker, st.Runnable, st.Jitter, st.BoxPacing, st.Join, st.Overhead, st.WireToWire)
-		rep.Setup = append(rep.Setup, fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d; goroutines once its calls ended: %d",
-			n, st.Packets, st.Lost, 100*st.CPUPerCall, st.MemPerCall/1024, runtime.NumGoroutine()))
+		st.Bare.Jitter.Name, st.Bare.Pacing.Name = label+"bare pion: jitter at the callers", label+"bare pion: pacing at the peer"
+		st.Bare.Pacing.Baseline = true
+		rep.Figures = append(rep.Figures, st.Ticker, st.Bare.Jitter, st.Bare.Pacing, st.Runnable, st.Jitter, st.BoxPacing, st.Join, st.Overhead, st.WireToWire)
+		rep.Setup = append(rep.Setup, fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d; goroutines once its calls ended: %d; bare pion: %d packets, %d lost, %d errors, cpu %%/call %.2f, KB/call %d",
+			n, st.Packets, st.Lost, 100*st.CPUPerCall, st.MemPerCall/1024, runtime.NumGoroutine(),
+			st.Bare.Packets, st.Bare.Lost, st.Bare.Join.Errors, 100*st.Bare.CPUPerCall, st.Bare.MemPerCall/1024))
 		clean := st.Join.Errors == 0 && st.Jitter.N > 0 && st.Overhead.Errors == 0 && st.Lost == 0
 		boxFailed = boxFailed || !clean || st.BoxPacing.N == 0 || st.BoxPacing.P99 >= cfg.JitterLimit
 		if !boxFailed {
@@ -182,71 +212,137 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	return rep, steps, nil
 }
 
-// roomsStep runs n calls at once (joins spread over a second) and
-// collects their figures.
-func roomsStep(ctx context.Context, n int, dur time.Duration, base, key string, hc *http.Client, api *webrtc.API, calls *voice.Manager) (RoomsStep, error) {
-	var join, jitter, ticker, overhead, w2w recorder
-	var packets, lost atomic.Int64
-	cpu0, rss0, start := processCPU(), residentBytes(), time.Now()
-	waits0 := readSchedWaits()
-	var cpu1 time.Duration
-	var rss1 int64
-	stopTicker := make(chan struct{})
-	tickDone := make(chan struct{})
-	go func() { // the baseline, during the whole step
-		defer close(tickDone)
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		last := time.Now()
-		for {
-			select {
-			case <-stopTicker:
+// stepWindow is a step's measurement window, as bench calls has for SIP:
+// it opens once every call should be up (the ramp and a second more) and
+// lasts the hold; stop closes as it ends, when the callers hang up.
+type stepWindow struct {
+	from, to time.Time
+	stop     chan struct{}
+}
+
+func (w stepWindow) in(t time.Time) bool { return !t.Before(w.from) && t.Before(w.to) }
+
+// wait waits until t; false if the window ended or ctx did first.
+func (w stepWindow) wait(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-w.stop:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// callerFigures are what a step's callers measured.
+type callerFigures struct {
+	join, jitter, w2w recorder
+	packets, lost     atomic.Int64
+}
+
+// arrivals adds a caller's agent packets received in the window: each gap
+// against the one the RTP clock says (RFC 3550's D): 20 ms within a
+// talkspurt, the time that passed at the start of one, which the box marks
+// and stamps (not a pacing error, as the box's own figure does not count it
+// either); and the sequence numbers missing.
+func (f *callerFigures) arrivals(arr []roomstest.Arrival, w stepWindow) {
+	for i := range arr {
+		if !w.in(arr[i].At) {
+			continue
+		}
+		f.packets.Add(1)
+		if i == 0 || !w.in(arr[i-1].At) {
+			continue
+		}
+		if arr[i].Seq == arr[i-1].Seq+1 {
+			want := time.Duration(arr[i].Timestamp-arr[i-1].Timestamp) * time.Second / roomstest.Rate
+			f.jitter.add(absDur(arr[i].At.Sub(arr[i-1].At)-want), nil)
+		} else if d := arr[i].Seq - arr[i-1].Seq; d > 1 && d < 1000 {
+			f.lost.Add(int64(d - 1))
+		}
+	}
+}
+
+// turnCycle is how often a caller starts to speak: 1.2 s of speech, the
+// agent's answer (about 1.1 s after a 0.6 s wait), a pause.
+const turnCycle = 3500 * time.Millisecond
+
+// callerSpeech is what every caller says (read only).
+var callerSpeech = roomstest.Speech(1200)
+
+// speak has the caller say callerSpeech every turnCycle through the
+// window, the first time half a second after joining; heard, if not nil,
+// gets the time each utterance's last voiced frame went out once the turn's
+// cycle is over.
+func speak(ctx context.Context, c *roomstest.Client, w stepWindow, heard func(spoke time.Time)) {
+	next := time.Now().Add(500 * time.Millisecond)
+	for w.wait(ctx, next) {
+		c.Say(callerSpeech)
+		next = next.Add(turnCycle)
+		for c.Saying() {
+			if !w.wait(ctx, time.Now().Add(20*time.Millisecond)) {
 				return
-			case now := <-t.C:
-				ticker.add(absDur(now.Sub(last)-20*time.Millisecond), nil)
-				last = now
 			}
 		}
-	}()
-	var wg sync.WaitGroup
+		spoke := c.LastVoice()
+		if !w.wait(ctx, next) {
+			return
+		}
+		if heard != nil {
+			heard(spoke)
+		}
+		next = time.Now()
+	}
+}
+
+// roomsStep runs n calls on the box and collects their figures.
+func roomsStep(ctx context.Context, n int, cfg RoomsConfig, base, key string, hc *http.Client, api *webrtc.API, rms *rooms.Service, calls *voice.Manager) (RoomsStep, error) {
+	var f callerFigures
+	var ticker, overhead recorder
+	var waits0 schedWaits
+	var runnable Figures
+	var pacing0 voice.PacingCounts
+	st := RoomsStep{N: n}
 	var mu sync.Mutex
 	var callIDs []string
-	// The callers' goroutines (and pion's, which they start) carry a
-	// profiler label, so a CPU profile tells the box from its load.
-	gctx := pprof.WithLabels(ctx, pprof.Labels("side", "generator"))
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go pprof.Do(gctx, pprof.Labels(), func(ctx context.Context) {
-			defer wg.Done()
-			select {
-			case <-time.After(time.Duration(i) * time.Second / time.Duration(n)):
-			case <-ctx.Done():
-				return
-			}
-			callID, err := benchCall(ctx, dur, base, key, hc, api, &join, &jitter, &w2w, &packets, &lost)
-			if err != nil {
-				join.add(0, err)
-				return
-			}
-			mu.Lock()
-			if len(callIDs) == 0 {
-				// The first call to hang up: every call is still up.
-				cpu1, rss1 = processCPU(), residentBytes()
-			}
-			callIDs = append(callIDs, callID)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	secs := time.Since(start).Seconds()
-	if cpu1 == 0 {
-		cpu1, rss1 = processCPU(), residentBytes()
-	} else {
-		secs = dur.Seconds()
-	}
-	close(stopTicker)
+	stopTicker := make(chan struct{})
+	tickDone := make(chan struct{})
+	load := runCallers(ctx, n, cfg, &f.join, func(end bool) {
+		if !end {
+			waits0, pacing0 = readSchedWaits(), rms.Pacing()
+			go func() { // the baseline, through the window
+				defer close(tickDone)
+				t := time.NewTicker(20 * time.Millisecond)
+				defer t.Stop()
+				last := time.Now()
+				for {
+					select {
+					case <-stopTicker:
+						return
+					case now := <-t.C:
+						ticker.add(absDur(now.Sub(last)-20*time.Millisecond), nil)
+						last = now
+					}
+				}
+			}()
+			return
+		}
+		st.BoxPacing = pacingFigures("", rms.Pacing().Sub(pacing0))
+		runnable = readSchedWaits().figures(waits0, "runnable")
+		close(stopTicker)
+	}, func(ctx context.Context, w stepWindow) error {
+		callID, err := benchCall(ctx, w, base, key, hc, api, &f)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		callIDs = append(callIDs, callID)
+		mu.Unlock()
+		return nil
+	})
 	<-tickDone
-	runnable := readSchedWaits().figures(waits0, "runnable")
 	// The controller's per-turn metrics, once each call completed.
 	for _, id := range callIDs {
 		var rec voice.CallRecord
@@ -275,14 +371,88 @@ func roomsStep(ctx context.Context, n int, dur time.Duration, base, key string, 
 			overhead.add(max(d, 0), nil)
 		}
 	}
-	return RoomsStep{N: n, Join: join.figures("join", false), Jitter: jitter.figures("jitter", false), Ticker: ticker.figures("ticker", true),
-		Overhead: overhead.figures("overhead", false), WireToWire: w2w.figures("w2w", false),
-		Runnable: runnable, Packets: packets.Load(), Lost: lost.Load(),
-		CPUPerCall: (cpu1 - cpu0).Seconds() / secs / float64(n), MemPerCall: (rss1 - rss0) / int64(n)}, nil
+	st.Join, st.Jitter, st.Ticker = f.join.figures("join", false), f.jitter.figures("jitter", false), ticker.figures("ticker", true)
+	st.Overhead, st.WireToWire, st.Runnable = overhead.figures("overhead", false), f.w2w.figures("w2w", false), runnable
+	st.Packets, st.Lost, st.CPUPerCall, st.MemPerCall = f.packets.Load(), f.lost.Load(), load.cpuPerCall, load.memPerCall
+	return st, nil
 }
 
-// benchCall is one caller: open, join, speak, hear the answer, idle, hang up.
-func benchCall(ctx context.Context, dur time.Duration, base, key string, hc *http.Client, api *webrtc.API, join, jitter, w2w *recorder, packets, lost *atomic.Int64) (string, error) {
+// bareStep runs the same n callers against the bare pion peers.
+func bareStep(ctx context.Context, n int, cfg RoomsConfig, b *barePeers, hc *http.Client, api *webrtc.API) BareStep {
+	var f callerFigures
+	var pacing0 voice.PacingCounts
+	var st BareStep
+	load := runCallers(ctx, n, cfg, &f.join, func(end bool) {
+		if !end {
+			pacing0 = b.pacing.Counts()
+			return
+		}
+		st.Pacing = pacingFigures("", b.pacing.Counts().Sub(pacing0))
+	}, func(ctx context.Context, w stepWindow) error {
+		return bareCall(ctx, w, b, hc, api, &f)
+	})
+	b.settle(ctx)
+	st.Join, st.Jitter, st.Packets, st.Lost = f.join.figures("join", true), f.jitter.figures("jitter", true), f.packets.Load(), f.lost.Load()
+	st.CPUPerCall, st.MemPerCall = load.cpuPerCall, load.memPerCall
+	return st
+}
+
+// stepLoad is what a step's calls cost the process in the window: CPU time
+// (box or bare peers, callers, scripted model) per call and second as a
+// fraction of one core, and resident memory growth per call from the
+// step's start.
+type stepLoad struct {
+	cpuPerCall float64
+	memPerCall int64
+}
+
+// runCallers starts n calls at cfg.Rate a second, each in a goroutine
+// labelled side=generator for a CPU profile, and holds them through the
+// window; mark runs as the window opens (false) and as it closes (true),
+// before the callers hang up. A call's error counts in join.
+func runCallers(ctx context.Context, n int, cfg RoomsConfig, join *recorder, mark func(end bool), call func(context.Context, stepWindow) error) stepLoad {
+	start, rss0 := time.Now(), residentBytes()
+	ramp := time.Duration(n) * time.Second / time.Duration(cfg.Rate)
+	w := stepWindow{from: start.Add(ramp + time.Second), stop: make(chan struct{})}
+	w.to = w.from.Add(cfg.Hold)
+	var load stepLoad
+	var cpu0 time.Duration
+	var marks sync.WaitGroup
+	marks.Add(2)
+	time.AfterFunc(time.Until(w.from), func() {
+		defer marks.Done()
+		cpu0 = processCPU()
+		mark(false)
+	})
+	time.AfterFunc(time.Until(w.to), func() {
+		defer marks.Done()
+		cpu, rss := processCPU(), residentBytes()
+		mark(true)
+		load = stepLoad{cpuPerCall: (cpu - cpu0).Seconds() / cfg.Hold.Seconds() / float64(n), memPerCall: (rss - rss0) / int64(n)}
+		close(w.stop)
+	})
+	var wg sync.WaitGroup
+	gctx := pprof.WithLabels(ctx, pprof.Labels("side", "generator"))
+	for i := 0; i < n; i++ {
+		if !sleepCtx(ctx, time.Until(start.Add(time.Duration(i)*time.Second/time.Duration(cfg.Rate)))) {
+			break
+		}
+		wg.Add(1)
+		go pprof.Do(gctx, pprof.Labels(), func(ctx context.Context) {
+			defer wg.Done()
+			if err := call(ctx, w); err != nil {
+				join.add(0, err)
+			}
+		})
+	}
+	wg.Wait()
+	marks.Wait()
+	return load
+}
+
+// benchCall is one caller: open a room, join, speak every turnCycle and
+// hear the answers until the window ends, hang up.
+func benchCall(ctx context.Context, w stepWindow, base, key string, hc *http.Client, api *webrtc.API, f *callerFigures) (string, error) {
 	start := time.Now()
 	body, _ := json.Marshal(map[string]string{"agent": "support"})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/voice/rooms", bytes.NewReader(body))
@@ -307,49 +477,16 @@ func benchCall(ctx context.Context, dur time.Duration, base, key string, hc *htt
 	if err != nil {
 		return "", err
 	}
-	join.add(time.Since(start), nil)
+	f.join.add(time.Since(start), nil)
 	defer c.Close()
-	sleep := func(d time.Duration) bool {
-		select {
-		case <-time.After(d):
-			return true
-		case <-ctx.Done():
-			return false
+	speak(ctx, c, w, func(spoke time.Time) {
+		if heard, ok := c.FirstVoicedAfter(spoke); ok {
+			f.w2w.add(heard.Sub(spoke), nil)
+		} else {
+			f.w2w.add(0, errors.New("bench: no spoken answer within the turn"))
 		}
-	}
-	if !sleep(500 * time.Millisecond) {
-		return "", ctx.Err()
-	}
-	c.Say(roomstest.Speech(1200))
-	for c.Saying() {
-		if !sleep(20 * time.Millisecond) {
-			return "", ctx.Err()
-		}
-	}
-	spoke := c.LastVoice()
-	if !sleep(time.Until(start.Add(dur))) {
-		return "", ctx.Err()
-	}
-	heard, ok := c.FirstVoicedAfter(spoke)
-	if !ok {
-		w2w.add(0, fmt.Errorf("bench: no spoken answer"))
-	} else {
-		w2w.add(heard.Sub(spoke), nil)
-	}
-	arr := c.Arrivals()
-	packets.Add(int64(len(arr)))
-	for i := 1; i < len(arr); i++ {
-		if arr[i].Seq == arr[i-1].Seq+1 {
-			// The gap against the one the RTP clock says (RFC 3550's D):
-			// 20 ms within a talkspurt, the time that passed at the start
-			// of one, which the box marks and stamps (not a pacing error,
-			// as the box's own figure does not count it either).
-			want := time.Duration(arr[i].Timestamp-arr[i-1].Timestamp) * time.Second / roomstest.Rate
-			jitter.add(absDur(arr[i].At.Sub(arr[i-1].At)-want), nil)
-		} else if d := arr[i].Seq - arr[i-1].Seq; d > 1 && d < 1000 {
-			lost.Add(int64(d - 1))
-		}
-	}
+	})
+	f.arrivals(c.Arrivals(), w)
 	return env.Data.CallID, nil
 }
 

@@ -22,12 +22,16 @@ func benchRoomsCmd() *cobra.Command {
 		Short: "Browser rooms: concurrent calls on the embedded WebRTC peer (join time, audio pacing jitter, per-turn overhead)",
 		Long: `Opens browser rooms on the embedded WebRTC peer and joins each with a Go WebRTC
 caller on loopback (PCMU, like a browser), at growing numbers of concurrent calls
-(--steps). Each caller speaks once and hears the agent's spoken answer (scripted
-model and speech). Prints, per step: the join time (POST /api/voice/rooms to media
-connected), the pacing jitter of the agent's audio as received, the controller's
-per-turn overhead and the caller's wire-to-wire time, beside a bare 20 ms ticker's
-jitter measured in the same step; and the largest number of calls whose pacing
-jitter p99 stayed under --jitter-limit. Uses STACKBONE_DATABASE_URL's server, else
+(--steps), joined at --rate a second. Each caller speaks 1.2 s every 3.5 s and hears
+the agent's spoken answer (scripted model and speech). Once every call of a step is
+up, a window of --hold measures, as bench calls does for SIP: the pacing jitter of
+the agent's audio as the callers receive it and where the box sends it, the
+callers' wire-to-wire time, CPU per call, beside two baselines: a bare 20 ms
+ticker in the same process, and the same callers against bare pion peers set up as
+the box's (a paced PCMU stream each, nothing of the box between). Also the join
+time (POST /api/voice/rooms to media connected) and the controller's per-turn
+overhead; and the largest number of calls whose pacing jitter p99 stayed under
+--jitter-limit. Uses STACKBONE_DATABASE_URL's server, else
 the private cluster of stackbone dev under --data-dir.`,
 		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.Report, error) {
 			cfg.AdminURL, cfg.Logger = admin, log
@@ -36,7 +40,8 @@ the private cluster of stackbone dev under --data-dir.`,
 		}),
 	}
 	c.Flags().IntSliceVar(&cfg.Steps, "steps", []int{1, 5, 10, 20, 40, 60, 80, 100, 150, 200, 250}, "concurrent calls per step, climbing")
-	c.Flags().DurationVar(&cfg.CallDuration, "call-duration", 8*time.Second, "how long each call stays up")
+	c.Flags().IntVar(&cfg.Rate, "rate", 40, "calls joined per second")
+	c.Flags().DurationVar(&cfg.Hold, "hold", 10*time.Second, "measurement window, once every call of a step is up")
 	c.Flags().DurationVar(&cfg.JitterLimit, "jitter-limit", 5*time.Millisecond, "pacing jitter p99 a step must stay under")
 	c.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "private cluster location when STACKBONE_DATABASE_URL is unset")
 	return c
