@@ -164,11 +164,12 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		Setup: []string{
 			fmt.Sprintf("each step: calls join at %d/s, each speaks 1.2 s every 3.5 s and hears the spoken answer (about 1.1 s); scripted model and speech", cfg.Rate),
 			fmt.Sprintf("figures in a window of %s that opens once every call should be up (as bench calls measures SIP), except join and the per-turn overhead (every call and turn)", cfg.Hold),
+			"callers: pion's ICE agent, DTLS and SRTP on one reader goroutine each, no PeerConnection (a third less CPU than one; the same peer on the wire)",
 			"join: POST /api/voice/rooms to media connected; jitter: |gap between agent packets - the gap of their RTP timestamps (20 ms within a talkspurt)| at the callers",
 			"box pacing: the same gap where the box hands each packet to the network (as bench calls measures SIP; 100 µs buckets, to the upper edge)",
 			"overhead: wire-to-wire less endpointing and the wait for the first playable audio after the endpoint (controller metrics)",
 			"cpu %/call: process CPU (box, callers, scripted model) per call in the window, % of one core; KB/call: resident memory growth per call from the step's start",
-			"in a --cpuprofile the callers' goroutines carry the label side=generator and the scripted model's side=model",
+			"in a --cpuprofile the callers' goroutines carry the label side=generator, the bare pion peers' side=bare and the scripted model's side=model",
 			"runnable wait: how long goroutines waited to run (runtime/metrics /sched/latencies, sampled; percentiles to the bucket's upper edge)",
 			"bare pion (baseline, right after each step): the same callers against pion peer connections set up as the box's peer, each sending a paced 20 ms PCMU stream and decoding the caller's, nothing of the box between",
 		},
@@ -472,7 +473,7 @@ func benchCall(ctx context.Context, w stepWindow, base, key string, hc *http.Cli
 		return "", fmt.Errorf("bench: open room: %v %+v", err, env.Error)
 	}
 	jctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	c, err := roomstest.Join(jctx, roomstest.Options{BaseURL: base, Key: key, OfferURL: env.Data.Join.OfferURL, HTTP: hc, API: api})
+	c, err := roomstest.Join(jctx, roomstest.Options{BaseURL: base, Key: key, OfferURL: env.Data.Join.OfferURL, HTTP: hc, API: api, Direct: true})
 	cancel()
 	if err != nil {
 		return "", err

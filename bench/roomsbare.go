@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -121,7 +122,11 @@ func (b *barePeers) offer(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	sdp, err := b.answer(r.Context(), in.SDP)
+	// The peer's goroutines (pion's, started here) carry side=bare in a
+	// CPU profile.
+	var sdp string
+	var err error
+	pprof.Do(r.Context(), pprof.Labels("side", "bare"), func(ctx context.Context) { sdp, err = b.answer(ctx, in.SDP) })
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -258,7 +263,7 @@ func bareRead(t *webrtc.TrackRemote) {
 func bareCall(ctx context.Context, w stepWindow, b *barePeers, hc *http.Client, api *webrtc.API, f *callerFigures) error {
 	start := time.Now()
 	jctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	c, err := roomstest.Join(jctx, roomstest.Options{BaseURL: b.url, OfferURL: b.offerURL(), HTTP: hc, API: api})
+	c, err := roomstest.Join(jctx, roomstest.Options{BaseURL: b.url, OfferURL: b.offerURL(), HTTP: hc, API: api, Direct: true})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("bench: bare peer: %w", err)

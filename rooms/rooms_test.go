@@ -82,6 +82,17 @@ func TestRoomsAPIRefusalsAndPage(t *testing.T) {
 // transcript, and DELETE ends the call, which saves once.
 func TestGoCallerEmbeddedEndedByAPI(t *testing.T) {
 	t.Parallel()
+	goCallerEmbedded(t, false)
+}
+
+// The same call from the load runs' direct caller (ICE, DTLS and SRTP
+// without a PeerConnection): the box takes it as any other peer.
+func TestDirectCallerEmbedded(t *testing.T) {
+	t.Parallel()
+	goCallerEmbedded(t, true)
+}
+
+func goCallerEmbedded(t *testing.T, direct bool) {
 	b := newBox(t, config.Rooms{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -100,7 +111,7 @@ func TestGoCallerEmbeddedEndedByAPI(t *testing.T) {
 	if room.Memory == nil || room.Memory.Off != "" || room.Memory.Identity != number {
 		t.Fatalf("memory at open: %+v", room.Memory)
 	}
-	c, err := roomstest.Join(ctx, roomstest.Options{BaseURL: b.url, Key: devKey, OfferURL: room.Join.OfferURL})
+	c, err := roomstest.Join(ctx, roomstest.Options{BaseURL: b.url, Key: devKey, OfferURL: room.Join.OfferURL, Direct: direct})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,8 @@ func benchRoomsCmd() *cobra.Command {
 		Use:   "rooms",
 		Short: "Browser rooms: concurrent calls on the embedded WebRTC peer (join time, audio pacing jitter, per-turn overhead)",
 		Long: `Opens browser rooms on the embedded WebRTC peer and joins each with a Go WebRTC
-caller on loopback (PCMU, like a browser), at growing numbers of concurrent calls
+caller on loopback (PCMU, ICE and DTLS-SRTP like a browser, on pion's packages
+without a PeerConnection, which would cost the callers as much as the box), at growing numbers of concurrent calls
 (--steps), joined at --rate a second. Each caller speaks 1.2 s every 3.5 s and hears
 the agent's spoken answer (scripted model and speech). Once every call of a step is
 up, a window of --hold measures, as bench calls does for SIP: the pacing jitter of

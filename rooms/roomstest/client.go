@@ -7,6 +7,10 @@
 //	defer c.Close()
 //	c.Say(roomstest.Speech(1200))          // 1.2 s of speech-like sound
 //	c.WaitVoiced(ctx, 50)                   // the agent answered aloud
+//
+// By default the caller is a pion PeerConnection; Options.Direct runs the
+// same protocols (ICE, DTLS-SRTP, rtcp-mux) with pion's packages on one
+// reader goroutine, for load runs.
 package roomstest
 
 import (
@@ -15,6 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"sync"
@@ -24,7 +29,6 @@ import (
 	"github.com/pion/interceptor"
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
-	"github.com/pion/webrtc/v4/pkg/media"
 	"github.com/zaf/g711"
 )
 
@@ -46,6 +50,10 @@ type Options struct {
 	// one between callers: a load run then pays for one media engine
 	// instead of one per caller.
 	API *webrtc.API
+	// Direct runs the caller's ICE, DTLS and SRTP without a
+	// PeerConnection, on one reader goroutine (see direct): the same peer
+	// on the wire at a fraction of the CPU, for load runs.
+	Direct bool
 }
 
 // NewAPI is the callers' WebRTC setup: PCMU only, loopback host
@@ -79,8 +87,9 @@ type Arrival struct {
 
 // Client is one caller.
 type Client struct {
-	pc        *webrtc.PeerConnection
-	track     *webrtc.TrackLocalStaticSample
+	pc        *webrtc.PeerConnection      // nil when direct
+	track     *webrtc.TrackLocalStaticRTP // the PeerConnection's
+	d         *direct
 	connected chan struct{}
 	stop      chan struct{}
 	stopOnce  sync.Once
@@ -100,6 +109,9 @@ func Join(ctx context.Context, opt Options) (*Client, error) {
 	if opt.HTTP == nil {
 		opt.HTTP = http.DefaultClient
 	}
+	if opt.Direct {
+		return joinDirect(ctx, opt)
+	}
 	api := opt.API
 	if api == nil {
 		var err error
@@ -112,7 +124,7 @@ func Join(ctx context.Context, opt Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{pc: pc, connected: make(chan struct{}), stop: make(chan struct{})}
-	c.track, err = webrtc.NewTrackLocalStaticSample(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: Rate}, "mic", "caller")
+	c.track, err = webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: Rate}, "mic", "caller")
 	if err != nil {
 		pc.Close()
 		return nil, err
@@ -167,6 +179,32 @@ func Join(ctx context.Context, opt Options) (*Client, error) {
 	return c, nil
 }
 
+// joinDirect is Join with a direct caller.
+func joinDirect(ctx context.Context, opt Options) (*Client, error) {
+	d, err := newDirect()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{d: d, stop: make(chan struct{})}
+	offer, err := d.offer(ctx)
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	answer, err := postOffer(ctx, opt, offer)
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	if err := d.connect(ctx, answer, c.arrive); err != nil {
+		d.close()
+		return nil, err
+	}
+	c.wg.Add(1)
+	go c.send()
+	return c, nil
+}
+
 func postOffer(ctx context.Context, opt Options, sdp string) (string, error) {
 	body, _ := json.Marshal(map[string]string{"type": "offer", "sdp": sdp})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, opt.BaseURL+opt.OfferURL, bytes.NewReader(body))
@@ -197,13 +235,15 @@ func postOffer(ctx context.Context, opt Options, sdp string) (string, error) {
 	return env.Data.SDP, nil
 }
 
-// send paces caller frames at 20 ms: queued speech, else quiet noise.
+// send paces caller frames at 20 ms: queued speech, else quiet noise, one
+// PCMU packet each.
 func (c *Client) send() {
 	defer c.wg.Done()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	quiet := Noise(frameSamples, 30)
 	buf := make([]byte, frameSamples)
+	pkt := rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: uint16(rand.Uint32()), Timestamp: rand.Uint32()}}
 	for {
 		select {
 		case <-c.stop:
@@ -226,16 +266,23 @@ func (c *Client) send() {
 		for i, v := range f {
 			buf[i] = g711.EncodeUlawFrame(v)
 		}
-		// The track copies the payload into its packet.
-		if err := c.track.WriteSample(media.Sample{Data: buf, Duration: 20 * time.Millisecond}); err != nil {
+		pkt.Payload = buf
+		var err error
+		if c.d != nil {
+			err = c.d.writeRTP(&pkt)
+		} else {
+			err = c.track.WriteRTP(&pkt) // sends it before returning
+		}
+		if err != nil {
 			return
 		}
+		pkt.SequenceNumber++
+		pkt.Timestamp += frameSamples
 	}
 }
 
 func (c *Client) receive(t *webrtc.TrackRemote) {
 	defer c.wg.Done()
-	pcm := make([]int16, 0, frameSamples)
 	buf := make([]byte, 1500) // one buffer: ReadRTP allocates one per packet
 	var pkt rtp.Packet
 	for {
@@ -249,15 +296,25 @@ func (c *Client) receive(t *webrtc.TrackRemote) {
 		if pkt.Unmarshal(buf[:n]) != nil {
 			continue
 		}
-		pcm = pcm[:0]
-		for _, b := range pkt.Payload {
-			pcm = append(pcm, g711.DecodeUlawFrame(b))
-		}
-		a := Arrival{At: time.Now(), Seq: pkt.SequenceNumber, Timestamp: pkt.Timestamp, Marker: pkt.Marker, Voiced: level(pcm) > -40}
-		c.mu.Lock()
-		c.arrivals = append(c.arrivals, a)
-		c.mu.Unlock()
+		c.arrive(&pkt)
 	}
+}
+
+// arrive records one agent packet.
+func (c *Client) arrive(pkt *rtp.Packet) {
+	var pcm [frameSamples]int16
+	n := 0
+	for _, b := range pkt.Payload {
+		if n == len(pcm) {
+			break
+		}
+		pcm[n] = g711.DecodeUlawFrame(b)
+		n++
+	}
+	a := Arrival{At: time.Now(), Seq: pkt.SequenceNumber, Timestamp: pkt.Timestamp, Marker: pkt.Marker, Voiced: level(pcm[:n]) > -40}
+	c.mu.Lock()
+	c.arrivals = append(c.arrivals, a)
+	c.mu.Unlock()
 }
 
 // Say queues caller audio at 8 kHz, sent after what is already queued.
@@ -334,6 +391,9 @@ func (c *Client) WaitVoiced(ctx context.Context, n int) error {
 
 // Ended reports whether the box ended the media (its side closed).
 func (c *Client) Ended() bool {
+	if c.d != nil {
+		return c.d.isEnded()
+	}
 	s := c.pc.ConnectionState()
 	return s == webrtc.PeerConnectionStateClosed || s == webrtc.PeerConnectionStateFailed || s == webrtc.PeerConnectionStateDisconnected
 }
@@ -342,7 +402,11 @@ func (c *Client) Ended() bool {
 // browser leaving.
 func (c *Client) Close() {
 	c.stopOnce.Do(func() { close(c.stop) })
-	_ = c.pc.Close()
+	if c.d != nil {
+		c.d.close()
+	} else {
+		_ = c.pc.Close()
+	}
 	c.wg.Wait()
 }
 

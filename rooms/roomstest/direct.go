@@ -1,0 +1,355 @@
+package roomstest
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/dtls/v3"
+	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
+	dtlsnet "github.com/pion/dtls/v3/pkg/net"
+	"github.com/pion/ice/v4"
+	"github.com/pion/rtp"
+	"github.com/pion/srtp/v3"
+)
+
+// direct is a caller's media without a PeerConnection: pion's ICE agent
+// (controlling, loopback host candidates), a DTLS server (or client, as
+// the answer's setup says) and two SRTP contexts, with one goroutine that
+// reads the ICE connection and hands DTLS records to the handshake and
+// decrypts RTP where it reads it. On the wire it is the same peer as the
+// PeerConnection one (ICE, DTLS-SRTP, rtcp-mux, PCMU); it skips the
+// PeerConnection's goroutine hops (its socket reader, its DTLS/SRTP
+// demultiplexer, its SRTP session reader, the track reader each pass the
+// packet on), which in a load run cost the callers as much as the box's
+// own peer costs the box.
+type direct struct {
+	agent *ice.Agent
+	cert  tls.Certificate
+	fp    string // the certificate's SHA-256 fingerprint, as SDP writes it
+	ssrc  uint32
+
+	conn *ice.Conn
+	dtls *dtls.Conn
+	pipe *dtlsPipe
+	enc  *srtp.Context
+	dec  atomic.Pointer[srtp.Context]
+
+	wmu  sync.Mutex
+	wbuf []byte // the plain packet
+	ebuf []byte // the encrypted one
+
+	done   chan struct{}
+	ended  atomic.Bool
+	closed sync.Once
+}
+
+func newDirect() (*direct, error) {
+	cert, err := selfsign.GenerateSelfSigned()
+	if err != nil {
+		return nil, err
+	}
+	agent, err := ice.NewAgent(&ice.AgentConfig{
+		NetworkTypes:     []ice.NetworkType{ice.NetworkTypeUDP4},
+		CandidateTypes:   []ice.CandidateType{ice.CandidateTypeHost},
+		IPFilter:         func(ip net.IP) bool { return ip.IsLoopback() },
+		IncludeLoopback:  true,
+		MulticastDNSMode: ice.MulticastDNSModeDisabled,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &direct{agent: agent, cert: cert, fp: fingerprint(cert.Certificate[0]), ssrc: rand.Uint32(),
+		wbuf: make([]byte, 1500), ebuf: make([]byte, 1500), done: make(chan struct{})}, nil
+}
+
+// offer gathers the candidates and writes the offer: one sendrecv PCMU
+// audio section, bundled, rtcp-mux, DTLS role actpass.
+func (d *direct) offer(ctx context.Context) (string, error) {
+	gathered := make(chan struct{})
+	var mu sync.Mutex
+	var cands []string
+	if err := d.agent.OnCandidate(func(c ice.Candidate) {
+		if c == nil {
+			close(gathered)
+			return
+		}
+		mu.Lock()
+		cands = append(cands, c.Marshal())
+		mu.Unlock()
+	}); err != nil {
+		return "", err
+	}
+	if err := d.agent.GatherCandidates(); err != nil {
+		return "", err
+	}
+	select {
+	case <-gathered:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	ufrag, pwd, err := d.agent.GetLocalUserCredentials()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "v=0\r\no=- %d 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0\r\na=msid-semantic: WMS caller\r\n", rand.Uint64()>>2)
+	b.WriteString("m=audio 9 UDP/TLS/RTP/SAVPF 0\r\nc=IN IP4 0.0.0.0\r\na=rtcp:9 IN IP4 0.0.0.0\r\n")
+	fmt.Fprintf(&b, "a=ice-ufrag:%s\r\na=ice-pwd:%s\r\na=fingerprint:sha-256 %s\r\na=setup:actpass\r\na=mid:0\r\na=sendrecv\r\n", ufrag, pwd, d.fp)
+	fmt.Fprintf(&b, "a=msid:caller mic\r\na=rtcp-mux\r\na=rtpmap:0 PCMU/8000\r\na=ssrc:%d cname:caller\r\na=ssrc:%d msid:caller mic\r\n", d.ssrc, d.ssrc)
+	mu.Lock()
+	for _, c := range cands {
+		fmt.Fprintf(&b, "a=candidate:%s\r\n", c)
+	}
+	mu.Unlock()
+	b.WriteString("a=end-of-candidates\r\n")
+	return b.String(), nil
+}
+
+// fingerprint is a DER certificate's SHA-256 fingerprint as SDP writes it.
+func fingerprint(der []byte) string {
+	sum := sha256.Sum256(der)
+	hexs := make([]string, len(sum))
+	for i, b := range sum {
+		hexs[i] = fmt.Sprintf("%02X", b)
+	}
+	return strings.Join(hexs, ":")
+}
+
+// answered is what the caller needs of the box's answer.
+type answered struct {
+	ufrag, pwd, fingerprint, setup string
+	candidates                     []string
+}
+
+func parseAnswer(sdp string) (answered, error) {
+	var a answered
+	for _, line := range strings.Split(sdp, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "a=ice-ufrag:"):
+			a.ufrag = strings.TrimPrefix(line, "a=ice-ufrag:")
+		case strings.HasPrefix(line, "a=ice-pwd:"):
+			a.pwd = strings.TrimPrefix(line, "a=ice-pwd:")
+		case strings.HasPrefix(line, "a=fingerprint:sha-256 "):
+			a.fingerprint = strings.ToUpper(strings.TrimPrefix(line, "a=fingerprint:sha-256 "))
+		case strings.HasPrefix(line, "a=setup:"):
+			a.setup = strings.TrimPrefix(line, "a=setup:")
+		case strings.HasPrefix(line, "a=candidate:"):
+			a.candidates = append(a.candidates, strings.TrimPrefix(line, "a="))
+		}
+	}
+	if a.ufrag == "" || a.pwd == "" || a.fingerprint == "" || len(a.candidates) == 0 {
+		return a, errors.New("roomstest: the answer lacks ICE credentials, a SHA-256 fingerprint or candidates")
+	}
+	return a, nil
+}
+
+// connect runs ICE, then DTLS, and keys SRTP; frames arriving from then on
+// go to arrive.
+func (d *direct) connect(ctx context.Context, answer string, arrive func(*rtp.Packet)) error {
+	a, err := parseAnswer(answer)
+	if err != nil {
+		return err
+	}
+	for _, raw := range a.candidates {
+		c, err := ice.UnmarshalCandidate(raw)
+		if err != nil {
+			return fmt.Errorf("roomstest: answer candidate: %w", err)
+		}
+		if err := d.agent.AddRemoteCandidate(c); err != nil {
+			return err
+		}
+	}
+	if err := d.agent.OnConnectionStateChange(func(s ice.ConnectionState) {
+		if s == ice.ConnectionStateFailed || s == ice.ConnectionStateClosed || s == ice.ConnectionStateDisconnected {
+			d.ended.Store(true)
+		}
+	}); err != nil {
+		return err
+	}
+	if d.conn, err = d.agent.Dial(ctx, a.ufrag, a.pwd); err != nil {
+		return fmt.Errorf("roomstest: ICE: %w", err)
+	}
+	d.pipe = &dtlsPipe{conn: d.conn, in: make(chan []byte, 64), closed: make(chan struct{})}
+	go d.read(arrive)
+	cfg := &dtls.Config{
+		Certificates:           []tls.Certificate{d.cert},
+		SRTPProtectionProfiles: []dtls.SRTPProtectionProfile{dtls.SRTP_AEAD_AES_128_GCM, dtls.SRTP_AES128_CM_HMAC_SHA1_80},
+		ExtendedMasterSecret:   dtls.RequireExtendedMasterSecret,
+		ClientAuth:             dtls.RequireAnyClientCert,
+		InsecureSkipVerify:     true, // the fingerprint of the answer is the check
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 {
+				return errors.New("roomstest: the box sent no DTLS certificate")
+			}
+			if fingerprint(raw[0]) != a.fingerprint {
+				return errors.New("roomstest: the box's DTLS certificate does not match the answer's fingerprint")
+			}
+			return nil
+		},
+	}
+	pc := dtlsnet.PacketConnFromConn(d.pipe)
+	client := a.setup == "passive" // the box waits: the caller starts the handshake
+	if client {
+		d.dtls, err = dtls.Client(pc, d.conn.RemoteAddr(), cfg)
+	} else {
+		d.dtls, err = dtls.Server(pc, d.conn.RemoteAddr(), cfg)
+	}
+	if err != nil {
+		return err
+	}
+	if err := d.dtls.HandshakeContext(ctx); err != nil {
+		return fmt.Errorf("roomstest: DTLS: %w", err)
+	}
+	go func() { // the box's close_notify ends the call
+		buf := make([]byte, 1500)
+		for {
+			if _, err := d.dtls.Read(buf); err != nil {
+				d.ended.Store(true)
+				return
+			}
+		}
+	}()
+	sel, ok := d.dtls.SelectedSRTPProtectionProfile()
+	if !ok {
+		return errors.New("roomstest: no SRTP profile negotiated")
+	}
+	scfg := &srtp.Config{}
+	switch sel {
+	case dtls.SRTP_AEAD_AES_128_GCM:
+		scfg.Profile = srtp.ProtectionProfileAeadAes128Gcm
+	case dtls.SRTP_AES128_CM_HMAC_SHA1_80:
+		scfg.Profile = srtp.ProtectionProfileAes128CmHmacSha1_80
+	default:
+		return fmt.Errorf("roomstest: SRTP profile %v", sel)
+	}
+	state, ok := d.dtls.ConnectionState()
+	if !ok {
+		return errors.New("roomstest: DTLS state unavailable")
+	}
+	if err := scfg.ExtractSessionKeysFromDTLS(&state, client); err != nil {
+		return err
+	}
+	if d.enc, err = srtp.CreateContext(scfg.Keys.LocalMasterKey, scfg.Keys.LocalMasterSalt, scfg.Profile); err != nil {
+		return err
+	}
+	dec, err := srtp.CreateContext(scfg.Keys.RemoteMasterKey, scfg.Keys.RemoteMasterSalt, scfg.Profile)
+	if err != nil {
+		return err
+	}
+	d.dec.Store(dec)
+	return nil
+}
+
+// read is the one goroutine that reads the ICE connection: DTLS records
+// to the handshake, RTP decrypted and handed to arrive, RTCP dropped (the
+// box's reports; a load caller reads none).
+func (d *direct) read(arrive func(*rtp.Packet)) {
+	defer close(d.done)
+	buf := make([]byte, 1500)
+	dst := make([]byte, 1500)
+	var pkt rtp.Packet
+	for {
+		n, err := d.conn.Read(buf)
+		if err != nil {
+			d.ended.Store(true)
+			d.pipe.Close()
+			return
+		}
+		b := buf[:n]
+		switch {
+		case b[0] >= 20 && b[0] <= 63: // DTLS (RFC 7983)
+			select {
+			case d.pipe.in <- append([]byte(nil), b...):
+			default:
+			}
+		case b[0] >= 128 && b[0] <= 191 && n > 1:
+			if b[1] >= 192 && b[1] <= 223 {
+				continue // RTCP (RFC 5761)
+			}
+			dec := d.dec.Load()
+			if dec == nil {
+				continue
+			}
+			plain, err := dec.DecryptRTP(dst, b, nil)
+			if err != nil || pkt.Unmarshal(plain) != nil {
+				continue
+			}
+			arrive(&pkt)
+		}
+	}
+}
+
+// writeRTP encrypts and sends one packet with the caller's SSRC.
+func (d *direct) writeRTP(p *rtp.Packet) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	p.SSRC = d.ssrc
+	n, err := p.MarshalTo(d.wbuf)
+	if err != nil {
+		return err
+	}
+	out, err := d.enc.EncryptRTP(d.ebuf[:0], d.wbuf[:n], &p.Header)
+	if err != nil {
+		return err
+	}
+	_, err = d.conn.Write(out)
+	return err
+}
+
+func (d *direct) isEnded() bool { return d.ended.Load() }
+
+// close sends DTLS close_notify (the box sees the caller leave) and stops
+// the agent.
+func (d *direct) close() {
+	d.closed.Do(func() {
+		d.ended.Store(true)
+		if d.dtls != nil {
+			_ = d.dtls.Close()
+		}
+		_ = d.agent.Close()
+		if d.conn != nil {
+			<-d.done
+		}
+	})
+}
+
+// dtlsPipe is the DTLS side of the ICE connection: read gives the records
+// the reader passed on, write goes straight to the connection.
+type dtlsPipe struct {
+	conn   *ice.Conn
+	in     chan []byte
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (p *dtlsPipe) Read(b []byte) (int, error) {
+	select {
+	case r := <-p.in:
+		return copy(b, r), nil
+	case <-p.closed:
+		return 0, io.EOF
+	}
+}
+
+func (p *dtlsPipe) Write(b []byte) (int, error) { return p.conn.Write(b) }
+func (p *dtlsPipe) Close() error {
+	p.once.Do(func() { close(p.closed) })
+	return nil
+}
+func (p *dtlsPipe) LocalAddr() net.Addr              { return p.conn.LocalAddr() }
+func (p *dtlsPipe) RemoteAddr() net.Addr             { return p.conn.RemoteAddr() }
+func (p *dtlsPipe) SetDeadline(time.Time) error      { return nil }
+func (p *dtlsPipe) SetReadDeadline(time.Time) error  { return nil }
+func (p *dtlsPipe) SetWriteDeadline(time.Time) error { return nil }
