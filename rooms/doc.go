@@ -16,7 +16,7 @@
 //     media, which is how browser calls scale out. Opus is cgo over
 //     libopus (package rooms/opus, build tag libopus).
 //   - Embedded (nothing configured): the box itself is the browser's
-//     WebRTC peer (pion), signalled over HTTP with one SDP offer and answer
+//     WebRTC peer, signalled over HTTP with one SDP offer and answer
 //     (POST /api/voice/rooms/{id}/offer), audio in G.711 µ-law, which
 //     browsers offer and which needs no cgo, so `stackbone dev` offers
 //     browser calls on a fresh machine. ICE gathers host candidates on
@@ -25,7 +25,12 @@
 //     rooms.embedded narrows that (interfaces, ips), advertises a public
 //     address for a box behind a one-to-one NAT (publicIPs) and puts every
 //     room on one UDP port (udpPort). The browser's mDNS host names are
-//     resolved.
+//     resolved. The peer is built from pion's ICE, DTLS and SRTP packages,
+//     not a PeerConnection: one goroutine per call reads the connection,
+//     hands DTLS to the handshake and decrypts the caller's RTP where it
+//     reads it, and the playout encrypts and sends each packet itself (a
+//     PeerConnection passes each packet through three more goroutines and
+//     its interceptors, as much CPU per call as the rest of the box).
 //
 // Like package sip, this package translates audio and reports, nothing
 // more: the browser's decoded audio goes to voice.Call.Hear, the browser

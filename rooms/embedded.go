@@ -2,22 +2,28 @@ package rooms
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/pion/dtls/v3"
+	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
 	"github.com/pion/ice/v4"
-	"github.com/pion/interceptor"
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
-	"github.com/pion/webrtc/v4"
+	"github.com/pion/sdp/v3"
+	"github.com/pion/srtp/v3"
 	"github.com/zaf/g711"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/rooms/internal/srtpconn"
 	"github.com/stackbone/box/voice"
 )
 
@@ -34,7 +40,7 @@ const embeddedRate = 8000
 type embedded struct {
 	cfg config.EmbeddedRooms
 	log *slog.Logger
-	api *webrtc.API
+	g   gathering
 	mux *ice.MultiUDPMuxDefault // nil: a free port per room
 	// pacing records each agent packet's interval error, as the SIP
 	// server does (Service.Pacing).
@@ -42,48 +48,11 @@ type embedded struct {
 }
 
 func newEmbedded(cfg config.EmbeddedRooms, log *slog.Logger) (*embedded, error) {
-	me := &webrtc.MediaEngine{}
-	if err := me.RegisterCodec(webrtc.RTPCodecParameters{
-		RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: embeddedRate},
-		PayloadType:        0,
-	}, webrtc.RTPCodecTypeAudio); err != nil {
-		return nil, fmt.Errorf("rooms: codec: %w", err)
-	}
-	// Only the RTCP reports (sender and receiver reports, one a second per
-	// stream), which a browser's stats and lip sync read. pion's defaults
-	// add NACK (video only), transport-wide congestion control (feedback
-	// for a sender that adapts its bitrate; PCMU is fixed at 64 kbit/s) and
-	// a stats recorder nobody reads: each costs work on every packet both
-	// ways and goroutines per call, and held the peer to a few dozen calls.
-	reg := &interceptor.Registry{}
-	if err := webrtc.ConfigureRTCPReports(reg); err != nil {
-		return nil, fmt.Errorf("rooms: interceptors: %w", err)
-	}
 	g, err := gatherOn(cfg)
 	if err != nil {
 		return nil, err
 	}
-	var se webrtc.SettingEngine
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
-	se.SetInterfaceFilter(g.iface)
-	se.SetIPFilter(g.ip)
-	se.SetIncludeLoopbackCandidate(g.loopback)
-	// A browser as it ships names its host candidates with mDNS (….local);
-	// the peer resolves them (it queries, it never publishes names of its
-	// own, so its addresses stay in the answer as they are).
-	if cfg.NoMDNS {
-		se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	} else {
-		se.SetICEMulticastDNSMode(ice.MulticastDNSModeQueryOnly)
-	}
-	if len(cfg.PublicIPs) > 0 {
-		// A box behind a one-to-one NAT: the browser is told the public
-		// address in place of the local one.
-		se.SetNAT1To1IPs(cfg.PublicIPs, webrtc.ICECandidateTypeHost)
-	}
-	// A browser that vanishes without closing is noticed within seconds.
-	se.SetICETimeouts(3*time.Second, 6*time.Second, time.Second)
-	e := &embedded{cfg: cfg, log: log}
+	e := &embedded{cfg: cfg, log: log, g: g}
 	if cfg.UDPPort != 0 {
 		opts := []ice.UDPMuxFromPortOption{
 			ice.UDPMuxFromPortWithInterfaceFilter(g.iface), ice.UDPMuxFromPortWithIPFilter(g.ip),
@@ -101,9 +70,7 @@ func newEmbedded(cfg config.EmbeddedRooms, log *slog.Logger) (*embedded, error) 
 			return nil, fmt.Errorf("rooms: embedded udp port %d: no address matches rooms.embedded interfaces/ips", cfg.UDPPort)
 		}
 		e.mux = mux
-		se.SetICEUDPMux(mux)
 	}
-	e.api = webrtc.NewAPI(webrtc.WithMediaEngine(me), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se))
 	log.Info("embedded rooms gather ICE candidates", "interfaces", listOr(cfg.Interfaces, "all up"),
 		"ips", listOr(cfg.IPs, "all"), "loopback", g.loopback, "publicIPs", listOr(cfg.PublicIPs, "none"),
 		"udpPort", cfg.UDPPort, "mdns", !cfg.NoMDNS)
@@ -205,25 +172,58 @@ func (e *embedded) close() error {
 	return nil
 }
 
-// embeddedPeer is one room's peer connection.
+// embeddedPeer is one room's WebRTC peer, built from pion's ICE, DTLS and
+// SRTP packages rather than a PeerConnection: one goroutine reads the ICE
+// connection, passes DTLS records to the handshake and decrypts the
+// caller's RTP where it reads it, and the call's playout encrypts and
+// sends each agent packet itself. A PeerConnection passes every received
+// packet through three more goroutines (its DTLS/SRTP demultiplexer, its
+// SRTP session reader, the track reader) and every sent one through its
+// interceptor chain; on a 2-core machine that plumbing cost as much CPU per
+// call as everything else the box does for it (bench rooms, beside bare
+// pion peers). What the peer speaks is what a browser expects of an
+// answerer: ICE (full, controlled; mDNS names of the browser resolved),
+// DTLS-SRTP as the DTLS client, rtcp-mux, one sendrecv PCMU audio
+// section, and an RTCP sender report with the reception report of the
+// caller's stream every few seconds.
 type embeddedPeer struct {
 	e    *embedded
 	r    *room
-	mu   sync.Mutex
-	pc   *webrtc.PeerConnection
-	tr   *webrtc.TrackLocalStaticRTP // set once connected
-	done bool
+	ctx  context.Context // ends with the peer
+	stop context.CancelFunc
+
+	mu      sync.Mutex
+	agent   *ice.Agent
+	conn    *ice.Conn
+	dtls    *dtls.Conn
+	done    bool
+	offered bool
+	ready   bool // SRTP keyed: agent audio goes out
 
 	smu       sync.Mutex // the sending side
-	enc       []byte     // one encoded frame; WriteRTP has sent it when it returns
-	pkt       rtp.Packet // the last packet's header (the track sets SSRC and payload type)
+	enc       *srtp.Context
+	pcmu      []byte     // one encoded frame
+	plain     []byte     // the packet before encryption
+	sealed    []byte     // and after
+	pkt       rtp.Packet // the last packet's header
 	lastSent  time.Time  // when the last packet went out
 	talkspurt bool       // the next frame starts a talkspurt
+	sent      uint32     // packets and payload octets sent, for the sender report
+	octets    uint32
+	lastSR    time.Time
+
+	rx rxStats // the caller's stream, for the reception report
 }
 
-func (e *embedded) open(_ context.Context, r *room) (Join, error) {
-	p := &embeddedPeer{e: e, r: r}
+// srInterval is how often the peer sends an RTCP sender report.
+const srInterval = 5 * time.Second
+
+func (e *embedded) open(ctx context.Context, r *room) (Join, error) {
+	p := &embeddedPeer{e: e, r: r, pcmu: make([]byte, 0, 160), plain: make([]byte, 1500), sealed: make([]byte, 1500)}
+	p.ctx, p.stop = context.WithCancel(context.WithoutCancel(ctx))
 	p.pkt.Version = 2
+	p.pkt.PayloadType = 0
+	p.pkt.SSRC = rand.Uint32()
 	p.pkt.SequenceNumber = uint16(rand.Uint32())
 	p.pkt.Timestamp = rand.Uint32()
 	r.media = newPeerMedia(p.send)
@@ -240,16 +240,16 @@ func (e *embedded) open(_ context.Context, r *room) (Join, error) {
 // browser's jitter buffer sees a new talkspurt on time, not a packet early.
 func (p *embeddedPeer) send(pcm []int16) error {
 	p.mu.Lock()
-	tr := p.tr
+	conn, ready := p.conn, p.ready
 	p.mu.Unlock()
-	if tr == nil {
+	if !ready {
 		return nil
 	}
 	p.smu.Lock()
 	defer p.smu.Unlock()
-	p.enc = p.enc[:0]
+	p.pcmu = p.pcmu[:0]
 	for _, v := range pcm {
-		p.enc = append(p.enc, g711.EncodeUlawFrame(v))
+		p.pcmu = append(p.pcmu, g711.EncodeUlawFrame(v))
 	}
 	now := time.Now()
 	if !p.lastSent.IsZero() {
@@ -264,8 +264,52 @@ func (p *embeddedPeer) send(pcm []int16) error {
 	}
 	p.pkt.Marker, p.talkspurt = p.talkspurt, false
 	p.lastSent = now
-	p.pkt.Payload = p.enc
-	return tr.WriteRTP(&p.pkt)
+	p.pkt.Payload = p.pcmu
+	n, err := p.pkt.MarshalTo(p.plain)
+	if err != nil {
+		return err
+	}
+	out, err := p.enc.EncryptRTP(p.sealed[:0], p.plain[:n], &p.pkt.Header)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Write(out); err != nil {
+		return err
+	}
+	p.sent++
+	p.octets += uint32(len(p.pcmu))
+	if now.Sub(p.lastSR) >= srInterval {
+		p.lastSR = now
+		p.report(conn, now)
+	}
+	return nil
+}
+
+// report sends an RTCP sender report (with the reception report of the
+// caller's stream once it arrived) on the send side's lock. A report that
+// cannot be sent is not worth failing the call for.
+func (p *embeddedPeer) report(conn *ice.Conn, now time.Time) {
+	sr := rtcp.SenderReport{SSRC: p.pkt.SSRC, NTPTime: ntpTime(now), RTPTime: p.pkt.Timestamp, PacketCount: p.sent, OctetCount: p.octets}
+	if rr, ok := p.rx.report(); ok {
+		sr.Reports = []rtcp.ReceptionReport{rr}
+	}
+	b, err := sr.Marshal()
+	if err != nil {
+		return
+	}
+	out, err := p.enc.EncryptRTCP(p.sealed[:0], b, nil)
+	if err != nil {
+		return
+	}
+	_, _ = conn.Write(out)
+}
+
+// ntpTime is t in the NTP timestamp format of RTCP.
+func ntpTime(t time.Time) uint64 {
+	const unixToNTP = 2208988800
+	s := uint64(t.Unix() + unixToNTP)
+	frac := uint64(t.Nanosecond()) << 32 / uint64(time.Second)
+	return s<<32 | frac
 }
 
 // markTalkspurt says the next frame starts a talkspurt.
@@ -273,6 +317,75 @@ func (p *embeddedPeer) markTalkspurt() {
 	p.smu.Lock()
 	p.talkspurt = true
 	p.smu.Unlock()
+}
+
+// offered is what the peer takes from the browser's offer.
+type offered struct {
+	mid, ufrag, pwd, fingerprint, setup, direction string
+	candidates                                     []string
+	bundle                                         bool
+	media                                          []*sdp.MediaDescription
+	audio                                          int // index of the audio section answered
+}
+
+// parseOffer finds the first audio section offering PCMU over DTLS-SRTP
+// and the ICE and DTLS parameters that go with it.
+func parseOffer(offer string) (offered, error) {
+	var o offered
+	var sd sdp.SessionDescription
+	if err := sd.UnmarshalString(offer); err != nil {
+		return o, fmt.Errorf("%w: %v", ErrBadOffer, err)
+	}
+	o.media, o.audio = sd.MediaDescriptions, -1
+	if g, ok := sd.Attribute(sdp.AttrKeyGroup); ok && strings.HasPrefix(g, "BUNDLE") {
+		o.bundle = true
+	}
+	for i, m := range sd.MediaDescriptions {
+		if m.MediaName.Media != "audio" || m.MediaName.Port.Value == 0 || !slices.Contains(m.MediaName.Formats, "0") {
+			continue
+		}
+		if !slices.Contains(m.MediaName.Protos, "TLS") && !slices.Contains(m.MediaName.Protos, "DTLS") {
+			continue
+		}
+		o.audio = i
+		break
+	}
+	if o.audio < 0 {
+		return o, fmt.Errorf("%w: the offer needs an audio section with PCMU/8000 over DTLS-SRTP", ErrBadOffer)
+	}
+	m := sd.MediaDescriptions[o.audio]
+	attr := func(key string) string {
+		if v, ok := m.Attribute(key); ok {
+			return v
+		}
+		v, _ := sd.Attribute(key)
+		return v
+	}
+	o.mid, o.ufrag, o.pwd, o.setup = attr("mid"), attr("ice-ufrag"), attr("ice-pwd"), attr("setup")
+	if f := strings.Fields(attr("fingerprint")); len(f) == 2 && strings.EqualFold(f[0], "sha-256") {
+		o.fingerprint = strings.ToUpper(f[1])
+	}
+	o.direction = "sendrecv"
+	for _, d := range []string{"sendonly", "recvonly", "inactive"} {
+		if _, ok := m.Attribute(d); ok {
+			o.direction = d
+		}
+	}
+	for _, a := range m.Attributes {
+		if a.Key == "candidate" {
+			o.candidates = append(o.candidates, a.Value)
+		}
+	}
+	if o.ufrag == "" || o.pwd == "" {
+		return o, fmt.Errorf("%w: the offer has no ICE credentials", ErrBadOffer)
+	}
+	if o.fingerprint == "" {
+		return o, fmt.Errorf("%w: the offer has no SHA-256 certificate fingerprint", ErrBadOffer)
+	}
+	if _, ok := m.Attribute("rtcp-mux"); !ok {
+		return o, fmt.Errorf("%w: the offer's audio section does not multiplex RTCP (rtcp-mux)", ErrBadOffer)
+	}
+	return o, nil
 }
 
 // answer takes the browser's offer: a sendrecv audio section with PCMU.
@@ -289,59 +402,68 @@ func (p *embeddedPeer) answer(ctx context.Context, offer string) (string, error)
 		p.e.log.Warn("rooms: the browser offered no ICE candidates; a browser gathers none on a machine without a network interface other than loopback", "room", p.r.id)
 	}
 	p.mu.Lock()
-	if p.pc != nil || p.done {
+	if p.offered || p.done {
 		p.mu.Unlock()
 		return "", ErrAlreadyJoined
 	}
-	pc, err := p.e.api.NewPeerConnection(webrtc.Configuration{})
-	if err != nil {
-		p.mu.Unlock()
-		return "", fmt.Errorf("rooms: peer connection: %w", err)
-	}
-	p.pc = pc
+	p.offered = true // one offer per room, good or bad
 	p.mu.Unlock()
-
 	fail := func(err error) (string, error) {
-		_ = pc.Close()
+		p.close()
 		return "", err
 	}
-	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer}); err != nil {
-		return fail(fmt.Errorf("%w: %v", ErrBadOffer, err))
-	}
-	tr, err := webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: embeddedRate}, "agent", "stackbone")
+	o, err := parseOffer(offer)
 	if err != nil {
-		return fail(fmt.Errorf("rooms: track: %w", err))
+		return fail(err)
 	}
-	sender, err := pc.AddTrack(tr)
+	agent, err := p.e.newAgent()
 	if err != nil {
-		return fail(fmt.Errorf("%w: %v", ErrBadOffer, err))
+		return fail(fmt.Errorf("rooms: ICE agent: %w", err))
 	}
-	go drainRTCP(sender)
-	pc.OnTrack(func(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
-		if t.Kind() == webrtc.RTPCodecTypeAudio {
-			go p.read(t)
+	p.mu.Lock()
+	p.agent = agent
+	closed := p.done
+	p.mu.Unlock()
+	if closed {
+		_ = agent.Close()
+		return "", ErrAlreadyJoined
+	}
+	cert, err := selfsign.GenerateSelfSigned()
+	if err != nil {
+		return fail(fmt.Errorf("rooms: certificate: %w", err))
+	}
+	gathered := make(chan struct{})
+	var cmu sync.Mutex
+	var local []string
+	if err := agent.OnCandidate(func(c ice.Candidate) {
+		if c == nil {
+			close(gathered)
+			return
 		}
-	})
-	pc.OnConnectionStateChange(func(st webrtc.PeerConnectionState) {
-		switch st {
-		case webrtc.PeerConnectionStateConnected:
-			p.mu.Lock()
-			p.tr = tr
-			p.mu.Unlock()
-			p.r.connected()
-		case webrtc.PeerConnectionStateFailed, webrtc.PeerConnectionStateClosed:
+		cmu.Lock()
+		local = append(local, c.Marshal())
+		cmu.Unlock()
+	}); err != nil {
+		return fail(err)
+	}
+	if err := agent.OnConnectionStateChange(func(s ice.ConnectionState) {
+		if s == ice.ConnectionStateFailed || s == ice.ConnectionStateClosed {
 			// The browser went away (closed the page, lost the network):
 			// a caller hang-up.
 			p.r.left()
 		}
-	})
-	ans, err := pc.CreateAnswer(nil)
-	if err != nil {
-		return fail(fmt.Errorf("%w: %v", ErrBadOffer, err))
+	}); err != nil {
+		return fail(err)
 	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(ans); err != nil {
-		return fail(fmt.Errorf("%w: %v", ErrBadOffer, err))
+	for _, raw := range o.candidates {
+		// A candidate the agent cannot use (TCP, another family) is
+		// skipped, as a browser skips ours.
+		if c, err := ice.UnmarshalCandidate(raw); err == nil {
+			_ = agent.AddRemoteCandidate(c)
+		}
+	}
+	if err := agent.GatherCandidates(); err != nil {
+		return fail(fmt.Errorf("rooms: ICE gathering: %w", err))
 	}
 	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -350,11 +472,128 @@ func (p *embeddedPeer) answer(ctx context.Context, offer string) (string, error)
 	case <-wait.Done():
 		return fail(errors.New("rooms: ICE gathering did not complete"))
 	}
-	local := pc.LocalDescription()
-	if !strings.Contains(local.SDP, "PCMU/8000") {
-		return fail(fmt.Errorf("%w: no audio codec in common", ErrBadOffer))
+	ufrag, pwd, err := agent.GetLocalUserCredentials()
+	if err != nil {
+		return fail(err)
 	}
-	return local.SDP, nil
+	cmu.Lock()
+	cands := slices.Clone(local)
+	cmu.Unlock()
+	if len(cands) == 0 {
+		return fail(errors.New("rooms: the embedded peer has no ICE candidate (rooms.embedded interfaces/ips)"))
+	}
+	// The browser offers actpass (or passive): the box is the DTLS client,
+	// as a PeerConnection answers; an offer that insists on active gets a
+	// passive box.
+	client := o.setup != "active"
+	go p.connect(o, cert, client)
+	return p.answerSDP(o, ufrag, pwd, srtpconn.Fingerprint(cert.Certificate[0]), client, cands), nil
+}
+
+// answerSDP writes the answer: the audio section accepted, every other
+// section rejected (port 0), one bundle.
+func (p *embeddedPeer) answerSDP(o offered, ufrag, pwd, fp string, client bool, cands []string) string {
+	setup, dir := "passive", "sendrecv"
+	if client {
+		setup = "active"
+	}
+	switch o.direction {
+	case "sendonly":
+		dir = "recvonly"
+	case "recvonly":
+		dir = "sendonly"
+	case "inactive":
+		dir = "inactive"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "v=0\r\no=- %d 2 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n", rand.Uint64()>>2)
+	if o.bundle && o.mid != "" {
+		fmt.Fprintf(&b, "a=group:BUNDLE %s\r\n", o.mid)
+	}
+	b.WriteString("a=msid-semantic: WMS stackbone\r\n")
+	for i, m := range o.media {
+		if i != o.audio {
+			fmt.Fprintf(&b, "m=%s 0 %s %s\r\nc=IN IP4 0.0.0.0\r\n", m.MediaName.Media, strings.Join(m.MediaName.Protos, "/"), strings.Join(m.MediaName.Formats, " "))
+			if mid, ok := m.Attribute("mid"); ok {
+				fmt.Fprintf(&b, "a=mid:%s\r\n", mid)
+			}
+			b.WriteString("a=inactive\r\n")
+			continue
+		}
+		fmt.Fprintf(&b, "m=audio 9 %s 0\r\nc=IN IP4 0.0.0.0\r\na=rtcp:9 IN IP4 0.0.0.0\r\n", strings.Join(m.MediaName.Protos, "/"))
+		fmt.Fprintf(&b, "a=ice-ufrag:%s\r\na=ice-pwd:%s\r\na=fingerprint:sha-256 %s\r\na=setup:%s\r\n", ufrag, pwd, fp, setup)
+		if o.mid != "" {
+			fmt.Fprintf(&b, "a=mid:%s\r\n", o.mid)
+		}
+		fmt.Fprintf(&b, "a=%s\r\na=rtcp-mux\r\na=rtpmap:0 PCMU/8000\r\n", dir)
+		fmt.Fprintf(&b, "a=msid:stackbone agent\r\na=ssrc:%d cname:stackbone\r\na=ssrc:%d msid:stackbone agent\r\n", p.pkt.SSRC, p.pkt.SSRC)
+		for _, c := range cands {
+			fmt.Fprintf(&b, "a=candidate:%s\r\n", c)
+		}
+		b.WriteString("a=end-of-candidates\r\n")
+	}
+	return b.String()
+}
+
+// connect waits for ICE, runs the DTLS handshake, keys SRTP and tells the
+// room the caller's audio path is up. The room's join timeout, or the
+// browser leaving, closes the peer, which ends the wait.
+func (p *embeddedPeer) connect(o offered, cert tls.Certificate, client bool) {
+	p.mu.Lock()
+	agent := p.agent
+	p.mu.Unlock()
+	conn, err := agent.Accept(p.ctx, o.ufrag, o.pwd)
+	if err != nil {
+		return // closed: the room ends on its own
+	}
+	pipe := srtpconn.NewPipe(conn)
+	p.mu.Lock()
+	if p.done {
+		p.mu.Unlock()
+		return
+	}
+	p.conn = conn
+	p.mu.Unlock()
+	dec := make(chan *srtp.Context, 1)
+	go p.read(conn, pipe, dec)
+	hctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	d, err := srtpconn.Handshake(hctx, pipe, cert, o.fingerprint, client)
+	cancel()
+	var enc, de *srtp.Context
+	if err == nil {
+		if enc, de, err = srtpconn.Contexts(d, client); err != nil {
+			_ = d.Close()
+		}
+	}
+	if err != nil {
+		if p.ctx.Err() == nil { // not the room's own teardown
+			p.e.log.Warn("rooms: DTLS-SRTP with the browser failed", "room", p.r.id, "error", err)
+			p.r.left()
+		}
+		return
+	}
+	dec <- de
+	p.smu.Lock()
+	p.enc = enc
+	p.smu.Unlock()
+	p.mu.Lock()
+	if p.done { // the room ended during the handshake
+		p.mu.Unlock()
+		_ = d.Close()
+		return
+	}
+	p.dtls, p.ready = d, true
+	p.mu.Unlock()
+	go func() { // the browser's close_notify: a hang-up
+		buf := make([]byte, 1500)
+		for {
+			if _, err := d.Read(buf); err != nil {
+				p.r.left()
+				return
+			}
+		}
+	}()
+	p.r.connected()
 }
 
 // offerCandidates counts the candidates of an SDP and those whose address
@@ -374,28 +613,51 @@ func offerCandidates(sdp string) (total, mdns int) {
 	return total, mdns
 }
 
-// read decodes the caller's PCMU packets into frames for the controller.
-// It reads into one buffer (TrackRemote.ReadRTP allocates an MTU-sized one
-// per packet) and skips a packet it cannot parse.
-func (p *embeddedPeer) read(t *webrtc.TrackRemote) {
-	pcm := make([]int16, 0, 160)
+// read is the one goroutine that reads the ICE connection: DTLS records go
+// to the handshake, the caller's RTP is decrypted and decoded into frames
+// for the controller (any packet that is not PCMU only says the caller is
+// there), RTCP (the browser's reports) is dropped. A packet it cannot
+// decrypt or parse is skipped.
+func (p *embeddedPeer) read(conn *ice.Conn, pipe *srtpconn.Pipe, keyed <-chan *srtp.Context) {
+	defer pipe.Close()
+	var dec *srtp.Context
 	buf := make([]byte, 1500)
+	plain := make([]byte, 1500)
+	pcm := make([]int16, 0, 160)
 	var pkt rtp.Packet
+	var hdr rtp.Header // DecryptRTP allocates one per packet without it
 	for {
-		n, _, err := t.Read(buf)
+		n, err := conn.Read(buf)
 		if err != nil {
-			return // the peer connection closed; its state change reports the end
+			return // the agent closed; its state change reports the end
 		}
-		if pkt.Unmarshal(buf[:n]) != nil {
+		b := buf[:n]
+		if srtpconn.IsDTLS(b) {
+			pipe.Deliver(b)
 			continue
 		}
+		if !srtpconn.IsRTP(b) || srtpconn.IsRTCP(b) {
+			continue
+		}
+		if dec == nil {
+			select {
+			case dec = <-keyed:
+			default:
+				continue // before the handshake's end
+			}
+		}
+		out, err := dec.DecryptRTP(plain, b, &hdr)
+		if err != nil || pkt.Unmarshal(out) != nil {
+			continue
+		}
+		p.rx.received(&pkt)
 		if pkt.PayloadType != 0 || len(pkt.Payload) == 0 {
 			p.r.call.Alive()
 			continue
 		}
 		pcm = pcm[:0]
-		for _, b := range pkt.Payload {
-			pcm = append(pcm, g711.DecodeUlawFrame(b))
+		for _, v := range pkt.Payload {
+			pcm = append(pcm, g711.DecodeUlawFrame(v))
 		}
 		p.r.call.Hear(pcm)
 	}
@@ -403,21 +665,103 @@ func (p *embeddedPeer) read(t *webrtc.TrackRemote) {
 
 func (p *embeddedPeer) close() {
 	p.mu.Lock()
-	pc := p.pc
-	p.done = true
+	agent, d := p.agent, p.dtls
+	p.done, p.ready = true, false
 	p.mu.Unlock()
-	if pc != nil {
-		_ = pc.Close()
+	p.stop()
+	if d != nil {
+		_ = d.Close() // close_notify: the browser sees the call end
+	}
+	if agent != nil {
+		_ = agent.Close()
 	}
 }
 
-// drainRTCP reads the sender's RTCP so the interceptors see receiver
-// reports.
-func drainRTCP(s *webrtc.RTPSender) {
-	buf := make([]byte, 1500)
-	for {
-		if _, _, err := s.Read(buf); err != nil {
-			return
-		}
+// newAgent is a call's ICE agent, gathering as the config says.
+func (e *embedded) newAgent() (*ice.Agent, error) {
+	disconnected, failed, keepalive := 3*time.Second, 6*time.Second, time.Second
+	c := &ice.AgentConfig{
+		NetworkTypes:        []ice.NetworkType{ice.NetworkTypeUDP4, ice.NetworkTypeUDP6},
+		CandidateTypes:      []ice.CandidateType{ice.CandidateTypeHost},
+		InterfaceFilter:     e.g.iface,
+		IPFilter:            e.g.ip,
+		IncludeLoopback:     e.g.loopback,
+		MulticastDNSMode:    ice.MulticastDNSModeQueryOnly,
+		DisconnectedTimeout: &disconnected,
+		FailedTimeout:       &failed,
+		KeepaliveInterval:   &keepalive,
 	}
+	if e.cfg.NoMDNS {
+		c.MulticastDNSMode = ice.MulticastDNSModeDisabled
+	}
+	if len(e.cfg.PublicIPs) > 0 {
+		// A box behind a one-to-one NAT: the browser is told the public
+		// address in place of the local one.
+		c.NAT1To1IPs, c.NAT1To1IPCandidateType = e.cfg.PublicIPs, ice.CandidateTypeHost
+	}
+	if e.mux != nil {
+		c.UDPMux = e.mux
+	}
+	return ice.NewAgent(c)
+}
+
+// rxStats follows the caller's stream for the reception report (RFC 3550
+// A.1, A.3, A.8).
+type rxStats struct {
+	mu               sync.Mutex
+	ssrc             uint32
+	started          bool
+	base, maxSeq     uint16
+	cycles           uint32
+	count            int64
+	expectedPrior    int64
+	receivedPrior    int64
+	transit          int64
+	jitter           float64
+	lastArrivalNanos int64
+}
+
+func (s *rxStats) received(pkt *rtp.Packet) {
+	now := time.Now().UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started || pkt.SSRC != s.ssrc {
+		s.ssrc, s.started, s.base, s.maxSeq, s.cycles = pkt.SSRC, true, pkt.SequenceNumber, pkt.SequenceNumber, 0
+		s.count, s.expectedPrior, s.receivedPrior, s.jitter, s.lastArrivalNanos = 0, 0, 0, 0, 0
+	} else if d := pkt.SequenceNumber - s.maxSeq; d > 0 && d < 1<<15 {
+		if pkt.SequenceNumber < s.maxSeq {
+			s.cycles += 1 << 16
+		}
+		s.maxSeq = pkt.SequenceNumber
+	}
+	s.count++
+	arrival := now * embeddedRate / int64(time.Second)
+	transit := arrival - int64(pkt.Timestamp)
+	if s.lastArrivalNanos != 0 {
+		d := transit - s.transit
+		if d < 0 {
+			d = -d
+		}
+		s.jitter += (float64(d) - s.jitter) / 16
+	}
+	s.transit, s.lastArrivalNanos = transit, now
+}
+
+func (s *rxStats) report() (rtcp.ReceptionReport, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		return rtcp.ReceptionReport{}, false
+	}
+	extMax := s.cycles + uint32(s.maxSeq)
+	expected := int64(extMax) - int64(s.base) + 1
+	lost := max(expected-s.count, 0)
+	expectedInterval, receivedInterval := expected-s.expectedPrior, s.count-s.receivedPrior
+	s.expectedPrior, s.receivedPrior = expected, s.count
+	var fraction uint8
+	if lostInterval := expectedInterval - receivedInterval; expectedInterval > 0 && lostInterval > 0 {
+		fraction = uint8(lostInterval << 8 / expectedInterval)
+	}
+	return rtcp.ReceptionReport{SSRC: s.ssrc, FractionLost: fraction, TotalLost: uint32(min(lost, 1<<23-1)),
+		LastSequenceNumber: extMax, Jitter: uint32(s.jitter)}, true
 }

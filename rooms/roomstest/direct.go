@@ -2,25 +2,22 @@ package roomstest
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/pion/dtls/v3"
 	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
-	dtlsnet "github.com/pion/dtls/v3/pkg/net"
 	"github.com/pion/ice/v4"
 	"github.com/pion/rtp"
 	"github.com/pion/srtp/v3"
+
+	"github.com/stackbone/box/rooms/internal/srtpconn"
 )
 
 // direct is a caller's media without a PeerConnection: pion's ICE agent
@@ -41,7 +38,7 @@ type direct struct {
 
 	conn *ice.Conn
 	dtls *dtls.Conn
-	pipe *dtlsPipe
+	pipe *srtpconn.Pipe
 	enc  *srtp.Context
 	dec  atomic.Pointer[srtp.Context]
 
@@ -69,7 +66,7 @@ func newDirect() (*direct, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &direct{agent: agent, cert: cert, fp: fingerprint(cert.Certificate[0]), ssrc: rand.Uint32(),
+	return &direct{agent: agent, cert: cert, fp: srtpconn.Fingerprint(cert.Certificate[0]), ssrc: rand.Uint32(),
 		wbuf: make([]byte, 1500), ebuf: make([]byte, 1500), done: make(chan struct{})}, nil
 }
 
@@ -114,16 +111,6 @@ func (d *direct) offer(ctx context.Context) (string, error) {
 	mu.Unlock()
 	b.WriteString("a=end-of-candidates\r\n")
 	return b.String(), nil
-}
-
-// fingerprint is a DER certificate's SHA-256 fingerprint as SDP writes it.
-func fingerprint(der []byte) string {
-	sum := sha256.Sum256(der)
-	hexs := make([]string, len(sum))
-	for i, b := range sum {
-		hexs[i] = fmt.Sprintf("%02X", b)
-	}
-	return strings.Join(hexs, ":")
 }
 
 // answered is what the caller needs of the box's answer.
@@ -181,36 +168,11 @@ func (d *direct) connect(ctx context.Context, answer string, arrive func(*rtp.Pa
 	if d.conn, err = d.agent.Dial(ctx, a.ufrag, a.pwd); err != nil {
 		return fmt.Errorf("roomstest: ICE: %w", err)
 	}
-	d.pipe = &dtlsPipe{conn: d.conn, in: make(chan []byte, 64), closed: make(chan struct{})}
+	d.pipe = srtpconn.NewPipe(d.conn)
 	go d.read(arrive)
-	cfg := &dtls.Config{
-		Certificates:           []tls.Certificate{d.cert},
-		SRTPProtectionProfiles: []dtls.SRTPProtectionProfile{dtls.SRTP_AEAD_AES_128_GCM, dtls.SRTP_AES128_CM_HMAC_SHA1_80},
-		ExtendedMasterSecret:   dtls.RequireExtendedMasterSecret,
-		ClientAuth:             dtls.RequireAnyClientCert,
-		InsecureSkipVerify:     true, // the fingerprint of the answer is the check
-		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 {
-				return errors.New("roomstest: the box sent no DTLS certificate")
-			}
-			if fingerprint(raw[0]) != a.fingerprint {
-				return errors.New("roomstest: the box's DTLS certificate does not match the answer's fingerprint")
-			}
-			return nil
-		},
-	}
-	pc := dtlsnet.PacketConnFromConn(d.pipe)
 	client := a.setup == "passive" // the box waits: the caller starts the handshake
-	if client {
-		d.dtls, err = dtls.Client(pc, d.conn.RemoteAddr(), cfg)
-	} else {
-		d.dtls, err = dtls.Server(pc, d.conn.RemoteAddr(), cfg)
-	}
-	if err != nil {
+	if d.dtls, err = srtpconn.Handshake(ctx, d.pipe, d.cert, a.fingerprint, client); err != nil {
 		return err
-	}
-	if err := d.dtls.HandshakeContext(ctx); err != nil {
-		return fmt.Errorf("roomstest: DTLS: %w", err)
 	}
 	go func() { // the box's close_notify ends the call
 		buf := make([]byte, 1500)
@@ -221,31 +183,8 @@ func (d *direct) connect(ctx context.Context, answer string, arrive func(*rtp.Pa
 			}
 		}
 	}()
-	sel, ok := d.dtls.SelectedSRTPProtectionProfile()
-	if !ok {
-		return errors.New("roomstest: no SRTP profile negotiated")
-	}
-	scfg := &srtp.Config{}
-	switch sel {
-	case dtls.SRTP_AEAD_AES_128_GCM:
-		scfg.Profile = srtp.ProtectionProfileAeadAes128Gcm
-	case dtls.SRTP_AES128_CM_HMAC_SHA1_80:
-		scfg.Profile = srtp.ProtectionProfileAes128CmHmacSha1_80
-	default:
-		return fmt.Errorf("roomstest: SRTP profile %v", sel)
-	}
-	state, ok := d.dtls.ConnectionState()
-	if !ok {
-		return errors.New("roomstest: DTLS state unavailable")
-	}
-	if err := scfg.ExtractSessionKeysFromDTLS(&state, client); err != nil {
-		return err
-	}
-	if d.enc, err = srtp.CreateContext(scfg.Keys.LocalMasterKey, scfg.Keys.LocalMasterSalt, scfg.Profile); err != nil {
-		return err
-	}
-	dec, err := srtp.CreateContext(scfg.Keys.RemoteMasterKey, scfg.Keys.RemoteMasterSalt, scfg.Profile)
-	if err != nil {
+	var dec *srtp.Context
+	if d.enc, dec, err = srtpconn.Contexts(d.dtls, client); err != nil {
 		return err
 	}
 	d.dec.Store(dec)
@@ -260,6 +199,7 @@ func (d *direct) read(arrive func(*rtp.Packet)) {
 	buf := make([]byte, 1500)
 	dst := make([]byte, 1500)
 	var pkt rtp.Packet
+	var hdr rtp.Header // DecryptRTP allocates one per packet without it
 	for {
 		n, err := d.conn.Read(buf)
 		if err != nil {
@@ -268,26 +208,22 @@ func (d *direct) read(arrive func(*rtp.Packet)) {
 			return
 		}
 		b := buf[:n]
-		switch {
-		case b[0] >= 20 && b[0] <= 63: // DTLS (RFC 7983)
-			select {
-			case d.pipe.in <- append([]byte(nil), b...):
-			default:
-			}
-		case b[0] >= 128 && b[0] <= 191 && n > 1:
-			if b[1] >= 192 && b[1] <= 223 {
-				continue // RTCP (RFC 5761)
-			}
-			dec := d.dec.Load()
-			if dec == nil {
-				continue
-			}
-			plain, err := dec.DecryptRTP(dst, b, nil)
-			if err != nil || pkt.Unmarshal(plain) != nil {
-				continue
-			}
-			arrive(&pkt)
+		if srtpconn.IsDTLS(b) {
+			d.pipe.Deliver(b)
+			continue
 		}
+		if !srtpconn.IsRTP(b) || srtpconn.IsRTCP(b) {
+			continue // RTCP: the box's reports
+		}
+		dec := d.dec.Load()
+		if dec == nil {
+			continue
+		}
+		plain, err := dec.DecryptRTP(dst, b, &hdr)
+		if err != nil || pkt.Unmarshal(plain) != nil {
+			continue
+		}
+		arrive(&pkt)
 	}
 }
 
@@ -324,32 +260,3 @@ func (d *direct) close() {
 		}
 	})
 }
-
-// dtlsPipe is the DTLS side of the ICE connection: read gives the records
-// the reader passed on, write goes straight to the connection.
-type dtlsPipe struct {
-	conn   *ice.Conn
-	in     chan []byte
-	closed chan struct{}
-	once   sync.Once
-}
-
-func (p *dtlsPipe) Read(b []byte) (int, error) {
-	select {
-	case r := <-p.in:
-		return copy(b, r), nil
-	case <-p.closed:
-		return 0, io.EOF
-	}
-}
-
-func (p *dtlsPipe) Write(b []byte) (int, error) { return p.conn.Write(b) }
-func (p *dtlsPipe) Close() error {
-	p.once.Do(func() { close(p.closed) })
-	return nil
-}
-func (p *dtlsPipe) LocalAddr() net.Addr              { return p.conn.LocalAddr() }
-func (p *dtlsPipe) RemoteAddr() net.Addr             { return p.conn.RemoteAddr() }
-func (p *dtlsPipe) SetDeadline(time.Time) error      { return nil }
-func (p *dtlsPipe) SetReadDeadline(time.Time) error  { return nil }
-func (p *dtlsPipe) SetWriteDeadline(time.Time) error { return nil }
