@@ -84,7 +84,7 @@ type RoomsStep struct {
 	// of its resident memory per call (bytes).
 	CPUPerCall float64
 	MemPerCall int64
-	// Bare is the in-run baseline: the same callers against bare pion
+	// Bare is the in-run baseline: the same callers against bare
 	// peers (barePeers) right after the box's step.
 	Bare BareStep
 }
@@ -169,9 +169,9 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 			"box pacing: the same gap where the box hands each packet to the network (as bench calls measures SIP; 100 µs buckets, to the upper edge)",
 			"overhead: wire-to-wire less endpointing and the wait for the first playable audio after the endpoint (controller metrics)",
 			"cpu %/call: process CPU (box, callers, scripted model) per call in the window, % of one core; KB/call: resident memory growth per call from the step's start",
-			"in a --cpuprofile the callers' goroutines carry the label side=generator, the bare pion peers' side=bare and the scripted model's side=model",
+			"in a --cpuprofile the callers' goroutines carry the label side=generator, the bare PeerConnections' side=bare and the scripted model's side=model",
 			"runnable wait: how long goroutines waited to run (runtime/metrics /sched/latencies, sampled; percentiles to the bucket's upper edge)",
-			"bare pion (baseline, right after each step): the same callers against pion peer connections set up as the box's peer, each sending a paced 20 ms PCMU stream and decoding the caller's, nothing of the box between",
+			"bare PeerConnection (baseline, right after each step): the same callers against pion PeerConnections (PCMU, RTCP reports, as the box's peer was built before it ran on pion's ICE/DTLS/SRTP packages), each sending a paced 20 ms PCMU stream and decoding the caller's, nothing of the box between",
 		},
 	}
 	var steps []RoomsStep
@@ -191,10 +191,10 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		st.BoxPacing.Name = label + "agent audio pacing at the box"
 		st.Ticker.Name, st.Ticker.Baseline = label+"bare 20 ms ticker jitter", true
 		st.Runnable.Name = label + "goroutine runnable wait"
-		st.Bare.Jitter.Name, st.Bare.Pacing.Name = label+"bare pion: jitter at the callers", label+"bare pion: pacing at the peer"
+		st.Bare.Jitter.Name, st.Bare.Pacing.Name = label+"bare PeerConnection: jitter at the callers", label+"bare PeerConnection: pacing at the peer"
 		st.Bare.Pacing.Baseline = true
 		rep.Figures = append(rep.Figures, st.Ticker, st.Bare.Jitter, st.Bare.Pacing, st.Runnable, st.Jitter, st.BoxPacing, st.Join, st.Overhead, st.WireToWire)
-		rep.Setup = append(rep.Setup, fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d; goroutines once its calls ended: %d; bare pion: %d packets, %d lost, %d errors, cpu %%/call %.2f, KB/call %d",
+		rep.Setup = append(rep.Setup, fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d; goroutines once its calls ended: %d; bare PeerConnection: %d packets, %d lost, %d errors, cpu %%/call %.2f, KB/call %d",
 			n, st.Packets, st.Lost, 100*st.CPUPerCall, st.MemPerCall/1024, runtime.NumGoroutine(),
 			st.Bare.Packets, st.Bare.Lost, st.Bare.Join.Errors, 100*st.Bare.CPUPerCall, st.Bare.MemPerCall/1024))
 		clean := st.Join.Errors == 0 && st.Jitter.N > 0 && st.Overhead.Errors == 0 && st.Lost == 0
@@ -282,6 +282,10 @@ func speak(ctx context.Context, c *roomstest.Client, w stepWindow, heard func(sp
 	for w.wait(ctx, next) {
 		c.Say(callerSpeech)
 		next = next.Add(turnCycle)
+		// The speech takes its length to send; poll only past that.
+		if !w.wait(ctx, time.Now().Add(time.Duration(len(callerSpeech))*time.Second/roomstest.Rate)) {
+			return
+		}
 		for c.Saying() {
 			if !w.wait(ctx, time.Now().Add(20*time.Millisecond)) {
 				return
@@ -378,7 +382,7 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, base, key string, hc
 	return st, nil
 }
 
-// bareStep runs the same n callers against the bare pion peers.
+// bareStep runs the same n callers against the bare PeerConnections.
 func bareStep(ctx context.Context, n int, cfg RoomsConfig, b *barePeers, hc *http.Client, api *webrtc.API) BareStep {
 	var f callerFigures
 	var pacing0 voice.PacingCounts

@@ -24,14 +24,15 @@ import (
 	"github.com/stackbone/box/voice"
 )
 
-// barePeers is the browser-rooms run's in-run baseline: pion peer
-// connections set up as the box's embedded peer is (PCMU only, the RTCP
-// report interceptors, mDNS queries on), each sending a 20 ms PCMU stream
+// barePeers is the browser-rooms run's in-run baseline: pion
+// PeerConnections set up as the box's embedded peer was before it ran on
+// pion's ICE, DTLS and SRTP packages (PCMU only, the RTCP report
+// interceptors, mDNS queries on), each sending a 20 ms PCMU stream
 // from its own goroutine and timer, as the call controller's playout does,
 // and decoding every caller packet, as the peer hands them to the call;
 // with nothing of the box between (no call controller, speech, model or
 // database). It answers the same Go callers at the same numbers of calls,
-// so the step's figures next to the box's say what pion's WebRTC stack and
+// so the step's figures next to the box's say what a PeerConnection and
 // this machine cost per call on their own.
 type barePeers struct {
 	api    *webrtc.API

@@ -28,8 +28,8 @@ the agent's spoken answer (scripted model and speech). Once every call of a step
 up, a window of --hold measures, as bench calls does for SIP: the pacing jitter of
 the agent's audio as the callers receive it and where the box sends it, the
 callers' wire-to-wire time, CPU per call, beside two baselines: a bare 20 ms
-ticker in the same process, and the same callers against bare pion peers set up as
-the box's (a paced PCMU stream each, nothing of the box between). Also the join
+ticker in the same process, and the same callers against bare pion PeerConnections
+(a paced PCMU stream each, nothing of the box between). Also the join
 time (POST /api/voice/rooms to media connected) and the controller's per-turn
 overhead; and the largest number of calls whose pacing jitter p99 stayed under
 --jitter-limit. Uses STACKBONE_DATABASE_URL's server, else

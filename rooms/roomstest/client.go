@@ -123,7 +123,7 @@ func Join(ctx context.Context, opt Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{pc: pc, connected: make(chan struct{}), stop: make(chan struct{})}
+	c := &Client{pc: pc, connected: make(chan struct{}), stop: make(chan struct{}), arrivals: make([]Arrival, 0, 1024)}
 	c.track, err = webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: Rate}, "mic", "caller")
 	if err != nil {
 		pc.Close()
@@ -185,7 +185,7 @@ func joinDirect(ctx context.Context, opt Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{d: d, stop: make(chan struct{})}
+	c := &Client{d: d, stop: make(chan struct{}), arrivals: make([]Arrival, 0, 1024)}
 	offer, err := d.offer(ctx)
 	if err != nil {
 		d.close()
