@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pion/dtls/v3"
@@ -198,7 +199,8 @@ type embeddedPeer struct {
 	dtls    *dtls.Conn
 	done    bool
 	offered bool
-	ready   bool // SRTP keyed: agent audio goes out
+	ready   bool        // SRTP keyed: agent audio goes out
+	down    atomic.Bool // the browser left (ICE failed or closed, DTLS closed)
 
 	smu       sync.Mutex // the sending side
 	enc       *srtp.Context
@@ -274,6 +276,9 @@ func (p *embeddedPeer) send(pcm []int16) error {
 		return err
 	}
 	if _, err := conn.Write(out); err != nil {
+		if p.down.Load() {
+			return nil // the browser left; its hang-up ends the call
+		}
 		return err
 	}
 	p.sent++
@@ -450,6 +455,7 @@ func (p *embeddedPeer) answer(ctx context.Context, offer string) (string, error)
 		if s == ice.ConnectionStateFailed || s == ice.ConnectionStateClosed {
 			// The browser went away (closed the page, lost the network):
 			// a caller hang-up.
+			p.down.Store(true)
 			p.r.left()
 		}
 	}); err != nil {
@@ -588,6 +594,7 @@ func (p *embeddedPeer) connect(o offered, cert tls.Certificate, client bool) {
 		buf := make([]byte, 1500)
 		for {
 			if _, err := d.Read(buf); err != nil {
+				p.down.Store(true)
 				p.r.left()
 				return
 			}
