@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/pion/rtcp"
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/poll"
@@ -139,6 +140,22 @@ func goCallerEmbedded(t *testing.T, direct bool) {
 		t.Fatalf("live transcript: %+v", live.Transcript)
 	}
 	checkTalkspurts(t, c.Arrivals())
+	if direct {
+		// The box's peer reports on RTCP: its packets sent so far, and the
+		// caller's stream received.
+		var sr *rtcp.SenderReport
+		poll.Until(t, "an RTCP sender report with a reception report", 15*time.Second, func() bool {
+			sr = c.SenderReport()
+			return sr != nil && len(sr.Reports) == 1
+		})
+		ntpSecs := int64(sr.NTPTime>>32) - 2208988800 // NTP era 0 to Unix time
+		if d := time.Now().Unix() - ntpSecs; d < 0 || d > 60 {
+			t.Fatalf("sender report NTP time %d s off the clock", d)
+		}
+		if sr.PacketCount == 0 || int(sr.PacketCount) > len(c.Arrivals())+100 || sr.Reports[0].TotalLost != 0 || sr.Reports[0].LastSequenceNumber == 0 {
+			t.Fatalf("sender report %+v (the caller received %d packets)", sr, len(c.Arrivals()))
+		}
+	}
 	// The box counted its own pacing of those packets (bench rooms reads it).
 	if n, got := b.rooms.Pacing().N(), int64(len(c.Arrivals())); n < got/2 {
 		t.Fatalf("the embedded peer's pacing histogram counted %d packets, the caller received %d", n, got)

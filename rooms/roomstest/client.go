@@ -27,6 +27,7 @@ import (
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
 	"github.com/zaf/g711"
@@ -387,6 +388,15 @@ func (c *Client) WaitVoiced(ctx context.Context, n int) error {
 		}
 	}
 	return nil
+}
+
+// SenderReport is the last RTCP sender report the box sent (direct
+// callers only; nil before the first).
+func (c *Client) SenderReport() *rtcp.SenderReport {
+	if c.d == nil {
+		return nil
+	}
+	return c.d.lastSR.Load()
 }
 
 // Ended reports whether the box ended the media (its side closed).

@@ -14,6 +14,7 @@ import (
 	"github.com/pion/dtls/v3"
 	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
 	"github.com/pion/ice/v4"
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	"github.com/pion/srtp/v3"
 
@@ -41,6 +42,8 @@ type direct struct {
 	pipe *srtpconn.Pipe
 	enc  *srtp.Context
 	dec  atomic.Pointer[srtp.Context]
+	// lastSR is the box's last RTCP sender report.
+	lastSR atomic.Pointer[rtcp.SenderReport]
 
 	wmu  sync.Mutex
 	wbuf []byte // the plain packet
@@ -212,11 +215,23 @@ func (d *direct) read(arrive func(*rtp.Packet)) {
 			d.pipe.Deliver(b)
 			continue
 		}
-		if !srtpconn.IsRTP(b) || srtpconn.IsRTCP(b) {
-			continue // RTCP: the box's reports
+		if !srtpconn.IsRTP(b) {
+			continue
 		}
 		dec := d.dec.Load()
 		if dec == nil {
+			continue
+		}
+		if srtpconn.IsRTCP(b) { // the box's reports: counted, not read
+			if plain, err := dec.DecryptRTCP(dst, b, nil); err == nil {
+				if pkts, err := rtcp.Unmarshal(plain); err == nil {
+					for _, p := range pkts {
+						if sr, ok := p.(*rtcp.SenderReport); ok {
+							d.lastSR.Store(sr)
+						}
+					}
+				}
+			}
 			continue
 		}
 		plain, err := dec.DecryptRTP(dst, b, &hdr)
