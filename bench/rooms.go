@@ -14,11 +14,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pion/webrtc/v4"
+	"github.com/benbjohnson/clock"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/pace"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/rooms/roomstest"
@@ -149,10 +150,10 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	defer stopBox()
 	base, key, calls, rms := served.URL, served.Key, served.Calls, served.Rooms
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxN, MaxConnsPerHost: maxN}}
-	callers, err := roomstest.NewAPI()
-	if err != nil {
-		return Report{}, nil, err
-	}
+	// The callers' frames go out on shared pacers, as the box's do: one
+	// wake-up for the frames of many callers, not one per caller and frame.
+	callers := roomstest.Options{HTTP: client, Direct: true,
+		Pacers: pace.NewGroup(runtime.GOMAXPROCS(0), clock.New(), 20*time.Millisecond, time.Millisecond)}
 	bare, err := startBarePeers()
 	if err != nil {
 		return Report{}, nil, err
@@ -179,11 +180,11 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	boxFailed := false // a step failed by the box's figure: largestBox stays
 	for _, n := range cfg.Steps {
 		cfg.Logger.Info("rooms step", "calls", n)
-		st, err := roomsStep(ctx, n, cfg, base, key, client, callers, rms, calls)
+		st, err := roomsStep(ctx, n, cfg, base, key, callers, rms, calls)
 		if err != nil {
 			return Report{}, nil, err
 		}
-		st.Bare = bareStep(ctx, n, cfg, bare, client, callers)
+		st.Bare = bareStep(ctx, n, cfg, bare, callers)
 		steps = append(steps, st)
 		label := fmt.Sprintf("%d calls: ", n)
 		st.Join.Name, st.Jitter.Name, st.Overhead.Name, st.WireToWire.Name = label+"join", label+"agent audio pacing jitter",
@@ -303,7 +304,7 @@ func speak(ctx context.Context, c *roomstest.Client, w stepWindow, heard func(sp
 }
 
 // roomsStep runs n calls on the box and collects their figures.
-func roomsStep(ctx context.Context, n int, cfg RoomsConfig, base, key string, hc *http.Client, api *webrtc.API, rms *rooms.Service, calls *voice.Manager) (RoomsStep, error) {
+func roomsStep(ctx context.Context, n int, cfg RoomsConfig, base, key string, callers roomstest.Options, rms *rooms.Service, calls *voice.Manager) (RoomsStep, error) {
 	var f callerFigures
 	var ticker, overhead recorder
 	var waits0 schedWaits
@@ -338,7 +339,7 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, base, key string, hc
 		runnable = readSchedWaits().figures(waits0, "runnable")
 		close(stopTicker)
 	}, func(ctx context.Context, w stepWindow) error {
-		callID, err := benchCall(ctx, w, base, key, hc, api, &f)
+		callID, err := benchCall(ctx, w, base, key, callers, &f)
 		if err != nil {
 			return err
 		}
@@ -383,7 +384,7 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, base, key string, hc
 }
 
 // bareStep runs the same n callers against the bare PeerConnections.
-func bareStep(ctx context.Context, n int, cfg RoomsConfig, b *barePeers, hc *http.Client, api *webrtc.API) BareStep {
+func bareStep(ctx context.Context, n int, cfg RoomsConfig, b *barePeers, callers roomstest.Options) BareStep {
 	var f callerFigures
 	var pacing0 voice.PacingCounts
 	var st BareStep
@@ -394,7 +395,7 @@ func bareStep(ctx context.Context, n int, cfg RoomsConfig, b *barePeers, hc *htt
 		}
 		st.Pacing = pacingFigures("", b.pacing.Counts().Sub(pacing0))
 	}, func(ctx context.Context, w stepWindow) error {
-		return bareCall(ctx, w, b, hc, api, &f)
+		return bareCall(ctx, w, b, callers, &f)
 	})
 	b.settle(ctx)
 	st.Join, st.Jitter, st.Packets, st.Lost = f.join.figures("join", true), f.jitter.figures("jitter", true), f.packets.Load(), f.lost.Load()
@@ -457,13 +458,13 @@ func runCallers(ctx context.Context, n int, cfg RoomsConfig, join *recorder, mar
 
 // benchCall is one caller: open a room, join, speak every turnCycle and
 // hear the answers until the window ends, hang up.
-func benchCall(ctx context.Context, w stepWindow, base, key string, hc *http.Client, api *webrtc.API, f *callerFigures) (string, error) {
+func benchCall(ctx context.Context, w stepWindow, base, key string, callers roomstest.Options, f *callerFigures) (string, error) {
 	start := time.Now()
 	body, _ := json.Marshal(map[string]string{"agent": "support"})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/voice/rooms", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
+	resp, err := callers.HTTP.Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -477,7 +478,8 @@ func benchCall(ctx context.Context, w stepWindow, base, key string, hc *http.Cli
 		return "", fmt.Errorf("bench: open room: %v %+v", err, env.Error)
 	}
 	jctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	c, err := roomstest.Join(jctx, roomstest.Options{BaseURL: base, Key: key, OfferURL: env.Data.Join.OfferURL, HTTP: hc, API: api, Direct: true})
+	callers.BaseURL, callers.Key, callers.OfferURL = base, key, env.Data.Join.OfferURL
+	c, err := roomstest.Join(jctx, callers)
 	cancel()
 	if err != nil {
 		return "", err

@@ -261,10 +261,11 @@ func bareRead(t *webrtc.TrackRemote) {
 
 // bareCall is one caller of the baseline: join a bare peer, speak every
 // turnCycle until the window ends, hang up.
-func bareCall(ctx context.Context, w stepWindow, b *barePeers, hc *http.Client, api *webrtc.API, f *callerFigures) error {
+func bareCall(ctx context.Context, w stepWindow, b *barePeers, callers roomstest.Options, f *callerFigures) error {
 	start := time.Now()
 	jctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	c, err := roomstest.Join(jctx, roomstest.Options{BaseURL: b.url, OfferURL: b.offerURL(), HTTP: hc, API: api, Direct: true})
+	callers.BaseURL, callers.OfferURL = b.url, b.offerURL()
+	c, err := roomstest.Join(jctx, callers)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("bench: bare peer: %w", err)

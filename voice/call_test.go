@@ -407,25 +407,3 @@ func TestDrainEndsCallsAsShutdownAndSavesThem(t *testing.T) {
 		t.Fatalf("after the drain: %+v %+v", rec, rec.Memory)
 	}
 }
-
-// A stall of the process does not lose the agent's frames: the frames that
-// came due go out at once, up to a bound, and after a longer stall the
-// schedule skips ahead instead of bursting.
-func TestPlayoutScheduleCatchesUpAfterAStall(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	for _, tc := range []struct {
-		late     time.Duration
-		due      int
-		nextFrom time.Duration // the next frame's time after t0
-	}{
-		{late: 0, due: 1, nextFrom: FrameDuration},                                        // on time
-		{late: -5 * time.Millisecond, due: 0, nextFrom: 0},                                // woken early
-		{late: 4*FrameDuration + 3*time.Millisecond, due: 5, nextFrom: 5 * FrameDuration}, // 83 ms stall: all five, same grid
-		{late: time.Second, due: maxCatchUp, nextFrom: time.Second + FrameDuration},       // 1 s stall: five, then from now
-	} {
-		due, next := schedule(t0, t0.Add(tc.late))
-		if due != tc.due || !next.Equal(t0.Add(tc.nextFrom)) {
-			t.Errorf("%s late: %d due, next at +%s; want %d, +%s", tc.late, due, next.Sub(t0), tc.due, tc.nextFrom)
-		}
-	}
-}

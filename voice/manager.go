@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/identity"
+	"github.com/stackbone/box/internal/pace"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/telemetry"
@@ -82,6 +84,10 @@ type Manager struct {
 	// bytes), a moving average: an answer starts before the endpoint only
 	// as early as it pays off (see Call.listen).
 	answerLead map[string]time.Duration
+
+	// pacers play the calls' audio (one per processor, calls spread over
+	// them in turn).
+	pacers *pace.Group
 }
 
 // answerLeadOf is how long before the endpoint an answer of agent is worth
@@ -126,8 +132,14 @@ func NewManager(cfg Config) *Manager {
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = 15 * time.Second
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger.With("component", "voice"), calls: map[string]*Call{}, answerLead: map[string]time.Duration{}}
+	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "voice"), calls: map[string]*Call{}, answerLead: map[string]time.Duration{}}
+	m.pacers = pace.NewGroup(runtime.GOMAXPROCS(0), cfg.Clock, FrameDuration, playEarly)
+	return m
 }
+
+// playEarly is how far ahead of its time an agent frame may go out, with
+// the frames of other calls due then (see pace).
+const playEarly = time.Millisecond
 
 // Draining reports whether the box is stopping: transports refuse new
 // calls (SIP 503 with Retry-After, rooms 503) so they go to another box.

@@ -45,10 +45,11 @@ type FrameWriter interface {
 type playout struct {
 	frame int // samples per frame
 
-	// wake is signalled when speech becomes playable while the playout was
-	// idle (a new talkspurt), so the pacer can start it at once on its own
-	// 20 ms grid instead of at the next tick of the old one.
-	wake chan struct{}
+	// wake, when set, is called (under mu; it must not block) when speech
+	// becomes playable while the playout was idle (a new talkspurt), so
+	// the pacer can start it at once on its own 20 ms grid instead of at
+	// the next frame of the old one.
+	wake func()
 
 	mu      sync.Mutex
 	turn    int        // the assistant turn being played, 0 for none
@@ -62,7 +63,7 @@ type playout struct {
 
 // NewPlayout plays frames of frameSamples samples (160 for 20 ms at 8 kHz).
 func newPlayout(frameSamples int) *playout {
-	return &playout{frame: frameSamples, silence: make([]int16, frameSamples), wake: make(chan struct{}, 1)}
+	return &playout{frame: frameSamples, silence: make([]int16, frameSamples)}
 }
 
 // starved reports (under p.mu) whether nothing is playable right now: the
@@ -83,13 +84,10 @@ func (p *playout) starved() bool {
 // signal wakes the pacer (under p.mu) when speech arrived for a starved
 // playout.
 func (p *playout) signal(wasStarved bool) {
-	if !wasStarved || p.starved() {
+	if !wasStarved || p.starved() || p.wake == nil {
 		return
 	}
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.wake()
 }
 
 // Start begins assistant turn id; segments enqueued for another turn are

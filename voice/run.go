@@ -94,8 +94,9 @@ func (c *Call) carry(a attachment) End {
 	var wg sync.WaitGroup
 	goes := func(f func(context.Context)) { wg.Add(1); go func() { defer wg.Done(); f(runCtx) }() }
 	utterances := make(chan utterance, 8)
+	wake, stopPlay := c.m.pacers.Add(&callStream{c: c, ctx: runCtx})
+	c.playout.wake = wake
 	goes(func(ctx context.Context) { c.listen(ctx, utterances) })
-	goes(c.play)
 	goes(func(ctx context.Context) { c.converse(ctx, utterances) })
 
 	maxLen := c.clk.Timer(c.info.MaxDuration)
@@ -112,6 +113,7 @@ func (c *Call) carry(a attachment) End {
 	// after the other side left is harmless.
 	_ = c.t.Hangup(ctx)
 	stop()
+	stopPlay()
 	wg.Wait()
 	return end
 }
@@ -309,71 +311,31 @@ func (c *Call) words(live *liveSTT, spec *speculation, silentSince time.Time) (s
 	return "", false
 }
 
-// maxCatchUp is how many overdue frames play back to back after a stall
-// (100 ms); beyond that the schedule skips ahead.
-const maxCatchUp = 5
-
-// play paces the playout at real time on a fixed 20 ms schedule: after a
-// stall (the process descheduled, a busy machine) the frames that came due
-// go out back to back, up to maxCatchUp, so a stall delays this call's
-// audio instead of dropping frames, as a ticker's missed ticks would on
-// every call at once. A talkspurt (speech after silence) does not wait for
-// the next frame of that schedule: it starts the moment its first audio is
-// playable, and the schedule continues from there.
-func (c *Call) play(ctx context.Context) {
-	next := c.clk.Now().Add(FrameDuration)
-	timer := c.clk.Timer(FrameDuration)
-	defer timer.Stop()
-	speaking := false // the last frame written carried speech
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.playout.wake:
-			if speaking {
-				continue // mid-talkspurt: the schedule plays it
-			}
-			// The schedule is set before the frame goes out, so it counts
-			// from the clock the frame was due on, not from after the write.
-			next = c.clk.Now().Add(FrameDuration)
-			timer.Reset(FrameDuration)
-			if ts, ok := c.t.(Talkspurter); ok {
-				ts.Talkspurt()
-			}
-			var ok bool
-			if speaking, ok = c.playFrame(ctx); !ok {
-				return
-			}
-			continue
-		case <-timer.C:
-		}
-		now := c.clk.Now()
-		var due int
-		due, next = schedule(next, now)
-		timer.Reset(next.Sub(now))
-		for range due {
-			var ok bool
-			if speaking, ok = c.playFrame(ctx); !ok {
-				return
-			}
-		}
-	}
+// callStream is a call's playout as the Manager's pacers play it, at real
+// time on a fixed 20 ms schedule, a talkspurt (speech after silence)
+// starting the moment its first audio is playable (see pace).
+type callStream struct {
+	c        *Call
+	ctx      context.Context
+	speaking bool // the last frame written carried speech
 }
 
-// schedule says how many frames are due at now when the next one was due
-// at next (at most maxCatchUp), and when the following one is due: on the
-// same 20 ms grid, or a frame from now when the stall was longer than the
-// catch-up.
-func schedule(next, now time.Time) (int, time.Time) {
-	due := 0
-	for !next.After(now) && due < maxCatchUp {
-		due++
-		next = next.Add(FrameDuration)
+func (s *callStream) Frame() bool {
+	speech, ok := s.c.playFrame(s.ctx)
+	s.speaking = speech
+	return ok
+}
+
+// Start begins a talkspurt off the schedule, unless one is playing (the
+// schedule plays it).
+func (s *callStream) Start() bool {
+	if s.speaking {
+		return false
 	}
-	if !next.After(now) {
-		next = now.Add(FrameDuration)
+	if ts, ok := s.c.t.(Talkspurter); ok {
+		ts.Talkspurt()
 	}
-	return due, next
+	return true
 }
 
 // playFrame writes one frame of the playout and says whether it carried

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Load tests that print the figures the README quotes"}
 	cmd.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	cmd.PersistentFlags().String("memprofile", "", "write an allocation profile at the end of the run to this file (go tool pprof -sample_index=alloc_space)")
+	cmd.PersistentFlags().String("trace", "", "write an execution trace of the whole run to this file (go tool trace; tens of MB a minute under load)")
 	var cfg bench.MemoryConfig
 	var dataDir string
 	mem := &cobra.Command{
@@ -99,6 +101,17 @@ func benchRunE[R interface{ Print(io.Writer) }](dataDir *string, run func(ctx co
 				return err
 			}
 			defer pprof.StopCPUProfile()
+		}
+		if traceFile, _ := cmd.Flags().GetString("trace"); traceFile != "" {
+			f, err := os.Create(traceFile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := trace.Start(f); err != nil {
+				return err
+			}
+			defer trace.Stop()
 		}
 		rep, err := run(cmd.Context(), admin, log)
 		if err != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
+	"github.com/stackbone/box/internal/pace"
 	"github.com/zaf/g711"
 )
 
@@ -51,6 +52,11 @@ type Options struct {
 	// one between callers: a load run then pays for one media engine
 	// instead of one per caller.
 	API *webrtc.API
+	// Pacers, when set, send the caller's frames (shared between
+	// callers: a load run then wakes once for the frames of many callers
+	// due together instead of once per caller and frame, as the box's
+	// own playout does); else each caller has a ticker.
+	Pacers *pace.Group
 	// Direct runs the caller's ICE, DTLS and SRTP without a
 	// PeerConnection, on one reader goroutine (see direct): the same peer
 	// on the wire at a fraction of the CPU, for load runs.
@@ -95,6 +101,7 @@ type Client struct {
 	stop      chan struct{}
 	stopOnce  sync.Once
 	wg        sync.WaitGroup
+	unpace    func() // takes the sender off Options.Pacers
 
 	mu        sync.Mutex
 	muted     bool      // send nothing at all (a dead transport)
@@ -175,8 +182,7 @@ func Join(ctx context.Context, opt Options) (*Client, error) {
 		pc.Close()
 		return nil, fmt.Errorf("roomstest: not connected: %w", ctx.Err())
 	}
-	c.wg.Add(1)
-	go c.send()
+	c.start(opt)
 	return c, nil
 }
 
@@ -201,8 +207,7 @@ func joinDirect(ctx context.Context, opt Options) (*Client, error) {
 		d.close()
 		return nil, err
 	}
-	c.wg.Add(1)
-	go c.send()
+	c.start(opt)
 	return c, nil
 }
 
@@ -236,50 +241,74 @@ func postOffer(ctx context.Context, opt Options, sdp string) (string, error) {
 	return env.Data.SDP, nil
 }
 
-// send paces caller frames at 20 ms: queued speech, else quiet noise, one
-// PCMU packet each.
-func (c *Client) send() {
-	defer c.wg.Done()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	quiet := Noise(frameSamples, 30)
-	buf := make([]byte, frameSamples)
-	pkt := rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: uint16(rand.Uint32()), Timestamp: rand.Uint32()}}
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-tick.C:
-		}
-		c.mu.Lock()
-		if c.muted {
-			c.mu.Unlock()
-			continue
-		}
-		f := quiet
-		if len(c.queue) > 0 {
-			f, c.queue = c.queue[0], c.queue[1:]
-			if level(f) > -40 {
-				c.lastVoice = time.Now()
+// start begins sending caller frames at 20 ms: on the shared pacers of
+// Options.Pacers, else on a ticker of its own.
+func (c *Client) start(opt Options) {
+	sf := &sender{c: c, quiet: Noise(frameSamples, 30), buf: make([]byte, frameSamples),
+		pkt: rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: uint16(rand.Uint32()), Timestamp: rand.Uint32()}}}
+	if opt.Pacers != nil {
+		_, c.unpace = opt.Pacers.Add(sf)
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case <-tick.C:
+			}
+			if !sf.Frame() {
+				return
 			}
 		}
+	}()
+}
+
+// sender sends a caller's frames, one PCMU packet each: queued speech, else
+// quiet noise.
+type sender struct {
+	c     *Client
+	quiet []int16
+	buf   []byte
+	pkt   rtp.Packet
+}
+
+// Frame sends the next frame; false once the media is gone.
+func (s *sender) Frame() bool {
+	c := s.c
+	c.mu.Lock()
+	if c.muted {
 		c.mu.Unlock()
-		for i, v := range f {
-			buf[i] = g711.EncodeUlawFrame(v)
-		}
-		pkt.Payload = buf
-		var err error
-		if c.d != nil {
-			err = c.d.writeRTP(&pkt)
-		} else {
-			err = c.track.WriteRTP(&pkt) // sends it before returning
-		}
-		if err != nil {
-			return
-		}
-		pkt.SequenceNumber++
-		pkt.Timestamp += frameSamples
+		return true
 	}
+	f := s.quiet
+	if len(c.queue) > 0 {
+		f, c.queue = c.queue[0], c.queue[1:]
+		if level(f) > -40 {
+			c.lastVoice = time.Now()
+		}
+	}
+	c.mu.Unlock()
+	for i, v := range f {
+		s.buf[i] = g711.EncodeUlawFrame(v)
+	}
+	s.pkt.Payload = s.buf
+	var err error
+	if c.d != nil {
+		err = c.d.writeRTP(&s.pkt)
+	} else {
+		err = c.track.WriteRTP(&s.pkt) // sends it before returning
+	}
+	if err != nil {
+		return false
+	}
+	s.pkt.SequenceNumber++
+	s.pkt.Timestamp += frameSamples
+	return true
 }
 
 func (c *Client) receive(t *webrtc.TrackRemote) {
@@ -412,6 +441,9 @@ func (c *Client) Ended() bool {
 // browser leaving.
 func (c *Client) Close() {
 	c.stopOnce.Do(func() { close(c.stop) })
+	if c.unpace != nil {
+		c.unpace()
+	}
 	if c.d != nil {
 		c.d.close()
 	} else {

@@ -1,0 +1,252 @@
+// Package pace plays many real-time media streams from one goroutine, each
+// on its own fixed schedule of frames (20 ms of audio, say).
+//
+// One goroutine per stream, each waking for each of its frames, costs a
+// wake-up of the scheduler per frame (50 a second per call) and spreads
+// the packets so thinly that each send may have to wake an idle processor
+// of its own. A Pacer instead wakes for all its streams' frames due within
+// Early of each other and writes them back to back. A stream keeps its
+// place among the others, so its frames still go out a period apart.
+//
+// After a stall (the process descheduled, a busy machine) the frames that
+// came due go out back to back, up to MaxCatchUp, so a stall delays a
+// stream instead of dropping frames; beyond that its schedule skips ahead.
+// A stream can also be started at once, off its schedule (a talkspurt
+// whose first audio just became playable), and its schedule continues
+// from there.
+package pace
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// MaxCatchUp is how many overdue frames of a stream play back to back
+// after a stall.
+const MaxCatchUp = 5
+
+// Stream is what a Pacer plays.
+type Stream interface {
+	// Frame writes the stream's next frame; false takes the stream off
+	// the schedule (it ended). It runs on the pacer's goroutine and must
+	// not block for long: every stream of the pacer waits for it.
+	Frame() bool
+}
+
+// Starter is a Stream that can be started off its schedule: after the
+// stream's wake func was called, Start runs on the pacer's goroutine and
+// says whether a frame goes out now, the schedule continuing from now.
+type Starter interface {
+	Start() bool
+}
+
+// Pacer plays its streams from one goroutine, which runs while it has
+// streams; it is safe for concurrent use.
+type Pacer struct {
+	clk           clock.Clock
+	period, early time.Duration
+	kick          chan struct{}
+
+	// mu guards the schedule and is held while a round plays, so a
+	// stream taken off it is not played again once its stop returns.
+	mu      sync.Mutex
+	streams schedule
+	running bool
+
+	wmu   sync.Mutex
+	woken []*entry // streams to start (their wake was called)
+}
+
+type entry struct {
+	s     Stream
+	next  time.Time // when its next frame is due
+	i     int       // in the schedule; -1 once off it
+	woken bool      // in Pacer.woken (under wmu)
+}
+
+// New returns a Pacer of frames every period; a frame may go out up to
+// early before it is due, with others due then.
+func New(clk clock.Clock, period, early time.Duration) *Pacer {
+	return &Pacer{clk: clk, period: period, early: early, kick: make(chan struct{}, 1)}
+}
+
+// Add puts s on the schedule, its first frame due one period from now.
+// wake asks for s to be started off its schedule (see Starter; it never
+// blocks); after stop returns, s is not played again.
+func (p *Pacer) Add(s Stream) (wake, stop func()) {
+	e := &entry{s: s, next: p.clk.Now().Add(p.period)}
+	p.mu.Lock()
+	heap.Push(&p.streams, e)
+	if !p.running {
+		p.running = true
+		go p.run()
+	}
+	p.mu.Unlock()
+	p.signal()
+	wake = func() {
+		p.wmu.Lock()
+		if !e.woken {
+			e.woken = true
+			p.woken = append(p.woken, e)
+		}
+		p.wmu.Unlock()
+		p.signal()
+	}
+	stop = func() {
+		p.mu.Lock()
+		if e.i >= 0 {
+			heap.Remove(&p.streams, e.i)
+		}
+		p.mu.Unlock()
+	}
+	return wake, stop
+}
+
+func (p *Pacer) signal() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run plays rounds until no stream is left.
+func (p *Pacer) run() {
+	timer := p.clk.Timer(p.period)
+	defer timer.Stop()
+	for {
+		p.mu.Lock()
+		if len(p.streams) == 0 {
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		p.start(p.clk.Now())
+		p.due(p.clk.Now())
+		var wait time.Duration
+		if len(p.streams) > 0 {
+			wait = p.streams[0].next.Sub(p.clk.Now())
+		}
+		p.mu.Unlock()
+		if wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-p.kick:
+			}
+		}
+	}
+}
+
+// start (under mu) starts the woken streams that have a frame to start.
+func (p *Pacer) start(now time.Time) {
+	p.wmu.Lock()
+	woken := p.woken
+	p.woken = nil
+	for _, e := range woken {
+		e.woken = false
+	}
+	p.wmu.Unlock()
+	for _, e := range woken {
+		st, ok := e.s.(Starter)
+		if e.i < 0 || !ok || !st.Start() {
+			continue
+		}
+		// The schedule is set before the frame goes out, so it counts
+		// from the time the frame was due, not from after the write.
+		e.next = now.Add(p.period)
+		if e.s.Frame() {
+			heap.Fix(&p.streams, e.i)
+		} else {
+			heap.Remove(&p.streams, e.i)
+		}
+	}
+}
+
+// due (under mu) plays every frame due by now+early.
+func (p *Pacer) due(now time.Time) {
+	horizon := now.Add(p.early)
+	for len(p.streams) > 0 && !p.streams[0].next.After(horizon) {
+		e := p.streams[0]
+		var n int
+		n, e.next = Due(e.next, horizon, p.period)
+		ok := true
+		for range n {
+			if ok = e.s.Frame(); !ok {
+				break
+			}
+		}
+		if ok {
+			heap.Fix(&p.streams, 0)
+		} else {
+			heap.Pop(&p.streams)
+		}
+	}
+}
+
+// Due says how many frames are due at now when the next one was due at
+// next (at most MaxCatchUp), and when the following one is due: on the
+// same grid of period, or a period from now when the stall was longer
+// than the catch-up.
+func Due(next, now time.Time, period time.Duration) (int, time.Time) {
+	n := 0
+	for !next.After(now) && n < MaxCatchUp {
+		n++
+		next = next.Add(period)
+	}
+	if !next.After(now) {
+		next = now.Add(period)
+	}
+	return n, next
+}
+
+// schedule orders a pacer's streams by when their next frame is due.
+type schedule []*entry
+
+func (h schedule) Len() int           { return len(h) }
+func (h schedule) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
+func (h schedule) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].i, h[j].i = i, j
+}
+func (h *schedule) Push(x any) {
+	e := x.(*entry)
+	e.i = len(*h)
+	*h = append(*h, e)
+}
+func (h *schedule) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.i = -1
+	return e
+}
+
+// Group is a set of pacers that spreads streams over them in turn: one per
+// processor, say, so one stream's slow write holds up only its pacer's.
+type Group struct {
+	pacers []*Pacer
+	mu     sync.Mutex
+	n      int
+}
+
+// NewGroup returns n pacers (at least one) as New makes them.
+func NewGroup(n int, clk clock.Clock, period, early time.Duration) *Group {
+	g := &Group{pacers: make([]*Pacer, max(n, 1))}
+	for i := range g.pacers {
+		g.pacers[i] = New(clk, period, early)
+	}
+	return g
+}
+
+// Add adds s to the next pacer of the group (see Pacer.Add).
+func (g *Group) Add(s Stream) (wake, stop func()) {
+	g.mu.Lock()
+	p := g.pacers[g.n%len(g.pacers)]
+	g.n++
+	g.mu.Unlock()
+	return p.Add(s)
+}
