@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -43,6 +44,9 @@ type embedded struct {
 	log *slog.Logger
 	g   gathering
 	mux *ice.MultiUDPMuxDefault // nil: a free port per room
+	// muxNet opened the mux's sockets; a keyed call taps its caller's
+	// packets there by the caller's address.
+	muxNet *srtpconn.Net
 	// pacing records each agent packet's interval error, as the SIP
 	// server does (Service.Pacing).
 	pacing voice.Pacing
@@ -62,6 +66,10 @@ func newEmbedded(cfg config.EmbeddedRooms, log *slog.Logger) (*embedded, error) 
 		if g.loopback {
 			opts = append(opts, ice.UDPMuxFromPortWithLoopback())
 		}
+		if e.muxNet, err = srtpconn.NewNet(); err != nil {
+			return nil, err
+		}
+		opts = append(opts, ice.UDPMuxFromPortWithNet(e.muxNet))
 		mux, err := ice.NewMultiUDPMuxFromPort(cfg.UDPPort, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("rooms: embedded udp port %d: %w", cfg.UDPPort, err)
@@ -195,6 +203,8 @@ type embeddedPeer struct {
 
 	mu      sync.Mutex
 	agent   *ice.Agent
+	net     *srtpconn.Net // opened the agent's sockets (or the mux's)
+	untap   func()        // set once the caller's packets are tapped
 	conn    *ice.Conn
 	dtls    *dtls.Conn
 	done    bool
@@ -214,7 +224,59 @@ type embeddedPeer struct {
 	octets    uint32
 	lastSR    time.Time
 
+	in rtpIn   // the caller's packets
 	rx rxStats // the caller's stream, for the reception report
+}
+
+// rtpIn decrypts and decodes the caller's RTP into frames for the
+// controller. Packets reach it from the reader of the ICE connection until
+// the call is keyed and tapped, then from the socket's reader (see
+// srtpconn.Net); its lock keeps the two in order while one hands over to
+// the other.
+type rtpIn struct {
+	p     *embeddedPeer
+	mu    sync.Mutex
+	dec   *srtp.Context
+	plain []byte
+	pcm   []int16
+	pkt   rtp.Packet
+	hdr   rtp.Header // DecryptRTP allocates one per packet without it
+}
+
+// handle takes one SRTP or SRTCP packet: the caller's RTP is heard (any
+// packet that is not PCMU only says the caller is there); RTCP (the
+// browser's reports), a packet before the keys or one that does not
+// decrypt or parse is dropped.
+func (in *rtpIn) handle(b []byte) {
+	if srtpconn.IsRTCP(b) {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.dec == nil {
+		return
+	}
+	out, err := in.dec.DecryptRTP(in.plain, b, &in.hdr)
+	if err != nil || in.pkt.Unmarshal(out) != nil {
+		return
+	}
+	p := in.p
+	p.rx.received(&in.pkt)
+	if in.pkt.PayloadType != 0 || len(in.pkt.Payload) == 0 {
+		p.r.call.Alive()
+		return
+	}
+	in.pcm = in.pcm[:0]
+	for _, v := range in.pkt.Payload {
+		in.pcm = append(in.pcm, g711.DecodeUlawFrame(v))
+	}
+	p.r.call.Hear(in.pcm)
+}
+
+func (in *rtpIn) key(dec *srtp.Context) {
+	in.mu.Lock()
+	in.dec = dec
+	in.mu.Unlock()
 }
 
 // srInterval is how often the peer sends an RTCP sender report.
@@ -222,6 +284,7 @@ const srInterval = 5 * time.Second
 
 func (e *embedded) open(ctx context.Context, r *room) (Join, error) {
 	p := &embeddedPeer{e: e, r: r, pcmu: make([]byte, 0, 160), plain: make([]byte, 1500), sealed: make([]byte, 1500)}
+	p.in = rtpIn{p: p, plain: make([]byte, 1500), pcm: make([]int16, 0, 160)}
 	p.ctx, p.stop = context.WithCancel(context.WithoutCancel(ctx))
 	p.pkt.Version = 2
 	p.pkt.PayloadType = 0
@@ -421,12 +484,12 @@ func (p *embeddedPeer) answer(ctx context.Context, offer string) (string, error)
 	if err != nil {
 		return fail(err)
 	}
-	agent, err := p.e.newAgent()
+	agent, anet, err := p.e.newAgent()
 	if err != nil {
 		return fail(fmt.Errorf("rooms: ICE agent: %w", err))
 	}
 	p.mu.Lock()
-	p.agent = agent
+	p.agent, p.net = agent, anet
 	closed := p.done
 	p.mu.Unlock()
 	if closed {
@@ -560,8 +623,7 @@ func (p *embeddedPeer) connect(o offered, cert tls.Certificate, client bool) {
 	}
 	p.conn = conn
 	p.mu.Unlock()
-	dec := make(chan *srtp.Context, 1)
-	go p.read(conn, pipe, dec)
+	go p.read(conn, pipe)
 	hctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	d, err := srtpconn.Handshake(hctx, pipe, cert, o.fingerprint, client)
 	cancel()
@@ -578,10 +640,11 @@ func (p *embeddedPeer) connect(o offered, cert tls.Certificate, client bool) {
 		}
 		return
 	}
-	dec <- de
+	p.in.key(de)
 	p.smu.Lock()
 	p.enc = enc
 	p.smu.Unlock()
+	remote, tap := p.tapFrom(agent)
 	p.mu.Lock()
 	if p.done { // the room ended during the handshake
 		p.mu.Unlock()
@@ -589,6 +652,9 @@ func (p *embeddedPeer) connect(o offered, cert tls.Certificate, client bool) {
 		return
 	}
 	p.dtls, p.ready = d, true
+	if tap {
+		p.untap = p.net.Tap(remote, p.in.handle)
+	}
 	p.mu.Unlock()
 	go func() { // the browser's close_notify: a hang-up
 		buf := make([]byte, 1500)
@@ -621,18 +687,11 @@ func offerCandidates(sdp string) (total, mdns int) {
 }
 
 // read is the one goroutine that reads the ICE connection: DTLS records go
-// to the handshake, the caller's RTP is decrypted and decoded into frames
-// for the controller (any packet that is not PCMU only says the caller is
-// there), RTCP (the browser's reports) is dropped. A packet it cannot
-// decrypt or parse is skipped.
-func (p *embeddedPeer) read(conn *ice.Conn, pipe *srtpconn.Pipe, keyed <-chan *srtp.Context) {
+// to the handshake, SRTP to the caller's side (rtpIn) until the socket's
+// reader taps it.
+func (p *embeddedPeer) read(conn *ice.Conn, pipe *srtpconn.Pipe) {
 	defer pipe.Close()
-	var dec *srtp.Context
 	buf := make([]byte, 1500)
-	plain := make([]byte, 1500)
-	pcm := make([]int16, 0, 160)
-	var pkt rtp.Packet
-	var hdr rtp.Header // DecryptRTP allocates one per packet without it
 	for {
 		n, err := conn.Read(buf)
 		if err != nil {
@@ -641,41 +700,41 @@ func (p *embeddedPeer) read(conn *ice.Conn, pipe *srtpconn.Pipe, keyed <-chan *s
 		b := buf[:n]
 		if srtpconn.IsDTLS(b) {
 			pipe.Deliver(b)
-			continue
+		} else if srtpconn.IsRTP(b) {
+			p.in.handle(b)
 		}
-		if !srtpconn.IsRTP(b) || srtpconn.IsRTCP(b) {
-			continue
-		}
-		if dec == nil {
-			select {
-			case dec = <-keyed:
-			default:
-				continue // before the handshake's end
-			}
-		}
-		out, err := dec.DecryptRTP(plain, b, &hdr)
-		if err != nil || pkt.Unmarshal(out) != nil {
-			continue
-		}
-		p.rx.received(&pkt)
-		if pkt.PayloadType != 0 || len(pkt.Payload) == 0 {
-			p.r.call.Alive()
-			continue
-		}
-		pcm = pcm[:0]
-		for _, v := range pkt.Payload {
-			pcm = append(pcm, g711.DecodeUlawFrame(v))
-		}
-		p.r.call.Hear(pcm)
 	}
+}
+
+// tapFrom is where the caller's packets come from, for the tap: any
+// address on the call's own sockets, the selected candidate pair's remote
+// address on the shared port; none when that address is not known as an
+// IP (a browser's mDNS name), and the caller's packets go on through the
+// ICE connection.
+func (p *embeddedPeer) tapFrom(agent *ice.Agent) (netip.AddrPort, bool) {
+	if p.e.mux == nil {
+		return netip.AddrPort{}, true
+	}
+	pair, err := agent.GetSelectedCandidatePair()
+	if err != nil || pair == nil {
+		return netip.AddrPort{}, false
+	}
+	ip, err := netip.ParseAddr(pair.Remote.Address())
+	if err != nil || pair.Remote.Port() <= 0 || pair.Remote.Port() > 65535 {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ip, uint16(pair.Remote.Port())), true
 }
 
 func (p *embeddedPeer) close() {
 	p.mu.Lock()
-	agent, d := p.agent, p.dtls
-	p.done, p.ready = true, false
+	agent, d, untap := p.agent, p.dtls, p.untap
+	p.done, p.ready, p.untap = true, false, nil
 	p.mu.Unlock()
 	p.stop()
+	if untap != nil {
+		untap()
+	}
 	if d != nil {
 		_ = d.Close() // close_notify: the browser sees the call end
 	}
@@ -684,8 +743,9 @@ func (p *embeddedPeer) close() {
 	}
 }
 
-// newAgent is a call's ICE agent, gathering as the config says.
-func (e *embedded) newAgent() (*ice.Agent, error) {
+// newAgent is a call's ICE agent, gathering as the config says, and the
+// Net its sockets are on (the mux's on the shared port).
+func (e *embedded) newAgent() (*ice.Agent, *srtpconn.Net, error) {
 	disconnected, failed, keepalive := 3*time.Second, 6*time.Second, time.Second
 	c := &ice.AgentConfig{
 		NetworkTypes:        []ice.NetworkType{ice.NetworkTypeUDP4, ice.NetworkTypeUDP6},
@@ -706,10 +766,18 @@ func (e *embedded) newAgent() (*ice.Agent, error) {
 		// address in place of the local one.
 		c.NAT1To1IPs, c.NAT1To1IPCandidateType = e.cfg.PublicIPs, ice.CandidateTypeHost
 	}
+	n := e.muxNet
 	if e.mux != nil {
 		c.UDPMux = e.mux
+	} else {
+		var err error
+		if n, err = srtpconn.NewNet(); err != nil {
+			return nil, nil, err
+		}
+		c.Net = n
 	}
-	return ice.NewAgent(c)
+	a, err := ice.NewAgent(c)
+	return a, n, err
 }
 
 // rxStats follows the caller's stream for the reception report (RFC 3550

@@ -83,18 +83,25 @@ func TestRoomsAPIRefusalsAndPage(t *testing.T) {
 // transcript, and DELETE ends the call, which saves once.
 func TestGoCallerEmbeddedEndedByAPI(t *testing.T) {
 	t.Parallel()
-	goCallerEmbedded(t, false)
+	goCallerEmbedded(t, false, config.Rooms{})
 }
 
 // The same call from the load runs' direct caller (ICE, DTLS and SRTP
 // without a PeerConnection): the box takes it as any other peer.
 func TestDirectCallerEmbedded(t *testing.T) {
 	t.Parallel()
-	goCallerEmbedded(t, true)
+	goCallerEmbedded(t, true, config.Rooms{})
 }
 
-func goCallerEmbedded(t *testing.T, direct bool) {
-	b := newBox(t, config.Rooms{})
+// And with every room's media on one UDP port, where the box tells the
+// callers' packets apart by their address.
+func TestDirectCallerEmbeddedOnOnePort(t *testing.T) {
+	t.Parallel()
+	goCallerEmbedded(t, true, config.Rooms{Embedded: config.EmbeddedRooms{IPs: []string{"127.0.0.1"}, UDPPort: freePort(t, "udp")}})
+}
+
+func goCallerEmbedded(t *testing.T, direct bool, cfg config.Rooms) {
+	b := newBox(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	number := "+34600333444"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ import (
 // own peer costs the box.
 type direct struct {
 	agent *ice.Agent
+	net   *srtpconn.Net // opened the agent's sockets
 	cert  tls.Certificate
 	fp    string // the certificate's SHA-256 fingerprint, as SDP writes it
 	ssrc  uint32
@@ -41,9 +43,19 @@ type direct struct {
 	dtls *dtls.Conn
 	pipe *srtpconn.Pipe
 	enc  *srtp.Context
-	dec  atomic.Pointer[srtp.Context]
 	// lastSR is the box's last RTCP sender report.
 	lastSR atomic.Pointer[rtcp.SenderReport]
+
+	// The receiving side: packets come from the reader of the ICE
+	// connection until the call is keyed, then from the socket's reader
+	// (srtpconn.Net.Tap); rmu keeps the two in order at the handover.
+	rmu    sync.Mutex
+	dec    *srtp.Context
+	arrive func(*rtp.Packet)
+	dst    []byte
+	pkt    rtp.Packet
+	hdr    rtp.Header // DecryptRTP allocates one per packet without it
+	untap  func()
 
 	wmu  sync.Mutex
 	wbuf []byte // the plain packet
@@ -59,7 +71,12 @@ func newDirect() (*direct, error) {
 	if err != nil {
 		return nil, err
 	}
+	n, err := srtpconn.NewNet()
+	if err != nil {
+		return nil, err
+	}
 	agent, err := ice.NewAgent(&ice.AgentConfig{
+		Net:              n,
 		NetworkTypes:     []ice.NetworkType{ice.NetworkTypeUDP4},
 		CandidateTypes:   []ice.CandidateType{ice.CandidateTypeHost},
 		IPFilter:         func(ip net.IP) bool { return ip.IsLoopback() },
@@ -69,7 +86,7 @@ func newDirect() (*direct, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &direct{agent: agent, cert: cert, fp: srtpconn.Fingerprint(cert.Certificate[0]), ssrc: rand.Uint32(),
+	return &direct{agent: agent, net: n, cert: cert, dst: make([]byte, 1500), fp: srtpconn.Fingerprint(cert.Certificate[0]), ssrc: rand.Uint32(),
 		wbuf: make([]byte, 1500), ebuf: make([]byte, 1500), done: make(chan struct{})}, nil
 }
 
@@ -172,7 +189,8 @@ func (d *direct) connect(ctx context.Context, answer string, arrive func(*rtp.Pa
 		return fmt.Errorf("roomstest: ICE: %w", err)
 	}
 	d.pipe = srtpconn.NewPipe(d.conn)
-	go d.read(arrive)
+	d.arrive = arrive
+	go d.read()
 	client := a.setup == "passive" // the box waits: the caller starts the handshake
 	if d.dtls, err = srtpconn.Handshake(ctx, d.pipe, d.cert, a.fingerprint, client); err != nil {
 		return err
@@ -190,19 +208,18 @@ func (d *direct) connect(ctx context.Context, answer string, arrive func(*rtp.Pa
 	if d.enc, dec, err = srtpconn.Contexts(d.dtls, client); err != nil {
 		return err
 	}
-	d.dec.Store(dec)
+	d.rmu.Lock()
+	d.dec = dec
+	d.rmu.Unlock()
+	d.untap = d.net.Tap(netip.AddrPort{}, d.handle)
 	return nil
 }
 
 // read is the one goroutine that reads the ICE connection: DTLS records
-// to the handshake, RTP decrypted and handed to arrive, RTCP dropped (the
-// box's reports; a load caller reads none).
-func (d *direct) read(arrive func(*rtp.Packet)) {
+// to the handshake, SRTP to handle until the socket's reader taps it.
+func (d *direct) read() {
 	defer close(d.done)
 	buf := make([]byte, 1500)
-	dst := make([]byte, 1500)
-	var pkt rtp.Packet
-	var hdr rtp.Header // DecryptRTP allocates one per packet without it
 	for {
 		n, err := d.conn.Read(buf)
 		if err != nil {
@@ -213,33 +230,37 @@ func (d *direct) read(arrive func(*rtp.Packet)) {
 		b := buf[:n]
 		if srtpconn.IsDTLS(b) {
 			d.pipe.Deliver(b)
-			continue
+		} else if srtpconn.IsRTP(b) {
+			d.handle(b)
 		}
-		if !srtpconn.IsRTP(b) {
-			continue
-		}
-		dec := d.dec.Load()
-		if dec == nil {
-			continue
-		}
-		if srtpconn.IsRTCP(b) { // the box's reports: counted, not read
-			if plain, err := dec.DecryptRTCP(dst, b, nil); err == nil {
-				if pkts, err := rtcp.Unmarshal(plain); err == nil {
-					for _, p := range pkts {
-						if sr, ok := p.(*rtcp.SenderReport); ok {
-							d.lastSR.Store(sr)
-						}
+	}
+}
+
+// handle takes one SRTP or SRTCP packet: RTP decrypted and handed to
+// arrive, the box's RTCP sender reports kept (the last one).
+func (d *direct) handle(b []byte) {
+	d.rmu.Lock()
+	defer d.rmu.Unlock()
+	if d.dec == nil {
+		return
+	}
+	if srtpconn.IsRTCP(b) {
+		if plain, err := d.dec.DecryptRTCP(d.dst, b, nil); err == nil {
+			if pkts, err := rtcp.Unmarshal(plain); err == nil {
+				for _, p := range pkts {
+					if sr, ok := p.(*rtcp.SenderReport); ok {
+						d.lastSR.Store(sr)
 					}
 				}
 			}
-			continue
 		}
-		plain, err := dec.DecryptRTP(dst, b, &hdr)
-		if err != nil || pkt.Unmarshal(plain) != nil {
-			continue
-		}
-		arrive(&pkt)
+		return
 	}
+	plain, err := d.dec.DecryptRTP(d.dst, b, &d.hdr)
+	if err != nil || d.pkt.Unmarshal(plain) != nil {
+		return
+	}
+	d.arrive(&d.pkt)
 }
 
 // writeRTP encrypts and sends one packet with the caller's SSRC.
@@ -266,6 +287,9 @@ func (d *direct) isEnded() bool { return d.ended.Load() }
 func (d *direct) close() {
 	d.closed.Do(func() {
 		d.ended.Store(true)
+		if d.untap != nil {
+			d.untap()
+		}
 		if d.dtls != nil {
 			_ = d.dtls.Close()
 		}

@@ -1,0 +1,143 @@
+package srtpconn
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pion/transport/v4"
+	"github.com/pion/transport/v4/stdnet"
+)
+
+// Net is the transport.Net of ICE agents (and of a UDP mux) whose sockets
+// can hand SRTP and SRTCP packets straight to a tap, in the goroutine that
+// reads the socket, once the call is keyed. Without a tap an ICE agent
+// passes every packet through its buffer to the reader of its connection:
+// a copy and a goroutine woken per packet, 50 a second each way of a call.
+// STUN (connectivity checks, consent), DTLS and packets of no tap still go
+// to the agent as before. A tapped packet no longer counts as traffic for
+// the agent's liveness; its keepalive binding requests, answered by the
+// other side, do (KeepaliveInterval below DisconnectedTimeout).
+type Net struct {
+	transport.Net
+
+	mu    sync.Mutex
+	conns []*tapConn
+}
+
+// NewNet returns a Net over the machine's network.
+func NewNet() (*Net, error) {
+	std, err := stdnet.NewNet()
+	if err != nil {
+		return nil, err
+	}
+	return &Net{Net: std}, nil
+}
+
+// mdnsPort is multicast DNS's: an agent's mDNS socket is never tapped (a
+// DNS message can begin with an RTP-range byte).
+const mdnsPort = 5353
+
+// ListenUDP opens a socket that taps can read from (except mDNS's).
+func (n *Net) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPConn, error) {
+	c, err := net.ListenUDP(network, laddr)
+	if err != nil {
+		return nil, err
+	}
+	if laddr != nil && laddr.Port == mdnsPort {
+		return c, nil
+	}
+	t := &tapConn{UDPConn: c}
+	n.mu.Lock()
+	n.conns = append(n.conns, t)
+	n.mu.Unlock()
+	return t, nil
+}
+
+// Tap hands h the SRTP and SRTCP packets from remote that arrive on the
+// sockets n opened, from any address when remote is the zero AddrPort (the
+// sockets of one call's agent: the SRTP authentication tells the call's
+// packets), until untap is called. h runs in the socket's reader and must
+// neither keep the packet nor block.
+func (n *Net) Tap(remote netip.AddrPort, h func([]byte)) (untap func()) {
+	remote = unmap(remote)
+	n.mu.Lock()
+	conns := append([]*tapConn(nil), n.conns...)
+	n.mu.Unlock()
+	for _, c := range conns {
+		c.set(remote, h)
+	}
+	return func() {
+		for _, c := range conns {
+			c.set(remote, nil)
+		}
+	}
+}
+
+func unmap(a netip.AddrPort) netip.AddrPort {
+	if !a.IsValid() {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+}
+
+// tapConn is a UDP socket with taps. It offers the agent allocation-free
+// reads and writes by address (ice.AddrPortReaderWriter).
+type tapConn struct {
+	*net.UDPConn
+
+	mu   sync.Mutex // serializes changes; readers load taps
+	taps atomic.Pointer[map[netip.AddrPort]func([]byte)]
+}
+
+func (c *tapConn) set(remote netip.AddrPort, h func([]byte)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := map[netip.AddrPort]func([]byte){}
+	if old := c.taps.Load(); old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	if h == nil {
+		delete(m, remote)
+	} else {
+		m[remote] = h
+	}
+	c.taps.Store(&m)
+}
+
+// ReadFromAddrPort returns the next packet that is not tapped.
+func (c *tapConn) ReadFromAddrPort(b []byte) (int, netip.AddrPort, error) {
+	for {
+		n, from, err := c.UDPConn.ReadFromUDPAddrPort(b)
+		if err != nil {
+			return n, from, err
+		}
+		if m := c.taps.Load(); m != nil && len(*m) > 0 && IsRTP(b[:n]) {
+			h, ok := (*m)[unmap(from)]
+			if !ok {
+				h, ok = (*m)[netip.AddrPort{}]
+			}
+			if ok {
+				h(b[:n])
+				continue
+			}
+		}
+		return n, from, nil
+	}
+}
+
+func (c *tapConn) WriteToAddrPort(b []byte, to netip.AddrPort) (int, error) {
+	return c.UDPConn.WriteToUDPAddrPort(b, to)
+}
+
+// ReadFrom is ReadFromAddrPort for readers that want a net.Addr.
+func (c *tapConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, from, err := c.ReadFromAddrPort(b)
+	if err != nil {
+		return n, nil, err
+	}
+	return n, net.UDPAddrFromAddrPort(from), nil
+}

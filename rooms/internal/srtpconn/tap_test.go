@@ -1,0 +1,102 @@
+package srtpconn
+
+import (
+	"bytes"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A tap takes the SRTP-range packets of its address, in the socket's
+// reader; everything else (STUN, DTLS, other addresses, anything once
+// untapped) is read as before. The wildcard takes any address's.
+func TestTapTakesTheRTPOfItsAddress(t *testing.T) {
+	n, err := NewNet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc, err := n.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	conn := uc.(*tapConn)
+	to := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	caller, other := listen(t), listen(t)
+
+	var mu sync.Mutex
+	var tapped [][]byte
+	tap := func(b []byte) {
+		mu.Lock()
+		tapped = append(tapped, bytes.Clone(b))
+		mu.Unlock()
+	}
+	rtp := append([]byte{0x80, 0}, make([]byte, 20)...)    // RTP, PT 0
+	rtcp := append([]byte{0x80, 200}, make([]byte, 20)...) // RTCP SR
+	stun := append([]byte{0, 1}, make([]byte, 18)...)      // a binding request
+	dtls := append([]byte{22}, make([]byte, 20)...)        // a handshake record
+
+	// read returns the next packet the socket's reader gets past the taps.
+	read := func() ([]byte, netip.AddrPort) {
+		t.Helper()
+		buf := make([]byte, 1500)
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		k, from, err := conn.ReadFromAddrPort(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buf[:k], from
+	}
+	send := func(c *net.UDPConn, b []byte) {
+		t.Helper()
+		if _, err := c.WriteToUDPAddrPort(b, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	untap := n.Tap(caller.LocalAddr().(*net.UDPAddr).AddrPort(), tap)
+	for _, b := range [][]byte{rtp, stun, rtcp, dtls} {
+		send(caller, b)
+	}
+	send(other, rtp) // not the tap's address
+	for _, want := range [][]byte{stun, dtls, rtp} {
+		if got, _ := read(); !bytes.Equal(got, want) {
+			t.Fatalf("read %x, want %x", got, want)
+		}
+	}
+	mu.Lock()
+	if len(tapped) != 2 || !bytes.Equal(tapped[0], rtp) || !bytes.Equal(tapped[1], rtcp) {
+		t.Fatalf("tapped %x, want the caller's RTP and RTCP", tapped)
+	}
+	mu.Unlock()
+
+	untap()
+	send(caller, rtp)
+	if got, _ := read(); !bytes.Equal(got, rtp) {
+		t.Fatalf("after untap: read %x, want the RTP", got)
+	}
+
+	untap = n.Tap(netip.AddrPort{}, tap) // a call's own sockets: any address
+	send(other, rtp)
+	send(other, stun)
+	if got, from := read(); !bytes.Equal(got, stun) || from != other.LocalAddr().(*net.UDPAddr).AddrPort() {
+		t.Fatalf("wildcard: read %x from %s, want the STUN message", got, from)
+	}
+	mu.Lock()
+	if len(tapped) != 3 {
+		t.Fatalf("wildcard: %d packets tapped, want 3", len(tapped))
+	}
+	mu.Unlock()
+	untap()
+}
+
+func listen(t *testing.T) *net.UDPConn {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
