@@ -46,6 +46,9 @@ type RoomsConfig struct {
 	// JitterLimit is the pacing jitter p99 a step must stay under (default
 	// 5 ms).
 	JitterLimit time.Duration
+	// UDPPort, when set, carries every room's media on that one UDP port
+	// (rooms.embedded.udpPort) instead of a port per room.
+	UDPPort int
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -143,6 +146,9 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	}
 	c.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
 	c.Rooms = config.Rooms{MaxRooms: maxN}
+	if cfg.UDPPort != 0 {
+		c.Rooms.Embedded = config.EmbeddedRooms{IPs: []string{"127.0.0.1"}, UDPPort: cfg.UDPPort}
+	}
 	served, stopBox, err := StartBox(ctx, pool, c, "bench-key", box.Options{})
 	if err != nil {
 		return Report{}, nil, err
@@ -209,6 +215,11 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		}
 		largest = n
 	}
+	media := "the box's media on a UDP port per room"
+	if cfg.UDPPort != 0 {
+		media = fmt.Sprintf("the box's media on one UDP port for every room (%d, rooms.embedded.udpPort)", cfg.UDPPort)
+	}
+	rep.Setup = append(rep.Setup, media)
 	rep.Setup = append(rep.Setup, fmt.Sprintf("largest number of concurrent calls with pacing jitter p99 under %s at the callers, no loss and no errors: %d", cfg.JitterLimit, largest),
 		fmt.Sprintf("largest number of concurrent calls with pacing jitter p99 under %s at the box, no loss and no errors (steps until the callers' limit): %d", cfg.JitterLimit, largestBox))
 	return rep, steps, nil

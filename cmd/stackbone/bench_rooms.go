@@ -44,6 +44,7 @@ the private cluster of stackbone dev under --data-dir.`,
 	c.Flags().IntVar(&cfg.Rate, "rate", 40, "calls joined per second")
 	c.Flags().DurationVar(&cfg.Hold, "hold", 10*time.Second, "measurement window, once every call of a step is up")
 	c.Flags().DurationVar(&cfg.JitterLimit, "jitter-limit", 5*time.Millisecond, "pacing jitter p99 a step must stay under")
+	c.Flags().IntVar(&cfg.UDPPort, "udp-port", 0, "carry every room's media on this one UDP port (rooms.embedded.udpPort), as a box behind a firewall does; 0: a port per room")
 	c.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "private cluster location when STACKBONE_DATABASE_URL is unset")
 	return c
 }
