@@ -169,6 +169,9 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		return CallsReport{}, err
 	}
 	defer drop()
+	if err := warmPool(ctx, pool); err != nil {
+		return CallsReport{}, err
+	}
 
 	model := startModel()
 	defer model.Close()

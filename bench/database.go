@@ -83,3 +83,24 @@ func withDatabase(connString, name string) (string, error) {
 	}
 	return connString + " dbname=" + name, nil
 }
+
+// warmPool opens every connection pool may hold before a run measures, as
+// a box that has been taking calls has them open: otherwise the first step
+// under load pays for PostgreSQL starting a backend process per connection
+// (milliseconds of CPU each on both sides) inside its measurement window.
+func warmPool(ctx context.Context, pool *pgxpool.Pool) error {
+	conns := make([]*pgxpool.Conn, 0, pool.Config().MaxConns)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range pool.Config().MaxConns {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("bench: warm the pool: %w", err)
+		}
+		conns = append(conns, c)
+	}
+	return nil
+}

@@ -131,6 +131,9 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		return Report{}, nil, err
 	}
 	defer drop()
+	if err := warmPool(ctx, pool); err != nil {
+		return Report{}, nil, err
+	}
 
 	model := startModel()
 	defer model.Close()
