@@ -26,11 +26,13 @@
 //     address for a box behind a one-to-one NAT (publicIPs) and puts every
 //     room on one UDP port (udpPort). The browser's mDNS host names are
 //     resolved. The peer is built from pion's ICE, DTLS and SRTP packages,
-//     not a PeerConnection: one goroutine per call reads the connection,
-//     hands DTLS to the handshake and decrypts the caller's RTP where it
-//     reads it, and the playout encrypts and sends each packet itself (a
-//     PeerConnection passes each packet through three more goroutines and
-//     its interceptors, as much CPU per call as the rest of the box).
+//     not a PeerConnection: one goroutine per call reads the connection
+//     and hands DTLS to the handshake; once the call is keyed, the socket's
+//     own reader (the ICE agent's, or the shared port's) decrypts the
+//     caller's RTP where it reads it (srtpconn.Net taps); and the playout
+//     encrypts and sends each packet itself (a PeerConnection passes each
+//     packet through three more goroutines and its interceptors, as much
+//     CPU per call as the rest of the box).
 //
 // Like package sip, this package translates audio and reports, nothing
 // more: the browser's decoded audio goes to voice.Call.Hear, the browser

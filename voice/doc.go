@@ -21,7 +21,9 @@
 // Inside a call, caller frames go through voice activity detection and
 // endpointing; each caller turn is a turn object (speech-to-text, the agent
 // streamed sentence by sentence into text-to-speech, the playout paced on
-// the controller's clock, the commit of what the caller heard, and the
+// the controller's clock (by the Manager's shared pacers, package pace:
+// one goroutine per processor plays every call's frames, each call on its
+// own 20 ms schedule), the commit of what the caller heard, and the
 // turn's metrics). The heard transcript holds user text once final and
 // agent text only as far as the playout clock proves it played. While a
 // server tool of the turn runs past the agent's voice.fillerAfter, its

@@ -34,7 +34,7 @@ type Transport interface {
 }
 
 // Talkspurter is a Transport that is told when the agent's speech starts
-// after silence, ahead of the 20 ms schedule (see Call.play): the next
+// after silence, ahead of the 20 ms schedule (see package pace): the next
 // frame begins a talkspurt, which a transport with RTP marks (marker bit)
 // and stamps with the time that really passed since the previous packet,
 // so a receiver sees a new talkspurt and not a packet out of time.
