@@ -274,7 +274,7 @@ func (f *callerFigures) arrivals(arr []roomstest.Arrival, w stepWindow) {
 		}
 		if arr[i].Seq == arr[i-1].Seq+1 {
 			want := time.Duration(arr[i].Timestamp-arr[i-1].Timestamp) * time.Second / roomstest.Rate
-			f.jitter.add(absDur(arr[i].At.Sub(arr[i-1].At)-want), nil)
+			f.jitter.add((arr[i].At.Sub(arr[i-1].At) - want).Abs(), nil)
 		} else if d := arr[i].Seq - arr[i-1].Seq; d > 1 && d < 1000 {
 			f.lost.Add(int64(d - 1))
 		}
@@ -342,7 +342,7 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, base, key string, ca
 					case <-stopTicker:
 						return
 					case now := <-t.C:
-						ticker.add(absDur(now.Sub(last)-20*time.Millisecond), nil)
+						ticker.add((now.Sub(last) - 20*time.Millisecond).Abs(), nil)
 						last = now
 					}
 				}
@@ -509,11 +509,4 @@ func benchCall(ctx context.Context, w stepWindow, base, key string, callers room
 	})
 	f.arrivals(c.Arrivals(), w)
 	return env.Data.CallID, nil
-}
-
-func absDur(d time.Duration) time.Duration {
-	if d < 0 {
-		return -d
-	}
-	return d
 }
