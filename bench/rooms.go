@@ -174,7 +174,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		Setup: []string{
 			fmt.Sprintf("each step: calls join at %d/s, each speaks 1.2 s every 3.5 s and hears the spoken answer (about 1.1 s); scripted model and speech", cfg.Rate),
 			fmt.Sprintf("figures in a window of %s that opens once every call should be up (as bench calls measures SIP), except join and the per-turn overhead (every call and turn)", cfg.Hold),
-			"callers: pion's ICE agent, DTLS and SRTP on one reader goroutine each, no PeerConnection (a third less CPU than one; the same peer on the wire)",
+			"callers: pion's ICE agent, DTLS and SRTP without a PeerConnection (a third less CPU than one; the same peer on the wire), the box's SRTP decrypted where the socket is read, frames sent on shared pacers as the box's are",
 			"join: POST /api/voice/rooms to media connected; jitter: |gap between agent packets - the gap of their RTP timestamps (20 ms within a talkspurt)| at the callers",
 			"box pacing: the same gap where the box hands each packet to the network (as bench calls measures SIP; 100 µs buckets, to the upper edge)",
 			"overhead: wire-to-wire less endpointing and the wait for the first playable audio after the endpoint (controller metrics)",

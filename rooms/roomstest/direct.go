@@ -25,8 +25,9 @@ import (
 // direct is a caller's media without a PeerConnection: pion's ICE agent
 // (controlling, loopback host candidates), a DTLS server (or client, as
 // the answer's setup says) and two SRTP contexts, with one goroutine that
-// reads the ICE connection and hands DTLS records to the handshake and
-// decrypts RTP where it reads it. On the wire it is the same peer as the
+// reads the ICE connection and hands DTLS records to the handshake; once
+// keyed, the socket's reader decrypts the box's SRTP where it reads it
+// (srtpconn.Net taps). On the wire it is the same peer as the
 // PeerConnection one (ICE, DTLS-SRTP, rtcp-mux, PCMU); it skips the
 // PeerConnection's goroutine hops (its socket reader, its DTLS/SRTP
 // demultiplexer, its SRTP session reader, the track reader each pass the
