@@ -27,6 +27,7 @@ require (
 	github.com/pion/rtp v1.10.5
 	github.com/pion/sdp/v3 v3.0.19
 	github.com/pion/srtp/v3 v3.0.13
+	github.com/pion/transport/v4 v4.1.0
 	github.com/pion/webrtc/v4 v4.2.19
 	github.com/pressly/goose/v3 v3.30.0
 	github.com/prometheus/client_golang v1.24.1
@@ -115,7 +116,6 @@ require (
 	github.com/pion/randutil v0.1.0 // indirect
 	github.com/pion/sctp v1.11.1 // indirect
 	github.com/pion/stun/v3 v3.1.7 // indirect
-	github.com/pion/transport/v4 v4.1.0 // indirect
 	github.com/pion/turn/v5 v5.0.13 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.70.1 // indirect

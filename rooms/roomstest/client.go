@@ -30,8 +30,9 @@ import (
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
-	"github.com/stackbone/box/internal/pace"
 	"github.com/zaf/g711"
+
+	"github.com/stackbone/box/internal/pace"
 )
 
 // Rate is the caller's sample rate (PCMU).
