@@ -33,6 +33,8 @@ type Figures struct {
 	P95      time.Duration
 	P99      time.Duration
 	Max      time.Duration
+	// FirstError is the first of the errors, for the report.
+	FirstError string
 }
 
 // Report is the result of one load run.
@@ -58,6 +60,11 @@ func (r Report) Print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t\n", name, f.N, f.Errors, ms(f.P50), ms(f.P95), ms(f.P99), ms(f.Max))
 	}
 	tw.Flush()
+	for _, f := range r.Figures {
+		if f.FirstError != "" {
+			fmt.Fprintf(w, "  %s: first of %d errors: %s\n", f.Name, f.Errors, f.FirstError)
+		}
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -89,6 +96,9 @@ func (r *recorder) figures(name string, baseline bool) Figures {
 	l := slices.Clone(r.lat)
 	slices.Sort(l)
 	f := Figures{Name: name, Baseline: baseline, N: len(l), Errors: r.errors}
+	if r.first != nil {
+		f.FirstError = r.first.Error()
+	}
 	if len(l) == 0 {
 		return f
 	}
