@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,7 +65,7 @@ func runPacers(way string, calls int, window time.Duration) int {
 	end := time.Now().Add(window)
 	if way == "shared" {
 		var sent atomic.Int64
-		g := pace.NewGroup(2, clock.New(), frame, time.Millisecond)
+		g := pace.NewGroup(runtime.GOMAXPROCS(0), clock.New(), frame, time.Millisecond)
 		var wg sync.WaitGroup
 		for range calls {
 			wg.Add(1)

@@ -183,9 +183,10 @@ func (e *embedded) close() error {
 
 // embeddedPeer is one room's WebRTC peer, built from pion's ICE, DTLS and
 // SRTP packages rather than a PeerConnection: one goroutine reads the ICE
-// connection, passes DTLS records to the handshake and decrypts the
-// caller's RTP where it reads it, and the call's playout encrypts and
-// sends each agent packet itself. A PeerConnection passes every received
+// connection and passes DTLS records to the handshake; once keyed, the
+// socket's own reader decrypts the caller's RTP where it reads it (rtpIn,
+// srtpconn.Net taps); and the call's playout encrypts and sends each agent
+// packet itself. A PeerConnection passes every received
 // packet through three more goroutines (its DTLS/SRTP demultiplexer, its
 // SRTP session reader, the track reader) and every sent one through its
 // interceptor chain; on a 2-core machine that plumbing cost as much CPU per

@@ -59,7 +59,8 @@ type Options struct {
 	// own playout does); else each caller has a ticker.
 	Pacers *pace.Group
 	// Direct runs the caller's ICE, DTLS and SRTP without a
-	// PeerConnection, on one reader goroutine (see direct): the same peer
+	// PeerConnection, the box's SRTP decrypted where it is read (see
+	// direct): the same peer
 	// on the wire at a fraction of the CPU, for load runs.
 	Direct bool
 }
