@@ -60,8 +60,8 @@ type Options struct {
 	Pacers *pace.Group
 	// Direct runs the caller's ICE, DTLS and SRTP without a
 	// PeerConnection, the box's SRTP decrypted where it is read (see
-	// direct): the same peer
-	// on the wire at a fraction of the CPU, for load runs.
+	// direct): the same peer on the wire at a fraction of the CPU, for
+	// load runs.
 	Direct bool
 }
 
