@@ -9,6 +9,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/freeport"
 	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/rooms"
 )
@@ -119,7 +120,7 @@ func TestEmbeddedCandidates(t *testing.T) {
 		}
 	}
 
-	port := freePort(t, "udp")
+	port := freeport.Get(t, freeport.UDP)
 	one := answerCandidates(t, newBox(t, config.Rooms{Embedded: config.EmbeddedRooms{IPs: []string{"127.0.0.1"}, UDPPort: port}}))
 	if len(one) == 0 {
 		t.Fatal("udpPort: no candidates")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/freeport"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/rooms/opus"
@@ -49,24 +49,6 @@ func liveKitBinary() (string, error) {
 	return "", errors.New("no LiveKit server binary")
 }
 
-func freePort(t *testing.T, network string) int {
-	t.Helper()
-	if network == "udp" {
-		c, err := net.ListenPacket("udp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).Port
-	}
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startLiveKit runs a LiveKit server of this test on loopback (dev keys
 // devkey/secret) and returns its URL.
 func startLiveKit(t *testing.T) string {
@@ -77,7 +59,7 @@ func startLiveKit(t *testing.T) string {
 			"(scripts/test does) or set STACKBONE_LIVEKIT_SERVER")
 	}
 	dir := t.TempDir()
-	httpPort, udpPort := freePort(t, "tcp"), freePort(t, "udp")
+	httpPort, udpPort := freeport.Get(t, freeport.TCP), freeport.Get(t, freeport.UDP)
 	cfg := fmt.Sprintf(`port: %d
 bind_addresses: ["127.0.0.1"]
 rtc:

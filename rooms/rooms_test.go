@@ -12,6 +12,7 @@ import (
 	"github.com/pion/rtcp"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/freeport"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/rooms"
@@ -97,7 +98,7 @@ func TestDirectCallerEmbedded(t *testing.T) {
 // callers' packets apart by their address.
 func TestDirectCallerEmbeddedOnOnePort(t *testing.T) {
 	t.Parallel()
-	goCallerEmbedded(t, true, config.Rooms{Embedded: config.EmbeddedRooms{IPs: []string{"127.0.0.1"}, UDPPort: freePort(t, "udp")}})
+	goCallerEmbedded(t, true, config.Rooms{Embedded: config.EmbeddedRooms{IPs: []string{"127.0.0.1"}, UDPPort: freeport.Get(t, freeport.UDP)}})
 }
 
 func goCallerEmbedded(t *testing.T, direct bool, cfg config.Rooms) {

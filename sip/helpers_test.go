@@ -23,6 +23,7 @@ import (
 
 	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/freeport"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/postgres/pgtest"
@@ -39,38 +40,6 @@ import (
 func TestMain(m *testing.M) {
 	sip.PrepareLibrary()
 	os.Exit(m.Run())
-}
-
-// freePort returns a port free for UDP and TCP on 127.0.0.1 (and, for
-// baresip, whose TLS listener takes the next port, the next one for TCP).
-func freePort(t testing.TB, pair bool) int {
-	t.Helper()
-	for range 50 {
-		u, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := u.LocalAddr().(*net.UDPAddr).Port
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		if err != nil {
-			u.Close()
-			continue
-		}
-		var l2 net.Listener
-		if pair {
-			if l2, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1)); err != nil {
-				u.Close()
-				l.Close()
-				continue
-			}
-			l2.Close()
-		}
-		u.Close()
-		l.Close()
-		return p
-	}
-	t.Fatal("no free port")
-	return 0
 }
 
 func rms(pcm []int16) float64 {
@@ -112,7 +81,7 @@ func newPeer(t testing.TB, serve func(d *diago.DialogServerSession)) *peer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t, false)
+	port := freeport.Get(t, freeport.UDP, freeport.TCP)
 	log := pgtest.Logger(t).With("side", "peer")
 	dg := diago.NewDiago(ua, diago.WithLogger(log),
 		diago.WithTransport(diago.Transport{Transport: "udp", BindHost: "127.0.0.1", BindPort: port}),

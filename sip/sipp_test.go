@@ -17,6 +17,7 @@ import (
 
 	"github.com/zaf/g711"
 
+	"github.com/stackbone/box/internal/freeport"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/voice"
@@ -46,7 +47,7 @@ func sipp(t *testing.T, addr, scenario, transport string, vars map[string]string
 	}
 	dir := t.TempDir()
 	args := []string{"-sf", sf, "-m", "1", "-l", "1", "-s", "100", "-t", mode,
-		"-i", "127.0.0.1", "-p", strconv.Itoa(freePort(t, false)), "-mp", strconv.Itoa(freePort(t, false)),
+		"-i", "127.0.0.1", "-p", strconv.Itoa(freeport.Get(t, freeport.UDP, freeport.TCP)), "-mp", strconv.Itoa(freeport.Get(t, freeport.UDP, freeport.TCP)),
 		"-timeout", "40s", "-timeout_error", "-recv_timeout", "15s", "-nostdin", "-trace_err"}
 	for k, v := range vars {
 		if k == "talk" { // the pause between ACK and BYE, ms

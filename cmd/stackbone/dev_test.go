@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stackbone/box/internal/freeport"
 	"github.com/stackbone/box/internal/lockedbuf"
 	"github.com/stackbone/box/postgres/pgcluster"
 )
@@ -154,12 +156,7 @@ func TestDevStartsServesAndStopsCleanly(t *testing.T) {
 }
 
 func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(freeport.Get(t, freeport.TCP)))
 }
 
 // filteredEnv drops settings that would point the box elsewhere.

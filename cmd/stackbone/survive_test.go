@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/internal/freeport"
 	"github.com/stackbone/box/internal/lockedbuf"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/postgres/pgtest"
@@ -241,21 +242,7 @@ func startBoxAt(t *testing.T, bin, cfgPath, providerURL, sipAddr string) *runnin
 
 func freeUDPAddr(t *testing.T) string {
 	t.Helper()
-	for range 20 {
-		u, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := u.LocalAddr().String()
-		l, err := net.Listen("tcp", addr)
-		u.Close()
-		if err == nil {
-			l.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free port")
-	return ""
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(freeport.Get(t, freeport.UDP, freeport.TCP)))
 }
 
 // The series operators watch move with the work: scraped from a running

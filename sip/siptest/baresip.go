@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackbone/box/internal/freeport"
 	"github.com/stackbone/box/internal/lockedbuf"
 	"github.com/stackbone/box/internal/poll"
 )
@@ -80,7 +80,7 @@ func StartBaresip(t testing.TB, user, mic, dial string) *Baresip {
 	if err := os.MkdirAll(snd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	port := freeUDPPort(t)
+	port := freeport.Get(t, freeport.UDP, freeport.TCP, freeport.NextTCP)
 	conf := strings.Join([]string{
 		"poll_method epoll",
 		"sip_listen 127.0.0.1:" + strconv.Itoa(port),
@@ -198,33 +198,4 @@ func WAVSamples(b []byte) ([]int16, error) {
 		i += size + size%2
 	}
 	return nil, errors.New("siptest: no data chunk")
-}
-
-// freeUDPPort is a port on 127.0.0.1 that was free a moment ago for UDP
-// and TCP both, with the next port free for TCP (baresip listens on UDP
-// and TCP, and SIP/TLS on the port after).
-func freeUDPPort(t testing.TB) int {
-	t.Helper()
-	for range 50 {
-		u, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := u.LocalAddr().(*net.UDPAddr).Port
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			u.Close()
-			continue
-		}
-		tls, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1))
-		u.Close()
-		l.Close()
-		if err != nil {
-			continue
-		}
-		tls.Close()
-		return port
-	}
-	t.Fatal("siptest: no free port for UDP and TCP")
-	return 0
 }
