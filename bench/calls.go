@@ -90,6 +90,8 @@ type CallStep struct {
 	// MemPerCall is the growth of the process's resident memory from the
 	// step's start to the window's end, per call (bytes).
 	MemPerCall int64
+	// CPU is the window's CPU by who spent it, in cores.
+	CPU cpuShares
 	// Turns completed with metrics, and the box's own share of each turn's
 	// wire-to-wire time (minus the endpointing silence and the wait for
 	// the first playable audio after the endpoint: see boxShare).
@@ -134,6 +136,13 @@ func (r CallsReport) Print(w io.Writer) {
 			s.Packets, s.Lost, s.Dropped, s.Turns, ms(s.Overhead.P50), ms(s.Overhead.P95), 100*s.CPUPerCall, s.MemPerCall/1024)
 	}
 	tw.Flush()
+	for _, s := range r.Steps {
+		hog := ""
+		if s.Hog {
+			hog = " with the hog"
+		}
+		fmt.Fprintf(w, "%d calls%s, the machine's CPU in the window, of one core: %s\n", s.Calls, hog, s.CPU)
+	}
 	fmt.Fprintf(w, "largest step with pacing jitter p99 < 5 ms, no loss: %d calls\n", r.Largest())
 }
 
@@ -222,6 +231,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	}}
 	rep.Setup = append(rep.Setup, "each step runs twice: alone, then with a CPU hog beside the box (a shell busy loop, one core at most)",
 		"cpu %/call: process CPU (box and generator) per call in the window, % of one core; KB/call: resident memory growth per call",
+		"the machine's CPU in the window: this process, the PostgreSQL backends of the run's database, and everything else the machine's processors ran (other processes, the hog, the kernel's own work), from /proc",
 		"in a --cpuprofile the generator's goroutines carry the label side=generator and the scripted model's side=model")
 	number := 0
 	for _, n := range cfg.Steps {
@@ -235,13 +245,13 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			}
 			before, since, rssBefore := srv.Stats(), time.Now(), residentBytes()
 			var w0, w1 sip.Stats
-			var cpu0, cpu1 time.Duration
+			var cpu0, cpu1 cpuReading
 			var rss1 int64
 			step, err := gen.step(ctx, srv.Addr(), n, &number, cfg.Rate, cfg.Hold, func(end bool) {
 				if end {
-					w1, cpu1, rss1 = srv.Stats(), processCPU(), residentBytes()
+					w1, cpu1, rss1 = srv.Stats(), readCPU(ctx, pool), residentBytes()
 				} else {
-					w0, cpu0 = srv.Stats(), processCPU()
+					w0, cpu0 = srv.Stats(), readCPU(ctx, pool)
 				}
 			})
 			stopHog()
@@ -254,8 +264,8 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			set := w1.Sub(before)
 			step.BoxSetup = Figures{Name: "box setup", P50: set.SetupTime(50), P95: set.SetupTime(95), P99: set.SetupTime(99), Max: set.SetupTime(100)}
 			if step.Established > 0 {
-				step.CPUPerCall = cpu1.Seconds() - cpu0.Seconds()
-				step.CPUPerCall /= cfg.Hold.Seconds() * float64(step.Established)
+				step.CPU = cpu1.sharesSince(cpu0, cfg.Hold)
+				step.CPUPerCall = step.CPU.Process / float64(step.Established)
 				step.MemPerCall = (rss1 - rssBefore) / int64(step.Established)
 			}
 			// Wait for the calls' completions (memory saves) before the next step.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5/pgxpool"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/box"
@@ -88,6 +89,8 @@ type RoomsStep struct {
 	// of its resident memory per call (bytes).
 	CPUPerCall float64
 	MemPerCall int64
+	// CPU is the window's CPU by who spent it, in cores.
+	CPU cpuShares
 	// Bare is the in-run baseline: the same callers against bare
 	// peers (barePeers) right after the box's step.
 	Bare BareStep
@@ -100,6 +103,7 @@ type BareStep struct {
 	Packets, Lost        int64
 	CPUPerCall           float64
 	MemPerCall           int64
+	CPU                  cpuShares
 }
 
 // Rooms measures concurrent browser calls on the embedded WebRTC peer with
@@ -179,6 +183,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 			"box pacing: the same gap where the box hands each packet to the network (as bench calls measures SIP; 100 µs buckets, to the upper edge)",
 			"overhead: wire-to-wire less endpointing and the wait for the first playable audio after the endpoint (controller metrics)",
 			"cpu %/call: process CPU (box, callers, scripted model) per call in the window, % of one core; KB/call: resident memory growth per call from the step's start",
+			"the machine's CPU in the window: this process, the PostgreSQL backends of the run's database, and everything else the machine's processors ran (other processes, the kernel's own work), from /proc",
 			"in a --cpuprofile the callers' goroutines carry the label side=generator, the bare PeerConnections' side=bare and the scripted model's side=model",
 			"runnable wait: how long goroutines waited to run (runtime/metrics /sched/latencies, sampled; percentiles to the bucket's upper edge)",
 			"bare PeerConnection (baseline, right after each step): the same callers against pion PeerConnections (PCMU, RTCP reports, as the box's peer was built before it ran on pion's ICE/DTLS/SRTP packages), each sending a paced 20 ms PCMU stream and decoding the caller's, nothing of the box between",
@@ -189,11 +194,11 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	boxFailed := false // a step failed by the box's figure: largestBox stays
 	for _, n := range cfg.Steps {
 		cfg.Logger.Info("rooms step", "calls", n)
-		st, err := roomsStep(ctx, n, cfg, base, key, callers, rms, calls)
+		st, err := roomsStep(ctx, n, cfg, pool, base, key, callers, rms, calls)
 		if err != nil {
 			return Report{}, nil, err
 		}
-		st.Bare = bareStep(ctx, n, cfg, bare, callers)
+		st.Bare = bareStep(ctx, n, cfg, pool, bare, callers)
 		steps = append(steps, st)
 		label := fmt.Sprintf("%d calls: ", n)
 		st.Join.Name, st.Jitter.Name, st.Overhead.Name, st.WireToWire.Name = label+"join", label+"agent audio pacing jitter",
@@ -206,7 +211,8 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		rep.Figures = append(rep.Figures, st.Ticker, st.Bare.Jitter, st.Bare.Pacing, st.Runnable, st.Jitter, st.BoxPacing, st.Join, st.Overhead, st.WireToWire)
 		rep.Setup = append(rep.Setup, fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d; goroutines once its calls ended: %d; bare PeerConnection: %d packets, %d lost, %d errors, cpu %%/call %.2f, KB/call %d",
 			n, st.Packets, st.Lost, 100*st.CPUPerCall, st.MemPerCall/1024, runtime.NumGoroutine(),
-			st.Bare.Packets, st.Bare.Lost, st.Bare.Join.Errors, 100*st.Bare.CPUPerCall, st.Bare.MemPerCall/1024))
+			st.Bare.Packets, st.Bare.Lost, st.Bare.Join.Errors, 100*st.Bare.CPUPerCall, st.Bare.MemPerCall/1024),
+			fmt.Sprintf("%d calls, the machine's CPU in the window, of one core: box %s; bare PeerConnection %s", n, st.CPU, st.Bare.CPU))
 		clean := st.Join.Errors == 0 && st.Jitter.N > 0 && st.Overhead.Errors == 0 && st.Lost == 0
 		boxFailed = boxFailed || !clean || st.BoxPacing.N == 0 || st.BoxPacing.P99 >= cfg.JitterLimit
 		if !boxFailed {
@@ -318,7 +324,7 @@ func speak(ctx context.Context, c *roomstest.Client, w stepWindow, heard func(sp
 }
 
 // roomsStep runs n calls on the box and collects their figures.
-func roomsStep(ctx context.Context, n int, cfg RoomsConfig, base, key string, callers roomstest.Options, rms *rooms.Service, calls *voice.Manager) (RoomsStep, error) {
+func roomsStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, base, key string, callers roomstest.Options, rms *rooms.Service, calls *voice.Manager) (RoomsStep, error) {
 	var f callerFigures
 	var ticker, overhead recorder
 	var waits0 schedWaits
@@ -329,7 +335,7 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, base, key string, ca
 	var callIDs []string
 	stopTicker := make(chan struct{})
 	tickDone := make(chan struct{})
-	load := runCallers(ctx, n, cfg, &f.join, func(end bool) {
+	load := runCallers(ctx, n, cfg, pool, &f.join, func(end bool) {
 		if !end {
 			waits0, pacing0 = readSchedWaits(), rms.Pacing()
 			go func() { // the baseline, through the window
@@ -393,16 +399,16 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, base, key string, ca
 	}
 	st.Join, st.Jitter, st.Ticker = f.join.figures("join", false), f.jitter.figures("jitter", false), ticker.figures("ticker", true)
 	st.Overhead, st.WireToWire, st.Runnable = overhead.figures("overhead", false), f.w2w.figures("w2w", false), runnable
-	st.Packets, st.Lost, st.CPUPerCall, st.MemPerCall = f.packets.Load(), f.lost.Load(), load.cpuPerCall, load.memPerCall
+	st.Packets, st.Lost, st.CPUPerCall, st.MemPerCall, st.CPU = f.packets.Load(), f.lost.Load(), load.cpuPerCall, load.memPerCall, load.shares
 	return st, nil
 }
 
 // bareStep runs the same n callers against the bare PeerConnections.
-func bareStep(ctx context.Context, n int, cfg RoomsConfig, b *barePeers, callers roomstest.Options) BareStep {
+func bareStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, b *barePeers, callers roomstest.Options) BareStep {
 	var f callerFigures
 	var pacing0 voice.PacingCounts
 	var st BareStep
-	load := runCallers(ctx, n, cfg, &f.join, func(end bool) {
+	load := runCallers(ctx, n, cfg, pool, &f.join, func(end bool) {
 		if !end {
 			pacing0 = b.pacing.Counts()
 			return
@@ -413,42 +419,44 @@ func bareStep(ctx context.Context, n int, cfg RoomsConfig, b *barePeers, callers
 	})
 	b.settle(ctx)
 	st.Join, st.Jitter, st.Packets, st.Lost = f.join.figures("join", true), f.jitter.figures("jitter", true), f.packets.Load(), f.lost.Load()
-	st.CPUPerCall, st.MemPerCall = load.cpuPerCall, load.memPerCall
+	st.CPUPerCall, st.MemPerCall, st.CPU = load.cpuPerCall, load.memPerCall, load.shares
 	return st
 }
 
 // stepLoad is what a step's calls cost the process in the window: CPU time
 // (box or bare peers, callers, scripted model) per call and second as a
-// fraction of one core, and resident memory growth per call from the
-// step's start.
+// fraction of one core, resident memory growth per call from the step's
+// start, and the window's CPU by who spent it.
 type stepLoad struct {
 	cpuPerCall float64
 	memPerCall int64
+	shares     cpuShares
 }
 
 // runCallers starts n calls at cfg.Rate a second, each in a goroutine
 // labelled side=generator for a CPU profile, and holds them through the
 // window; mark runs as the window opens (false) and as it closes (true),
 // before the callers hang up. A call's error counts in join.
-func runCallers(ctx context.Context, n int, cfg RoomsConfig, join *recorder, mark func(end bool), call func(context.Context, stepWindow) error) stepLoad {
+func runCallers(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, join *recorder, mark func(end bool), call func(context.Context, stepWindow) error) stepLoad {
 	start, rss0 := time.Now(), residentBytes()
 	ramp := time.Duration(n) * time.Second / time.Duration(cfg.Rate)
 	w := stepWindow{from: start.Add(ramp + time.Second), stop: make(chan struct{})}
 	w.to = w.from.Add(cfg.Hold)
 	var load stepLoad
-	var cpu0 time.Duration
+	var cpu0 cpuReading
 	var marks sync.WaitGroup
 	marks.Add(2)
 	time.AfterFunc(time.Until(w.from), func() {
 		defer marks.Done()
-		cpu0 = processCPU()
+		cpu0 = readCPU(ctx, pool)
 		mark(false)
 	})
 	time.AfterFunc(time.Until(w.to), func() {
 		defer marks.Done()
-		cpu, rss := processCPU(), residentBytes()
+		cpu, rss := readCPU(ctx, pool), residentBytes()
 		mark(true)
-		load = stepLoad{cpuPerCall: (cpu - cpu0).Seconds() / cfg.Hold.Seconds() / float64(n), memPerCall: (rss - rss0) / int64(n)}
+		shares := cpu.sharesSince(cpu0, cfg.Hold)
+		load = stepLoad{cpuPerCall: shares.Process / float64(n), memPerCall: (rss - rss0) / int64(n), shares: shares}
 		close(w.stop)
 	})
 	var wg sync.WaitGroup
