@@ -329,18 +329,29 @@ func Resample(in []int16, from, to int) []int16 {
 
 // encodeWAV wraps 16-bit mono PCM in a WAV container.
 func encodeWAV(pcm []int16, rate int) []byte {
-	var b bytes.Buffer
+	// One allocation of the exact size, the header and samples put in
+	// place (binary.Write would copy the samples through reflection into
+	// a buffer that grows by doubling: three times the bytes, per
+	// utterance).
 	data := len(pcm) * 2
-	b.WriteString("RIFF")
-	binary.Write(&b, binary.LittleEndian, uint32(36+data))
-	b.WriteString("WAVEfmt ")
-	for _, v := range []any{uint32(16), uint16(1), uint16(1), uint32(rate), uint32(rate * 2), uint16(2), uint16(16)} {
-		binary.Write(&b, binary.LittleEndian, v)
+	b := make([]byte, 44+data)
+	le := binary.LittleEndian
+	copy(b[0:], "RIFF")
+	le.PutUint32(b[4:], uint32(36+data))
+	copy(b[8:], "WAVEfmt ")
+	le.PutUint32(b[16:], 16)             // fmt chunk size
+	le.PutUint16(b[20:], 1)              // PCM
+	le.PutUint16(b[22:], 1)              // mono
+	le.PutUint32(b[24:], uint32(rate))   // sample rate
+	le.PutUint32(b[28:], uint32(rate*2)) // byte rate
+	le.PutUint16(b[32:], 2)              // block align
+	le.PutUint16(b[34:], 16)             // bits per sample
+	copy(b[36:], "data")
+	le.PutUint32(b[40:], uint32(data))
+	for i, v := range pcm {
+		le.PutUint16(b[44+2*i:], uint16(v))
 	}
-	b.WriteString("data")
-	binary.Write(&b, binary.LittleEndian, uint32(data))
-	binary.Write(&b, binary.LittleEndian, pcm)
-	return b.Bytes()
+	return b
 }
 
 // sentenceSplitter splits streamed text into sentences as they complete, so each
