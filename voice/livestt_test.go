@@ -240,6 +240,16 @@ func TestLiveTwoUtterancesOnOneStream(t *testing.T) {
 	noStreamGoroutines(t)
 }
 
+// liveSession is the scripted provider's n-th live session, once its
+// handler has taken it (which may come after the client's dial returned).
+func liveSession(srv *providertest.Server, n int) (providertest.LiveSession, bool) {
+	ss := srv.LiveSessions()
+	if len(ss) <= n {
+		return providertest.LiveSession{}, false
+	}
+	return ss[n], true
+}
+
 // A consumer that reads nothing while the caller speaks loses interims
 // (each later one carries the whole text), never a final: Finalize does
 // not wait on it either.
@@ -253,7 +263,10 @@ func TestLiveConsumerBehindKeepsFinals(t *testing.T) {
 			n := len(srv.LiveSessions())
 			ts := listen(t, c, 8000)
 			speak(t, ts, 3000, 8000)
-			poll.Until(t, "the interims to be sent", 10*time.Second, func() bool { return len(srv.LiveSessions()[n].Interims) >= 140 })
+			poll.Until(t, "the interims to be sent", 10*time.Second, func() bool {
+				s, ok := liveSession(srv, n)
+				return ok && len(s.Interims) >= 140
+			})
 			_ = ts.Finalize()
 			_ = ts.Finalize() // nothing new: "" at once
 			speak(t, ts, 300, 8000)
@@ -552,7 +565,8 @@ func TestLiveKeepAliveAndQuietClose(t *testing.T) {
 			poll.Until(t, "two keep-alives", 10*time.Second, func() bool { return ts.(*liveStream).keepAlives.Load() >= 2 })
 			if name == "deepgram" {
 				poll.Until(t, "the provider to get two KeepAlive messages", 10*time.Second, func() bool {
-					return strings.Count(strings.Join(srv.LiveSessions()[n].Messages, "\n"), `{"type":"KeepAlive"}`) >= 2
+					s, ok := liveSession(srv, n)
+					return ok && strings.Count(strings.Join(s.Messages, "\n"), `{"type":"KeepAlive"}`) >= 2
 				})
 			}
 			// Still healthy: an utterance after the idle time is
