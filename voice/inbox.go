@@ -2,7 +2,6 @@ package voice
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +32,7 @@ type inbox struct {
 	rest []int16
 
 	frames   chan []int16
+	spare    chan []int16 // frames the listener is done with, for hear to fill again
 	lastRx   atomic.Int64 // clock unix nanos of the last caller audio (or the start)
 	held     atomic.Bool
 	received atomic.Int64 // caller frames heard
@@ -45,7 +45,7 @@ type inbox struct {
 
 func newInbox(clk Clock, rate int, timeout time.Duration) *inbox {
 	b := &inbox{clock: clk, samples: rate * int(FrameDuration/time.Millisecond) / 1000, timeout: timeout,
-		frames: make(chan []int16, inboxFrames)}
+		frames: make(chan []int16, inboxFrames), spare: make(chan []int16, inboxSpare)}
 	b.touch()
 	return b
 }
@@ -59,22 +59,50 @@ func (b *inbox) hear(pcm []int16) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	// Each frame is a new slice the listener owns; a piece shorter than a
-	// frame waits in rest (whose buffer is kept) for the next.
+	// Each frame is a slice the listener owns until it gives it back
+	// (recycle); a piece shorter than a frame waits in rest (whose buffer
+	// is kept) for the next.
 	if len(b.rest) > 0 {
 		n := min(b.samples-len(b.rest), len(pcm))
 		b.rest, pcm = append(b.rest, pcm[:n]...), pcm[n:]
 		if len(b.rest) < b.samples {
 			return
 		}
-		b.send(slices.Clone(b.rest))
+		b.send(append(b.frame(), b.rest...))
 		b.rest = b.rest[:0]
 	}
 	for len(pcm) >= b.samples {
-		b.send(slices.Clone(pcm[:b.samples]))
+		b.send(append(b.frame(), pcm[:b.samples]...))
 		pcm = pcm[b.samples:]
 	}
 	b.rest = append(b.rest, pcm...)
+}
+
+// inboxSpare is how many frames the listener's given-back frames may
+// number: a frame is filled, queued, read and given back within a frame's
+// time unless the listener lags.
+const inboxSpare = 4
+
+// frame is an empty frame to fill: a given-back one, else a new one.
+func (b *inbox) frame() []int16 {
+	select {
+	case f := <-b.spare:
+		return f[:0]
+	default:
+		return make([]int16, 0, b.samples)
+	}
+}
+
+// recycle gives back a frame read returned once nothing holds it any more
+// (the VAD copies what it keeps).
+func (b *inbox) recycle(f []int16) {
+	if cap(f) < b.samples {
+		return
+	}
+	select {
+	case b.spare <- f:
+	default:
+	}
 }
 
 // send queues a frame for the listener, dropping the oldest when it lags
@@ -87,8 +115,9 @@ func (b *inbox) send(f []int16) {
 			return
 		default:
 			select {
-			case <-b.frames:
+			case old := <-b.frames:
 				b.dropped.Add(1)
+				b.recycle(old)
 			default:
 			}
 		}
@@ -138,7 +167,9 @@ func (b *inbox) read(ctx context.Context, wake <-chan struct{}) ([]int16, error)
 				b.due = now
 			}
 			b.due = b.due.Add(FrameDuration)
-			return make([]int16, b.samples), nil
+			f := b.frame()[:b.samples]
+			clear(f)
+			return f, nil
 		}
 		if b.timer == nil {
 			b.timer = b.clock.Timer(wait)

@@ -203,8 +203,15 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			return false
 		}
 	}
+	var frame []int16
 	for {
-		frame, err := c.inbox.read(ctx, wake)
+		// The last frame is done with: the VAD copied what it keeps, the
+		// live transcription encoded what it sent.
+		if frame != nil {
+			c.inbox.recycle(frame)
+		}
+		var err error
+		frame, err = c.inbox.read(ctx, wake)
 		if err != nil {
 			if errors.Is(err, ErrMediaTimeout) {
 				c.End(OutcomeMediaTimeout, "")

@@ -37,7 +37,8 @@ type StreamingTranscriber interface {
 type TranscriptStream interface {
 	// Send passes caller audio in order as it arrives. It does not wait on
 	// the network: a stream that cannot keep up fails (an Err event)
-	// rather than hold the media path.
+	// rather than hold the media path. pcm is the controller's again once
+	// Send returns (it reuses the frame): a stream copies what it keeps.
 	Send(pcm []int16) error
 	// Finalize asks for the final transcript of the audio sent since the
 	// previous final: the controller's endpointing decided the caller

@@ -52,6 +52,7 @@ type vad struct {
 	speechN  int // voiced frames of the current utterance
 	buf      [][]int16
 	pre      [][]int16 // frames before speech started, kept for onset
+	free     [][]int16 // frames let go of, reused for the next ones kept
 	last     float64   // level of the last frame, dBFS
 	levels   []float64 // ring of recent frame levels
 	next     int
@@ -132,7 +133,7 @@ func (v *vad) Process(pcm []int16) vadEvent {
 	if !v.speaking {
 		if voiced {
 			v.voiced++
-			v.pre = append(v.pre, slices.Clone(pcm))
+			v.pre = append(v.pre, v.keep(pcm))
 			if v.voiced >= v.cfg.StartFrames {
 				v.speaking, v.unvoiced, v.speechN = true, 0, v.voiced
 				v.buf = append(v.buf[:0], v.pre...)
@@ -141,11 +142,11 @@ func (v *vad) Process(pcm []int16) vadEvent {
 			}
 		} else {
 			v.voiced = 0
-			v.pre = v.pre[:0]
+			v.pre = v.release(v.pre)
 		}
 		return vadNone
 	}
-	v.buf = append(v.buf, slices.Clone(pcm))
+	v.buf = append(v.buf, v.keep(pcm))
 	if voiced {
 		v.unvoiced = 0
 		v.speechN++
@@ -157,7 +158,7 @@ func (v *vad) Process(pcm []int16) vadEvent {
 	}
 	v.speaking, v.voiced = false, 0
 	if v.speechN < v.cfg.MinSpeechFrames {
-		v.buf = v.buf[:0]
+		v.buf = v.release(v.buf)
 		return vadDiscard
 	}
 	return vadSpeechEnd
@@ -170,7 +171,7 @@ func (v *vad) Process(pcm []int16) vadEvent {
 func (v *vad) Cut() (pcm []int16, ok bool) {
 	v.speaking, v.voiced = false, 0
 	if v.speechN < v.cfg.MinSpeechFrames {
-		v.buf = v.buf[:0]
+		v.buf = v.release(v.buf)
 		return nil, false
 	}
 	return v.Utterance(), true
@@ -191,6 +192,36 @@ func (v *vad) Snapshot() []int16 {
 	return out
 }
 
+// vadFreeFrames is how many let-go frames the VAD keeps for reuse (a
+// second of audio): enough for most utterances to take no new memory.
+const vadFreeFrames = 50
+
+// keep is a copy of pcm for the VAD to hold, in a frame it let go of
+// when it has one: the caller's frame is the caller's to reuse.
+func (v *vad) keep(pcm []int16) []int16 {
+	if n := len(v.free); n > 0 {
+		f := v.free[n-1]
+		v.free[n-1] = nil
+		v.free = v.free[:n-1]
+		if cap(f) >= len(pcm) {
+			return append(f[:0], pcm...)
+		}
+	}
+	return slices.Clone(pcm)
+}
+
+// release lets go of frames (up to vadFreeFrames kept for reuse) and
+// returns the emptied slice.
+func (v *vad) release(frames [][]int16) [][]int16 {
+	for i, f := range frames {
+		if len(v.free) < vadFreeFrames {
+			v.free = append(v.free, f)
+		}
+		frames[i] = nil
+	}
+	return frames[:0]
+}
+
 // Silent is how many unvoiced frames in a row the utterance in progress
 // ends with.
 func (v *vad) Silent() int { return v.unvoiced }
@@ -206,6 +237,6 @@ func (v *vad) Speaking() (bool, int) { return v.speaking, v.speechN }
 // silence trimmed to 200 ms.
 func (v *vad) Utterance() []int16 {
 	out := v.Snapshot()
-	v.buf = v.buf[:0]
+	v.buf = v.release(v.buf)
 	return out
 }

@@ -84,3 +84,36 @@ func TestVADFloorIsTenthPercentileOfWindow(t *testing.T) {
 		}
 	}
 }
+
+// The frames the VAD holds are its own copies (the caller reuses its
+// frame), in frames it let go of after an utterance: a second utterance
+// comes out exactly as heard, whatever the caller did to its frames after.
+func TestVADKeepsCopiesInReusedFrames(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	v := newVAD(VADConfig{})
+	for _, f := range frames(tone(50, 300, 2000, 8000, rng, 200), 160) {
+		v.Process(f)
+	}
+	utter := func(freq float64) (heard, got []int16) {
+		pcm := append(tone(freq, 12000, 800, 8000, rng, 200), tone(50, 300, 1500, 8000, rng, 200)...)
+		frame := make([]int16, 160) // one frame, reused as a transport does
+		for _, f := range frames(pcm, 160) {
+			copy(frame, f)
+			if v.Process(frame) == vadSpeechEnd {
+				return pcm, v.Utterance()
+			}
+			clear(frame)
+		}
+		t.Fatal("no end of utterance")
+		return nil, nil
+	}
+	for i, freq := range []float64{300, 440} {
+		heard, got := utter(freq)
+		if len(got) < 160*30 || !slices.Equal(got, heard[:len(got)]) {
+			t.Fatalf("utterance %d: %d samples, not the audio heard", i, len(got))
+		}
+		if len(v.free) == 0 {
+			t.Fatalf("utterance %d: no frames kept for reuse", i)
+		}
+	}
+}
