@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -31,6 +32,14 @@ var (
 
 const first = 10000
 
+// given are the ports this process handed out: two tests of one package
+// asking at once never get the same port (tests of other packages pick
+// at random among some 20,000).
+var (
+	mu    sync.Mutex
+	given = map[int]bool{}
+)
+
 // Get returns a port on 127.0.0.1 below the ephemeral range where every one
 // of binds succeeded (UDP alone when none is given).
 func Get(tb testing.TB, binds ...Bind) int {
@@ -44,9 +53,12 @@ func Get(tb testing.TB, binds ...Bind) int {
 	}
 	span := low - first - 1 // leave room for an offset of 1
 	start := rand.IntN(span)
+	mu.Lock()
+	defer mu.Unlock()
 	for i := range span {
 		port := first + (start+i)%span
-		if takes(port, binds) {
+		if !given[port] && !given[port+1] && takes(port, binds) {
+			given[port], given[port+1] = true, true
 			return port
 		}
 	}

@@ -37,3 +37,16 @@ func TestGetSkipsATakenPort(t *testing.T) {
 		t.Fatalf("port %d taken, yet takes said free", p)
 	}
 }
+
+// A port handed out is not handed out again by this process, nor its
+// neighbour (a NextTCP of the one before).
+func TestGetNeverRepeats(t *testing.T) {
+	seen := map[int]bool{}
+	for range 300 {
+		p := Get(t, UDP)
+		if seen[p] || seen[p-1] || seen[p+1] {
+			t.Fatalf("port %d handed out again (or next to one that was)", p)
+		}
+		seen[p] = true
+	}
+}
