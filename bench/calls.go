@@ -55,6 +55,9 @@ type CallsConfig struct {
 	// transcription stream per call, over the scripted provider's
 	// WebSocket endpoints).
 	STT string
+	// Scheduling is the box's media.scheduling ("realtime" as the shipped
+	// configurations, or "normal"; empty: normal).
+	Scheduling string
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -202,6 +205,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	}
 	c.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
 	c.Memory.Model = "openai/extractor"
+	c.Media.Scheduling = cfg.Scheduling
 	c.SIP = config.SIP{Addr: "127.0.0.1:0", MaxCalls: slices.Max(cfg.Steps) + 10,
 		Trunks: config.Trunks{Inbound: []config.InboundTrunk{{Name: "bench", Sources: []string{"127.0.0.1"},
 			Routes: []config.Route{{Number: "*", Agent: "receptionist"}}}}}}
@@ -229,6 +233,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		"speech-to-text: " + stt + map[string]string{"http": " (a transcription request per utterance)",
 			"realtime": " (a live OpenAI Realtime transcription session per call)", "deepgram": " (a live Deepgram-compatible stream per call)"}[stt],
 	}}
+	rep.Setup = append(rep.Setup, schedulingNote(c.Media))
 	rep.Setup = append(rep.Setup, "each step runs twice: alone, then with a CPU hog beside the box (a shell busy loop, one core at most)",
 		"cpu %/call: process CPU (box and generator) per call in the window, % of one core; KB/call: resident memory growth per call",
 		"the machine's CPU in the window: this process, the PostgreSQL backends of the run's database, and everything else the machine's processors ran (other processes, the hog, the kernel's own work), from /proc",

@@ -21,6 +21,7 @@ import (
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/pace"
+	"github.com/stackbone/box/internal/realtime"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/rooms/roomstest"
@@ -50,6 +51,10 @@ type RoomsConfig struct {
 	// UDPPort, when set, carries every room's media on that one UDP port
 	// (rooms.embedded.udpPort) instead of a port per room.
 	UDPPort int
+	// Scheduling is the box's media.scheduling ("realtime" as the shipped
+	// configurations, or "normal"; empty: normal); the bare PeerConnection
+	// baseline runs with the same.
+	Scheduling string
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -153,6 +158,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	}
 	c.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
 	c.Rooms = config.Rooms{MaxRooms: maxN}
+	c.Media.Scheduling = cfg.Scheduling
 	if cfg.UDPPort != 0 {
 		c.Rooms.Embedded = config.EmbeddedRooms{IPs: []string{"127.0.0.1"}, UDPPort: cfg.UDPPort}
 	}
@@ -228,7 +234,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	if cfg.UDPPort != 0 {
 		media = fmt.Sprintf("the box's media on one UDP port for every room (%d, rooms.embedded.udpPort)", cfg.UDPPort)
 	}
-	rep.Setup = append(rep.Setup, media)
+	rep.Setup = append(rep.Setup, media, schedulingNote(c.Media)+"; the bare PeerConnection baseline runs the same")
 	rep.Setup = append(rep.Setup, fmt.Sprintf("largest number of concurrent calls with pacing jitter p99 under %s at the callers, no loss and no errors: %d", cfg.JitterLimit, largest),
 		fmt.Sprintf("largest number of concurrent calls with pacing jitter p99 under %s at the box, no loss and no errors (steps until the callers' limit): %d", cfg.JitterLimit, largestBox))
 	return rep, steps, nil
@@ -410,6 +416,11 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, 
 
 // bareStep runs the same n callers against the bare PeerConnections.
 func bareStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, b *barePeers, callers roomstest.Options) BareStep {
+	if (config.Media{Scheduling: cfg.Scheduling}).Realtime() {
+		if release, err := realtime.Hold(); err == nil { // as the box holds it while its calls are in progress
+			defer release()
+		}
+	}
 	var f callerFigures
 	var pacing0 voice.PacingCounts
 	var st BareStep

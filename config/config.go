@@ -58,6 +58,8 @@ type Config struct {
 	SIP SIP `yaml:"sip"`
 	// Rooms holds browser test calls: LiveKit or the embedded WebRTC peer.
 	Rooms Rooms `yaml:"rooms"`
+	// Media says how the box runs its calls' audio.
+	Media Media `yaml:"media"`
 	// Shutdown says how the box stops.
 	Shutdown Shutdown `yaml:"shutdown"`
 	// Telemetry says where traces go.
@@ -72,6 +74,28 @@ type Telemetry struct {
 	// tracing.
 	OTLPEndpoint string `yaml:"otlpEndpoint"`
 }
+
+// Media says how the box runs its calls' audio.
+type Media struct {
+	// Scheduling is how the box's threads are scheduled while it carries
+	// calls: "realtime" raises them to real-time round-robin at the lowest
+	// real-time priority, so a call's 20 ms frames go out on time on a busy
+	// machine (it needs CAP_SYS_NICE or an RLIMIT_RTPRIO of 1; refused, the
+	// box logs it once and carries on at normal priority); "normal" (the
+	// default when empty) leaves them to the ordinary scheduler. The shipped
+	// configurations say "realtime"; STACKBONE_MEDIA_SCHEDULING overrides it.
+	Scheduling string `yaml:"scheduling"`
+}
+
+// Media scheduling values.
+const (
+	SchedulingNormal   = "normal"
+	SchedulingRealtime = "realtime"
+)
+
+// Realtime reports whether calls raise the box's threads to real-time
+// scheduling.
+func (m Media) Realtime() bool { return m.Scheduling == SchedulingRealtime }
 
 // Shutdown says how the box stops on SIGTERM or Ctrl-C.
 type Shutdown struct {
@@ -300,6 +324,9 @@ func (c *Config) Validate() error {
 	if k := c.HTTP.StreamKeepAlive; k > 0 && k < 100*time.Millisecond {
 		problems = append(problems, "http.streamKeepAlive must be at least 100ms (write units: 15s), or negative for none")
 	}
+	if m := c.Media.Scheduling; m != "" && m != SchedulingNormal && m != SchedulingRealtime {
+		problems = append(problems, fmt.Sprintf("media.scheduling must be normal or realtime, not %q", m))
+	}
 	for _, o := range c.HTTP.CORS.AllowedOrigins {
 		if u, err := url.Parse(o); o != "*" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "") {
 			problems = append(problems, fmt.Sprintf("http.cors.allowedOrigins: %q is not \"*\" or an origin such as https://app.example.com", o))
@@ -363,7 +390,8 @@ func (c *Config) Validate() error {
 // ApplyEnv lets the environment override the file: STACKBONE_HTTP_ADDR,
 // STACKBONE_DATABASE_URL, OPENAI_BASE_URL and OPENAI_API_KEY (provider
 // "openai"), STACKBONE_MEMORY_MODEL, STACKBONE_MEMORY_REASONING_EFFORT,
-// STACKBONE_SIP_ADDR and the SIP trunks' passwordEnv variables.
+// STACKBONE_SIP_ADDR, STACKBONE_MEDIA_SCHEDULING and the SIP trunks'
+// passwordEnv variables.
 // It returns an error when an environment value is invalid.
 func (c *Config) ApplyEnv(getenv func(string) string) error {
 	if v := getenv("STACKBONE_HTTP_ADDR"); v != "" {
@@ -379,6 +407,12 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		return err
 	}
 	c.Rooms.applyEnv(getenv)
+	if v := getenv("STACKBONE_MEDIA_SCHEDULING"); v != "" {
+		if v != SchedulingNormal && v != SchedulingRealtime {
+			return fmt.Errorf("%w: STACKBONE_MEDIA_SCHEDULING must be normal or realtime, not %q", ErrInvalid, v)
+		}
+		c.Media.Scheduling = v
+	}
 	if c.Providers == nil {
 		c.Providers = map[string]Provider{}
 	}

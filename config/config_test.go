@@ -33,6 +33,7 @@ func TestParseRefusesBadConfig(t *testing.T) {
 		"bad memory model":    "memory: {model: nope}\n",
 		"not yaml":            "agents: [",
 		"tiny keep-alive":     "http: {streamKeepAlive: 10ms}\n",
+		"bad scheduling":      "media: {scheduling: fifo}\n",
 	} {
 		if _, err := config.Parse([]byte(y)); !errors.Is(err, config.ErrInvalid) {
 			t.Errorf("%s: got %v, want ErrInvalid", name, err)
@@ -67,6 +68,38 @@ func TestApplyEnv(t *testing.T) {
 		return ""
 	}); !errors.Is(err, config.ErrInvalid) {
 		t.Fatalf("bad env effort: %v", err)
+	}
+}
+
+// The shipped configurations run calls at real-time priority; a config
+// that says nothing leaves the scheduler alone; the environment overrides
+// either way and refuses a value it does not know.
+func TestMediaScheduling(t *testing.T) {
+	dev, _ := config.Parse(configs.Dev)
+	prod, err := config.Load("../configs/production.example.yaml")
+	if err != nil || !dev.Media.Realtime() || !prod.Media.Realtime() {
+		t.Fatalf("shipped configs: dev %+v, production %+v (%v); want realtime", dev.Media, prod.Media, err)
+	}
+	empty, _ := config.Parse(nil)
+	if empty.Media.Realtime() {
+		t.Fatal("an empty config runs calls at real-time priority")
+	}
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "STACKBONE_MEDIA_SCHEDULING" {
+				return v
+			}
+			return ""
+		}
+	}
+	if err := dev.ApplyEnv(env("normal")); err != nil || dev.Media.Realtime() {
+		t.Fatalf("STACKBONE_MEDIA_SCHEDULING=normal: %v, %+v", err, dev.Media)
+	}
+	if err := empty.ApplyEnv(env("realtime")); err != nil || !empty.Media.Realtime() {
+		t.Fatalf("STACKBONE_MEDIA_SCHEDULING=realtime: %v, %+v", err, empty.Media)
+	}
+	if err := empty.ApplyEnv(env("rt")); !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("STACKBONE_MEDIA_SCHEDULING=rt: %v, want ErrInvalid", err)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/internal/pace"
+	"github.com/stackbone/box/internal/realtime"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/telemetry"
@@ -65,6 +66,11 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Metrics records calls and turn stages (nil: none).
 	Metrics *telemetry.Metrics
+	// Realtime raises the process's threads to real-time scheduling while
+	// the manager has a call in progress (see package internal/realtime),
+	// so the calls' 20 ms frames go out on time on a busy machine. Refused
+	// by the system, the manager logs it once and calls run as before.
+	Realtime bool
 	// OnOpen, when set, is called with each call once it opened, before
 	// its transport answers (observers: tests, operators' tools). It must
 	// not block.
@@ -88,6 +94,11 @@ type Manager struct {
 	// pacers play the calls' audio (one per processor, calls spread over
 	// them in turn).
 	pacers *pace.Group
+
+	// realtime is held while calls are in progress (Config.Realtime); the
+	// first raise and a refusal are logged once.
+	realtime                func()
+	refusedOnce, raisedOnce sync.Once
 }
 
 // answerLeadOf is how long before the endpoint an answer of agent is worth
@@ -258,6 +269,7 @@ func (m *Manager) Open(ctx context.Context, info CallInfo) (*Call, error) {
 		return nil, ErrDraining
 	}
 	m.calls[info.ID] = c
+	m.holdRealtime()
 	m.mu.Unlock()
 	if err := c.open(ctx); err != nil {
 		m.remove(c)
@@ -276,7 +288,31 @@ func (m *Manager) Open(ctx context.Context, info CallInfo) (*Call, error) {
 func (m *Manager) remove(c *Call) {
 	m.mu.Lock()
 	delete(m.calls, c.info.ID)
+	var release func()
+	if len(m.calls) == 0 {
+		release, m.realtime = m.realtime, nil
+	}
 	m.mu.Unlock()
+	if release != nil {
+		release()
+	}
+}
+
+// holdRealtime (under mu) raises the process's threads to real-time
+// scheduling for the first call in progress, when configured.
+func (m *Manager) holdRealtime() {
+	if !m.cfg.Realtime || m.realtime != nil {
+		return
+	}
+	release, err := realtime.Hold()
+	if err != nil {
+		m.refusedOnce.Do(func() {
+			m.log.Warn("calls run at normal priority: real-time scheduling refused (media.scheduling realtime; give the box CAP_SYS_NICE or an RLIMIT_RTPRIO of 1, or set normal)", "err", err)
+		})
+		return
+	}
+	m.raisedOnce.Do(func() { m.log.Info("calls run at real-time priority while in progress (media.scheduling realtime)") })
+	m.realtime = release
 }
 
 // Call is one call in progress.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stackbone/box/bench"
+	"github.com/stackbone/box/config"
 )
 
 // benchRoomsCmd is `stackbone bench rooms`: concurrent browser calls on the
@@ -45,6 +46,7 @@ the private cluster of stackbone dev under --data-dir.`,
 	c.Flags().DurationVar(&cfg.Hold, "hold", 10*time.Second, "measurement window, once every call of a step is up")
 	c.Flags().DurationVar(&cfg.JitterLimit, "jitter-limit", 5*time.Millisecond, "pacing jitter p99 a step must stay under")
 	c.Flags().IntVar(&cfg.UDPPort, "udp-port", 0, "carry every room's media on this one UDP port (rooms.embedded.udpPort), as a box behind a firewall does; 0: a port per room")
+	c.Flags().StringVar(&cfg.Scheduling, "scheduling", config.SchedulingRealtime, "the box's media.scheduling: realtime (as the shipped configurations) or normal; the bare PeerConnection baseline runs the same")
 	c.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "private cluster location when STACKBONE_DATABASE_URL is unset")
 	return c
 }

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package realtime
+
+import "fmt"
+
+// Hold returns ErrDenied: real-time scheduling is raised on Linux only.
+func Hold() (release func(), err error) {
+	return nil, fmt.Errorf("%w: not on this system", ErrDenied)
+}
+
+// Held reports false.
+func Held() bool { return false }

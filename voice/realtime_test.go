@@ -1,0 +1,65 @@
+//go:build linux
+
+package voice
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/stackbone/box/internal/realtime"
+)
+
+// realtimeThreads counts the process's threads at real-time round-robin.
+func realtimeThreads(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		tid, _ := strconv.Atoi(e.Name())
+		if a, err := unix.SchedGetAttr(tid, 0); err == nil && a.Policy == unix.SCHED_RR {
+			n++
+		}
+	}
+	return n
+}
+
+// A manager configured for real-time media (media.scheduling realtime)
+// raises the process's threads while a call is in progress and returns
+// them to normal once its last call ended. Not parallel: the scheduling is
+// the whole test process's.
+func TestCallsRunAtRealtimePriorityWhileInProgress(t *testing.T) {
+	release, err := realtime.Hold()
+	if errors.Is(err, realtime.ErrDenied) {
+		t.Skipf("this process may not use real-time scheduling (run the tests as root or with CAP_SYS_NICE): %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if n := realtimeThreads(t); n != 0 {
+		t.Fatalf("%d real-time threads before any call", n)
+	}
+	e := newEnv(t, func(c *Config) { c.Realtime = true })
+	first := e.start(CallInfo{Agent: "receptionist", PhoneNumber: "+34600555101"})
+	second := e.start(CallInfo{Agent: "receptionist", PhoneNumber: "+34600555102"})
+	if !realtime.Held() || realtimeThreads(t) == 0 {
+		t.Fatalf("two calls in progress, real-time held %v, %d real-time threads", realtime.Held(), realtimeThreads(t))
+	}
+	first.call.End(OutcomeCallerHangup, "")
+	first.end()
+	if !realtime.Held() || realtimeThreads(t) == 0 {
+		t.Fatalf("one call left, real-time held %v, %d real-time threads", realtime.Held(), realtimeThreads(t))
+	}
+	second.call.End(OutcomeCallerHangup, "")
+	second.end()
+	if realtime.Held() || realtimeThreads(t) != 0 {
+		t.Fatalf("no call left, real-time held %v, %d real-time threads", realtime.Held(), realtimeThreads(t))
+	}
+}
