@@ -547,7 +547,10 @@ func TestLiveFinalOverdue(t *testing.T) {
 // A provider that stops reading backs the queue up: Send never waits, and
 // the stream fails with ErrSTTOverflow instead.
 func TestLiveSlowServerOverflows(t *testing.T) {
-	for name, err := range failures(t, providertest.Live{Stall: true}, LiveOptions{Queue: 8}, 200000, 0) {
+	// No keep-alive within the test: a sender held up for the default 5 s
+	// (a collection of its 4 million frames on a loaded machine) would
+	// otherwise let a keep-alive ping time out on the stalled server first.
+	for name, err := range failures(t, providertest.Live{Stall: true}, LiveOptions{Queue: 8, KeepAlive: time.Hour}, 200000, 0) {
 		if !errors.Is(err, ErrSTTOverflow) {
 			t.Errorf("%s: %v, want ErrSTTOverflow", name, err)
 		}
