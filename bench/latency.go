@@ -42,6 +42,9 @@ type LatencyConfig struct {
 	Calls int
 	// Profiles to run, by name (default all: http, streaming, zero).
 	Profiles []string
+	// Scheduling is the box's media.scheduling ("realtime" as the shipped
+	// configurations, or "normal"; empty: normal).
+	Scheduling string
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -351,6 +354,7 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 		Trunks: config.Trunks{Inbound: []config.InboundTrunk{{Name: "bench", Sources: []string{"127.0.0.1"},
 			Routes: []config.Route{{Number: "*", Agent: "host"}}}}}}
 	c.Rooms = config.Rooms{MaxRooms: 4}
+	c.Media.Scheduling = cfg.Scheduling
 	opened := make(chan string, 16)
 	served, stopBox, err := StartBox(ctx, pool, c, "bench-key", box.Options{
 		// The providers' speech, the agent's voice.sttMode set by the
@@ -395,6 +399,7 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 		"profiles: http = transcription 360 ms, first token 420 ms, speech first byte 140 ms; streaming = the box's live transcription client (voice.sttMode realtime; streaming-deepgram: deepgram) over WebSocket to the scripted provider, interims of the words heard so far every 100 ms of audio once speech began, 100 ms behind it, its own end-of-speech detection sending the final 150 ms after the end of speech, 420, 140; zero = all at once",
 		"box: the controller's wire-to-wire less the endpointing silence and the wait for the first playable audio (controller metrics, 1 ms steps)",
 		"false endpoint: a turn committed with only part of what the caller said (the caller was still speaking)",
+		schedulingNote(c.Media),
 	}}
 	for i := range profiles {
 		p := &profiles[i]

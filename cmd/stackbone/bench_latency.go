@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stackbone/box/bench"
+	"github.com/stackbone/box/config"
 )
 
 // benchLatencyCmd is `stackbone bench latency`: time to first agent audio
@@ -39,6 +40,7 @@ STACKBONE_DATABASE_URL's server, else the private cluster of stackbone dev under
 	}
 	c.Flags().IntVar(&cfg.Calls, "calls", 3, "calls per transport and profile")
 	c.Flags().StringSliceVar(&cfg.Profiles, "profiles", nil, "profiles to run (http, streaming, streaming-deepgram, zero; default all)")
+	c.Flags().StringVar(&cfg.Scheduling, "scheduling", config.SchedulingRealtime, "the box's media.scheduling: realtime (as the shipped configurations) or normal")
 	c.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "private cluster location when STACKBONE_DATABASE_URL is unset")
 	return c
 }
