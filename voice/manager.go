@@ -295,6 +295,7 @@ func (m *Manager) remove(c *Call) {
 	m.mu.Unlock()
 	if release != nil {
 		release()
+		m.cfg.Metrics.MediaRealtime(false)
 	}
 }
 
@@ -313,6 +314,7 @@ func (m *Manager) holdRealtime() {
 	}
 	m.raisedOnce.Do(func() { m.log.Info("calls run at real-time priority while in progress (media.scheduling realtime)") })
 	m.realtime = release
+	m.cfg.Metrics.MediaRealtime(true)
 }
 
 // Call is one call in progress.

@@ -4,13 +4,16 @@ package voice
 
 import (
 	"errors"
+	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/stackbone/box/internal/realtime"
+	"github.com/stackbone/box/telemetry"
 )
 
 // realtimeThreads counts the process's threads at real-time round-robin.
@@ -46,9 +49,23 @@ func TestCallsRunAtRealtimePriorityWhileInProgress(t *testing.T) {
 	if n := realtimeThreads(t); n != 0 {
 		t.Fatalf("%d real-time threads before any call", n)
 	}
-	e := newEnv(t, func(c *Config) { c.Realtime = true })
+	metrics := telemetry.New()
+	gauge := func() string {
+		rec := httptest.NewRecorder()
+		metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		for _, l := range strings.Split(rec.Body.String(), "\n") {
+			if strings.HasPrefix(l, "stackbone_media_realtime ") {
+				return strings.TrimPrefix(l, "stackbone_media_realtime ")
+			}
+		}
+		return "absent"
+	}
+	e := newEnv(t, func(c *Config) { c.Realtime, c.Metrics = true, metrics })
 	first := e.start(CallInfo{Agent: "receptionist", PhoneNumber: "+34600555101"})
 	second := e.start(CallInfo{Agent: "receptionist", PhoneNumber: "+34600555102"})
+	if g := gauge(); g != "1" {
+		t.Fatalf("stackbone_media_realtime %s with calls in progress, want 1", g)
+	}
 	if !realtime.Held() || realtimeThreads(t) == 0 {
 		t.Fatalf("two calls in progress, real-time held %v, %d real-time threads", realtime.Held(), realtimeThreads(t))
 	}
@@ -61,5 +78,8 @@ func TestCallsRunAtRealtimePriorityWhileInProgress(t *testing.T) {
 	second.end()
 	if realtime.Held() || realtimeThreads(t) != 0 {
 		t.Fatalf("no call left, real-time held %v, %d real-time threads", realtime.Held(), realtimeThreads(t))
+	}
+	if g := gauge(); g != "0" {
+		t.Fatalf("stackbone_media_realtime %s with no call, want 0", g)
 	}
 }
