@@ -288,15 +288,14 @@ func (m *Manager) Open(ctx context.Context, info CallInfo) (*Call, error) {
 func (m *Manager) remove(c *Call) {
 	m.mu.Lock()
 	delete(m.calls, c.info.ID)
-	var release func()
-	if len(m.calls) == 0 {
-		release, m.realtime = m.realtime, nil
-	}
-	m.mu.Unlock()
-	if release != nil {
-		release()
+	if len(m.calls) == 0 && m.realtime != nil {
+		// Under mu, so a call opening now holds it again after (well
+		// under a millisecond: a system call per thread).
+		m.realtime()
+		m.realtime = nil
 		m.cfg.Metrics.MediaRealtime(false)
 	}
+	m.mu.Unlock()
 }
 
 // holdRealtime (under mu) raises the process's threads to real-time
