@@ -22,6 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/stackbone/box/internal/realtime"
 )
 
 // Metrics are one box's series on their own registry.
@@ -38,7 +40,6 @@ type Metrics struct {
 	pacing       prometheus.Histogram
 	turns        *prometheus.HistogramVec
 	rag          *prometheus.HistogramVec
-	realtime     prometheus.Gauge
 }
 
 // Buckets of latencies from a millisecond to a minute.
@@ -78,9 +79,15 @@ func New() *Metrics {
 	m.rag = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "stackbone_rag_seconds",
 		Help:    "Retrieval: retrieve (one search) and ingest (one attempt of a document's job), by result (ok or error).",
 		Buckets: latencyBuckets}, []string{"op", "result"})
-	m.realtime = prometheus.NewGauge(prometheus.GaugeOpts{Name: "stackbone_media_realtime",
-		Help: "1 while the box's threads run at real-time priority for its calls in progress (media.scheduling realtime), else 0."})
-	reg.MustRegister(m.pacing, m.turns, m.rag, m.realtime)
+	realtimeGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "stackbone_media_realtime",
+		Help: "1 while the box's threads run at real-time priority for its calls in progress (media.scheduling realtime; " +
+			"not while the process is saturated), else 0."}, func() float64 {
+		if realtime.Raised() {
+			return 1
+		}
+		return 0
+	})
+	reg.MustRegister(m.pacing, m.turns, m.rag, realtimeGauge)
 	reg.MustRegister(m.callsActive, m.callsTotal, m.callSetup, m.turnStage, m.provider, m.memoryOps, m.httpRequests)
 	return m
 }
@@ -101,18 +108,6 @@ func (m *Metrics) CallOpened(direction string) {
 func (m *Metrics) CallAnswered(direction string, setup time.Duration) {
 	if m != nil {
 		m.callSetup.WithLabelValues(direction).Observe(setup.Seconds())
-	}
-}
-
-// MediaRealtime records whether the box's threads run at real-time
-// priority.
-func (m *Metrics) MediaRealtime(on bool) {
-	if m != nil {
-		v := 0.0
-		if on {
-			v = 1
-		}
-		m.realtime.Set(v)
 	}
 }
 

@@ -289,11 +289,10 @@ func (m *Manager) remove(c *Call) {
 	m.mu.Lock()
 	delete(m.calls, c.info.ID)
 	if len(m.calls) == 0 && m.realtime != nil {
-		// Under mu, so a call opening now holds it again after (well
-		// under a millisecond: a system call per thread).
+		// Under mu, so a call opening meanwhile holds it again after
+		// (well under a millisecond: a system call per thread).
 		m.realtime()
 		m.realtime = nil
-		m.cfg.Metrics.MediaRealtime(false)
 	}
 	m.mu.Unlock()
 }
@@ -313,7 +312,6 @@ func (m *Manager) holdRealtime() {
 	}
 	m.raisedOnce.Do(func() { m.log.Info("calls run at real-time priority while in progress (media.scheduling realtime)") })
 	m.realtime = release
-	m.cfg.Metrics.MediaRealtime(true)
 }
 
 // Call is one call in progress.

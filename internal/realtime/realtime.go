@@ -16,7 +16,8 @@
 // The threads are raised with SCHED_RESET_ON_FORK, so a program the
 // process starts (an MCP tool server, say) runs at ordinary priority; a
 // thread the Go runtime starts later starts ordinary too and is raised by
-// the next sweep (every Sweep while held).
+// the next sweep (every Sweep while held). While the process is
+// saturated its threads run at ordinary priority (see Saturated).
 //
 // It needs the CAP_SYS_NICE capability or an RLIMIT_RTPRIO of at least
 // Priority; without it Hold returns ErrDenied and changes nothing.
@@ -33,6 +34,18 @@ const Priority = 1
 
 // Sweep is how often threads started since the last sweep are raised.
 const Sweep = 500 * time.Millisecond
+
+// A process that used Saturated of its processors (GOMAXPROCS) over a
+// sweep returns to ordinary scheduling until a sweep finds it under
+// Recovered. Real-time is for a process with room to wake at once; a
+// saturated one at real-time priority would only take the processors
+// from everything beside it (PostgreSQL on the same machine) and, with
+// SCHED_RR's 100 ms slices, hold a processor longer from its own threads
+// than the ordinary scheduler does.
+const (
+	Saturated = 0.9
+	Recovered = 0.75
+)
 
 // ErrDenied is returned by Hold when the system does not permit real-time
 // scheduling to the process.

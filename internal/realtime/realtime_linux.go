@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -12,12 +13,36 @@ import (
 )
 
 var state struct {
-	mu     sync.Mutex
-	holds  int
-	denied error           // set once refused: later holds do not try again
-	normal *unix.SchedAttr // the scheduling the process had, restored at the last release
-	stop   chan struct{}   // closes the sweeper
-	done   chan struct{}   // closed when the sweeper returned
+	mu      sync.Mutex
+	holds   int
+	denied  error           // set once refused: later holds do not try again
+	normal  *unix.SchedAttr // the scheduling the process had, restored at the last release
+	stop    chan struct{}   // closes the sweeper
+	done    chan struct{}   // closed when the sweeper returned
+	lowered bool            // held, but back to normal while the process is saturated
+}
+
+// cpuShare is the process's CPU time since the last call as a share of
+// GOMAXPROCS processors over the wall time since (the first call returns
+// 0); a variable so tests can play a saturated process.
+var cpuShare = newCPUShare()
+
+func newCPUShare() func() float64 {
+	var lastCPU, lastWall time.Duration
+	return func() float64 {
+		var ru unix.Rusage
+		if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+			return 0
+		}
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		wall := time.Duration(time.Now().UnixNano())
+		share := 0.0
+		if lastWall != 0 && wall > lastWall {
+			share = float64(cpu-lastCPU) / float64(wall-lastWall) / float64(runtime.GOMAXPROCS(0))
+		}
+		lastCPU, lastWall = cpu, wall
+		return share
+	}
 }
 
 // Hold raises every thread of the process to real-time round-robin at
@@ -37,6 +62,8 @@ func Hold() (release func(), err error) {
 		if err := raise(); err != nil {
 			return nil, err
 		}
+		s.lowered = false
+		cpuShare() // the sweeps' shares count from now
 		s.stop, s.done = make(chan struct{}), make(chan struct{})
 		go sweep(s.stop, s.done)
 	}
@@ -45,11 +72,19 @@ func Hold() (release func(), err error) {
 	return func() { once.Do(unhold) }, nil
 }
 
-// Held reports whether the process's threads are raised now.
+// Held reports whether something holds real-time scheduling.
 func Held() bool {
 	state.mu.Lock()
 	defer state.mu.Unlock()
 	return state.holds > 0
+}
+
+// Raised reports whether the process's threads run at real-time priority
+// now: held, and the process not saturated.
+func Raised() bool {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	return state.holds > 0 && !state.lowered
 }
 
 func unhold() {
@@ -99,7 +134,8 @@ func raised() *unix.SchedAttr {
 		Flags: unix.SCHED_FLAG_RESET_ON_FORK}
 }
 
-// sweep raises, every Sweep until stop closes, the threads started since.
+// sweep raises, every Sweep until stop closes, the threads started since;
+// it lowers them while the process is saturated (see Saturated).
 func sweep(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(Sweep)
@@ -109,11 +145,21 @@ func sweep(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			state.mu.Lock()
-			if state.holds > 0 {
+			share := cpuShare()
+			s := &state
+			s.mu.Lock()
+			switch {
+			case s.holds == 0:
+			case !s.lowered && share >= Saturated:
+				s.lowered = true
+				_ = setAll(s.normal)
+			case s.lowered && share < Recovered:
+				s.lowered = false
+			}
+			if s.holds > 0 && !s.lowered {
 				_ = setAll(raised()) // a refusal now (limits lowered meanwhile) leaves the new threads ordinary
 			}
-			state.mu.Unlock()
+			s.mu.Unlock()
 		}
 	}
 }

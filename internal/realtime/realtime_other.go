@@ -11,3 +11,6 @@ func Hold() (release func(), err error) {
 
 // Held reports false.
 func Held() bool { return false }
+
+// Raised reports false.
+func Raised() bool { return false }

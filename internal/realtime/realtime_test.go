@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -96,6 +97,39 @@ func TestHoldRaisesEveryThreadUntilTheLastRelease(t *testing.T) {
 	if Held() {
 		t.Fatal("Held true after the last release")
 	}
+}
+
+// A saturated process returns to ordinary scheduling while held, and is
+// raised again once it has room.
+func TestSaturatedProcessRunsOrdinary(t *testing.T) {
+	var share atomic.Value
+	share.Store(0.0)
+	var sweeps atomic.Int64
+	orig := cpuShare
+	cpuShare = func() float64 { sweeps.Add(1); return share.Load().(float64) }
+	defer func() { cpuShare = orig }()
+	release := hold(t)
+	defer release()
+	if !Raised() {
+		t.Fatal("held and idle, not raised")
+	}
+	share.Store(0.95)
+	poll.Until(t, "the saturated process's threads back to normal", 5*Sweep, func() bool {
+		return !Raised() && policies(t)[unix.SCHED_RR] == 0
+	})
+	if !Held() {
+		t.Fatal("lowered for saturation, no longer held")
+	}
+	share.Store(0.8) // under Saturated, not under Recovered: stays lowered
+	n := sweeps.Load()
+	poll.Until(t, "two sweeps", 5*Sweep, func() bool { return sweeps.Load() >= n+2 })
+	if Raised() || policies(t)[unix.SCHED_RR] != 0 {
+		t.Fatalf("raised again at a share of 0.8: %v", policies(t))
+	}
+	share.Store(0.5)
+	poll.Until(t, "the threads raised again once the process has room", 5*Sweep, func() bool {
+		return Raised() && policies(t)[unix.SCHED_NORMAL] == 0
+	})
 }
 
 // TestHoldDenied runs this test binary without CAP_SYS_NICE (and root's
