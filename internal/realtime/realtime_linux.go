@@ -22,9 +22,9 @@ var state struct {
 	lowered bool            // held, but back to normal while the process is saturated
 }
 
-// cpuShare is the process's CPU time since the last call as a share of
-// GOMAXPROCS processors over the wall time since (the first call returns
-// 0); a variable so tests can play a saturated process.
+// cpuShare (under state.mu) is the process's CPU time since the last call
+// as a share of GOMAXPROCS processors over the wall time since (the first
+// call returns 0); a variable so tests can play a saturated process.
 var cpuShare = newCPUShare()
 
 func newCPUShare() func() float64 {
@@ -145,9 +145,9 @@ func sweep(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			share := cpuShare()
 			s := &state
 			s.mu.Lock()
+			share := cpuShare() // under mu: a Hold after a release may start the next sweeper before this one saw stop
 			switch {
 			case s.holds == 0:
 			case !s.lowered && share >= Saturated:
