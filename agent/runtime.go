@@ -53,9 +53,10 @@ type Config struct {
 
 // Runtime runs turns. It is safe for concurrent use.
 type Runtime struct {
-	cfg    Config
-	log    *slog.Logger
-	leases sessionLeases
+	cfg     Config
+	log     *slog.Logger
+	leases  sessionLeases
+	history historyCache
 }
 
 // New returns a Runtime.
@@ -77,6 +78,7 @@ func New(cfg Config) *Runtime {
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger.With("component", "agent")}
 	r.leases.r = r
+	r.history.max = historyCacheBytes
 	return r
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -55,6 +56,17 @@ type pending struct {
 	Tools         []Tool         `json:"tools,omitempty"`
 }
 
+// claimSQL claims a session ($1, of kind $2 and agent $3) for a turn,
+// creating it on first use: it is free when its last turn ended, or when
+// the turn running on it stopped renewing its lease before $4. It returns
+// the session's turns so far, or no row when the session is not free.
+const claimSQL = `
+	INSERT INTO stackbone_platform.sessions AS s (id, kind, agent_id, status, running_since)
+	VALUES ($1, $2, $3, 'running', now())
+	ON CONFLICT (id) DO UPDATE SET status = 'running', running_since = now()
+	WHERE s.status IN ('completed', 'failed') OR (s.status = 'running' AND s.running_since < $4)
+	RETURNING turns`
+
 // claim marks the session running for this turn, creating it on first use.
 // It returns the number of turns so far, or ErrDecisionPending or
 // ErrSessionBusy. wantHeld claims a held session (a decision) instead.
@@ -67,12 +79,7 @@ func (r *Runtime) claim(ctx context.Context, id, kind, agentName string, wantHel
 			UPDATE stackbone_platform.sessions SET status = 'running', running_since = now()
 			WHERE id = $1 AND status = 'held' RETURNING turns`, id).Scan(&turns)
 	} else {
-		err = r.cfg.Pool.QueryRow(ctx, `
-			INSERT INTO stackbone_platform.sessions AS s (id, kind, agent_id, status, running_since)
-			VALUES ($1, $2, $3, 'running', now())
-			ON CONFLICT (id) DO UPDATE SET status = 'running', running_since = now()
-			WHERE s.status IN ('completed', 'failed') OR (s.status = 'running' AND s.running_since < $4)
-			RETURNING turns`, id, kind, agentName, stale).Scan(&turns)
+		err = r.cfg.Pool.QueryRow(ctx, claimSQL, id, kind, agentName, stale).Scan(&turns)
 	}
 	if err == nil {
 		r.leases.hold(id)
@@ -117,12 +124,7 @@ func (r *Runtime) claimAndLoad(ctx context.Context, id, agentName string) (int, 
 	// disk. After a database crash a lost lease only means the session is
 	// free, which a stale lease would also become.
 	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-	b.Queue(`
-		INSERT INTO stackbone_platform.sessions AS s (id, kind, agent_id, status, running_since)
-		VALUES ($1, 'session', $2, 'running', now())
-		ON CONFLICT (id) DO UPDATE SET status = 'running', running_since = now()
-		WHERE s.status IN ('completed', 'failed') OR (s.status = 'running' AND s.running_since < $3)
-		RETURNING turns`, id, agentName, stale)
+	b.Queue(claimSQL, id, kindSession, agentName, stale)
 	b.Queue(`SELECT step, messages, pending FROM stackbone_checkpoints.checkpoints WHERE session_id = $1 ORDER BY step`, id)
 	br := r.cfg.Pool.SendBatch(ctx, &b)
 	var turns int
@@ -206,8 +208,9 @@ func scanCheckpoint(rows pgx.Rows) ([]Message, *pending, int, error) {
 type turnRecord struct {
 	sessionID  string
 	kind       string
-	turn       int // this turn's number, 1-based
-	step       int // the checkpoint step to write, for kept sessions
+	turn       int       // this turn's number, 1-based
+	step       int       // the checkpoint step to write, for kept sessions
+	history    []Message // the conversation before this step, for the cache
 	appended   []Message
 	held       *pending
 	status     string
@@ -229,6 +232,7 @@ func (r *Runtime) persist(ctx context.Context, t turnRecord) error {
 		return r.writeRun(ctx, t.run)
 	}
 	var b pgx.Batch
+	var written time.Time // the checkpoint's created_at
 	if t.kind != kindSession {
 		// Without a checkpoint, the rows are history and grouping, not the
 		// conversation: the commit need not wait for the disk. A crash can
@@ -248,8 +252,8 @@ func (r *Runtime) persist(ctx context.Context, t turnRecord) error {
 					return storageErr("encode checkpoint", err)
 				}
 			}
-			b.Queue(`INSERT INTO stackbone_checkpoints.checkpoints (session_id, step, messages, pending) VALUES ($1, $2, $3, $4)`,
-				t.sessionID, t.step, msgs, pend)
+			b.Queue(`INSERT INTO stackbone_checkpoints.checkpoints (session_id, step, messages, pending) VALUES ($1, $2, $3, $4)
+				RETURNING created_at`, t.sessionID, t.step, msgs, pend).QueryRow(func(row pgx.Row) error { return row.Scan(&written) })
 		}
 		// A decision resumes a held turn: its reply continues the turn's,
 		// as the next step, so it is separated as steps are.
@@ -269,7 +273,17 @@ func (r *Runtime) persist(ctx context.Context, t turnRecord) error {
 			WHERE id = $1`, t.sessionID, t.status, t.turn, t.run.InputTokens, t.run.OutputTokens, t.preview)
 	}
 	if err := r.cfg.Pool.SendBatch(ctx, &b).Close(); err != nil {
+		if t.kind == kindSession {
+			r.history.drop(t.sessionID)
+		}
 		return storageErr("save turn", err)
+	}
+	if t.kind == kindSession {
+		if t.held != nil {
+			r.history.drop(t.sessionID) // a decision reads the checkpoint
+		} else {
+			r.history.put(t.sessionID, t.step, written, slices.Concat(t.history, t.appended))
+		}
 	}
 	return nil
 }

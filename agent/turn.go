@@ -47,6 +47,9 @@ type turn struct {
 	system    string // extra system context of this turn
 	options   Options
 	whole     bool // the model answers each step in one piece
+	// confirm waits for a claim running beside the first model request
+	// (overlapClaim); callModel calls it before the answer's first event.
+	confirm func() error
 
 	sel         identity.Selection
 	mem         memorySnapshot
@@ -134,6 +137,13 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 				return Result{}, storageErr("read session", err)
 			}
 		}
+		if req.AfterRun == uuid.Nil {
+			if fresh, ok := t.overlapClaim(ctx, msgs); ok {
+				t.run.Metadata["session"] = t.sessionID
+				t.startWith(fresh)
+				return t.loopOverlapped(ctx, req.Messages)
+			}
+		}
 		turns, hist, step, err := r.claimAndLoad(ctx, t.sessionID, req.Agent)
 		if err != nil {
 			return Result{}, err
@@ -165,14 +175,55 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 		}
 		return Result{}, fmt.Errorf("%w: there is no new message to answer", ErrInvalidRequest)
 	}
+	t.startWith(msgs)
+	return t.loop(ctx)
+}
+
+// startWith makes msgs, the client's new messages, the start of what the
+// turn appends to the conversation.
+func (t *turn) startWith(msgs []Message) {
 	for i := range msgs {
 		if msgs[i].ID == "" {
 			msgs[i].ID = "msg_" + uuid.NewString()
 		}
 	}
-	t.appended = append(t.appended, msgs...)
+	t.appended = slices.Clone(msgs)
 	t.userText = userTextOf(msgs)
-	return t.loop(ctx)
+}
+
+// loopOverlapped runs a turn started by overlapClaim: the claim's refusal
+// ends it, and a stale cache starts it again from the checkpoint.
+func (t *turn) loopOverlapped(ctx context.Context, msgs []Message) (Result, error) {
+	res, err := t.loop(ctx)
+	if t.confirm != nil {
+		// The first model call reads the claim; should the loop ever end
+		// before one, the claim is still read, so its connection returns.
+		if cerr := t.confirmClaim(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	var refused claimFailed
+	switch {
+	case errors.As(err, &refused):
+		return Result{}, refused.err
+	case errors.Is(err, errStaleHistory):
+		if err := t.restartFromCheckpoint(ctx, msgs); err != nil {
+			return Result{}, err
+		}
+		return t.loop(ctx)
+	}
+	return res, err
+}
+
+// confirmClaim waits for an overlapped claim (overlapClaim), once; nil
+// when the turn claimed before it began.
+func (t *turn) confirmClaim() error {
+	if t.confirm == nil {
+		return nil
+	}
+	confirm := t.confirm
+	t.confirm = nil
+	return confirm()
 }
 
 // checkLatestRun returns ErrInvalidRequest unless run is the run of the
@@ -328,6 +379,9 @@ func (t *turn) loop(ctx context.Context) (Result, error) {
 	for step := 0; step < t.rt.cfg.MaxSteps; step++ {
 		msg, finish, err := t.callModel(ctx)
 		if err != nil {
+			if errors.Is(err, errStaleHistory) || errors.As(err, new(claimFailed)) {
+				return Result{}, err // nothing was streamed or recorded: loopOverlapped
+			}
 			return t.fail(ctx, err)
 		}
 		t.appended = append(t.appended, msg)
@@ -427,6 +481,12 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	}
 	req.Stream, req.StreamOptions = true, &openai.StreamOptions{IncludeUsage: true}
 	stream, err := t.model.Client.CreateChatCompletionStream(ctx, req)
+	if cerr := t.confirmClaim(); cerr != nil {
+		if err == nil {
+			stream.Close()
+		}
+		return Message{}, "", cerr
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return Message{}, "", ctx.Err()
@@ -560,6 +620,9 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 // at once, in the order a stream gives them.
 func (t *turn) callModelWhole(ctx context.Context, req openai.ChatCompletionRequest) (Message, openai.FinishReason, error) {
 	resp, err := t.model.Client.CreateChatCompletion(ctx, req)
+	if cerr := t.confirmClaim(); cerr != nil {
+		return Message{}, "", cerr
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return Message{}, "", ctx.Err()
@@ -725,7 +788,7 @@ func (t *turn) finish(ctx context.Context, res Result) error {
 	t.run.Metadata["finish"] = string(res.Finish)
 	t.run.Metadata["toolCalls"] = t.toolCalls
 	t.run.Metadata["addedTokens"] = addedTokens(t.added)
-	rec := turnRecord{sessionID: t.sessionID, kind: t.kind, turn: t.turnNo, step: t.step, appended: t.appended,
+	rec := turnRecord{sessionID: t.sessionID, kind: t.kind, turn: t.turnNo, step: t.step, history: t.history, appended: t.appended,
 		status: StatusCompleted, userText: t.userText, replyText: res.Text, run: t.run, durationMS: ms,
 		preview: previewOf(append(slices.Clone(t.history), t.appended...))}
 	if res.Held != nil {
@@ -767,7 +830,7 @@ func (t *turn) fail(ctx context.Context, cause error) (Result, error) {
 		// naturally and the client need not send the question again.
 		t.run.Metadata["cut"] = true
 		appended := t.cutMessages()
-		rec := turnRecord{sessionID: t.sessionID, kind: t.kind, turn: t.turnNo, step: t.step, appended: appended,
+		rec := turnRecord{sessionID: t.sessionID, kind: t.kind, turn: t.turnNo, step: t.step, history: t.history, appended: appended,
 			status: StatusCompleted, userText: t.userText, replyText: strings.Join(append(slices.Clone(t.texts), t.partial.String()), StepSeparator),
 			run: t.run, durationMS: ms, preview: previewOf(append(slices.Clone(t.history), appended...))}
 		if err := t.rt.persist(context.WithoutCancel(ctx), rec); err != nil {
