@@ -183,12 +183,18 @@ func (t *turn) overlapClaim(ctx context.Context, msgs []Message) ([]Message, boo
 		return nil, false // the checkpoint path says what is wrong, from the checkpoint
 	}
 	// Neither half is cancelled with the turn: a claim PostgreSQL has made
-	// is read, and released by the turn's end, not left to go stale.
+	// is read, and released by the turn's end, not left to go stale. The
+	// batch goes out from here, at once; its answer is read as soon as it
+	// comes, so the connection returns to the pool then, not when the
+	// model (seconds, for some) starts answering.
 	ctx = context.WithoutCancel(ctx)
 	br := r.sendClaim(ctx, t.sessionID, t.agentName)
+	done := make(chan claimResult, 1)
+	id, agentName := t.sessionID, t.agentName
+	go func() { done <- r.readClaim(ctx, br, id, agentName) }()
 	t.history, t.step = cached.msgs, cached.step+1
 	t.confirm = func() error {
-		c := r.readClaim(ctx, br, t.sessionID, t.agentName)
+		c := <-done
 		if c.err != nil {
 			return claimFailed{c.err}
 		}

@@ -145,3 +145,44 @@ func TestSessionTurnAfterAnotherBoxStartsFromTheCheckpoint(t *testing.T) {
 		t.Fatalf("fourth turn sent %q", got)
 	}
 }
+
+// An overlapped claim gives its PostgreSQL connection back as soon as its
+// answer is in, not when the model starts answering: a slow model must not
+// hold the pool.
+func TestOverlappedClaimDoesNotHoldAConnection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	gate := make(chan struct{})
+	e.model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+		if req.Messages[len(req.Messages)-1].Content == "slow" {
+			return providertest.Reply{Gate: gate, Content: "at last"}
+		}
+		return providertest.Reply{Content: "Noted."}
+	})
+	e.mustTurn(agent.TurnRequest{Agent: "plain", SessionKey: "k", Messages: user("one")})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := e.turn(agent.TurnRequest{Agent: "plain", SessionKey: "k", Messages: user("slow")})
+		done <- err
+	}()
+	id := agent.SessionID("session", "plain", "", "k")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var status string
+		if err := e.pool.QueryRow(e.ctx, `SELECT status FROM stackbone_platform.sessions WHERE id = $1`, id).Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		// The query above has returned its own connection.
+		if len(e.model.ChatRequests()) == 2 && status == "running" && e.pool.Stat().AcquiredConns() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("while the model thinks: status %s, %d connections held", status, e.pool.Stat().AcquiredConns())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
