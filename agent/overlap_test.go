@@ -14,6 +14,7 @@ import (
 	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/runs"
 )
 
 // A kept session's next turn on the box that served the last one asks the
@@ -138,6 +139,10 @@ func TestSessionTurnAfterAnotherBoxStartsFromTheCheckpoint(t *testing.T) {
 	d, err := e.rt.GetSession(e.ctx, agent.SessionID("session", "plain", "", "k"))
 	if err != nil || d.Turns != 3 || d.Status != "completed" || len(d.Transcript) != 3 || d.Transcript[2].Reply != "re: three" {
 		t.Fatalf("session: %+v %v", d, err)
+	}
+	run, err := runs.NewStore(e.pool).Get(e.ctx, res.RunID)
+	if err != nil || run.Metadata["droppedModelRequests"] != float64(1) {
+		t.Fatalf("the restarted turn's run: %+v %v", run.Metadata, err)
 	}
 	// And the next turn, from the refreshed cache, carries all of it.
 	e.mustTurn(agent.TurnRequest{Agent: "plain", SessionKey: "k", Messages: user("four")})

@@ -210,6 +210,8 @@ func (t *turn) loopOverlapped(ctx context.Context, msgs []Message) (Result, erro
 		if err := t.restartFromCheckpoint(ctx, msgs); err != nil {
 			return Result{}, err
 		}
+		// The run says so: the dropped request may have been billed.
+		t.run.Metadata["droppedModelRequests"] = 1
 		return t.loop(ctx)
 	}
 	return res, err
