@@ -110,8 +110,7 @@ type claimResult struct {
 // the connection when it returns.
 func (r *Runtime) sendClaim(ctx context.Context, id, agentName string) pgx.BatchResults {
 	var b pgx.Batch
-	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`) // a lease, as in claimAndLoad
-	b.Queue(claimSQL, id, kindSession, agentName, r.staleBefore())
+	queueClaim(&b, id, agentName, r.staleBefore())
 	b.Queue(`SELECT step, created_at FROM stackbone_checkpoints.checkpoints WHERE session_id = $1
 		ORDER BY step DESC LIMIT 1`, id)
 	return r.cfg.Pool.SendBatch(ctx, &b)

@@ -67,6 +67,15 @@ const claimSQL = `
 	WHERE s.status IN ('completed', 'failed') OR (s.status = 'running' AND s.running_since < $4)
 	RETURNING turns`
 
+// queueClaim queues the claim of a kept session in a batch. The claim is a
+// lease, not conversation state: it need not wait for the disk. After a
+// database crash a lost lease only means the session is free, which a
+// stale lease would also become.
+func queueClaim(b *pgx.Batch, id, agentName string, stale time.Time) {
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	b.Queue(claimSQL, id, kindSession, agentName, stale)
+}
+
 // claim marks the session running for this turn, creating it on first use.
 // It returns the number of turns so far, or ErrDecisionPending or
 // ErrSessionBusy. wantHeld claims a held session (a decision) instead.
@@ -118,13 +127,8 @@ func (r *Runtime) release(ctx context.Context, id, status string) {
 // trip. It returns the turns so far, the messages and the last step, or the
 // errors of claim.
 func (r *Runtime) claimAndLoad(ctx context.Context, id, agentName string) (int, []Message, int, error) {
-	stale := r.staleBefore()
 	var b pgx.Batch
-	// The claim is a lease, not conversation state: it need not wait for the
-	// disk. After a database crash a lost lease only means the session is
-	// free, which a stale lease would also become.
-	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-	b.Queue(claimSQL, id, kindSession, agentName, stale)
+	queueClaim(&b, id, agentName, r.staleBefore())
 	b.Queue(`SELECT step, messages, pending FROM stackbone_checkpoints.checkpoints WHERE session_id = $1 ORDER BY step`, id)
 	br := r.cfg.Pool.SendBatch(ctx, &b)
 	var turns int

@@ -194,14 +194,7 @@ func (t *turn) startWith(msgs []Message) {
 // loopOverlapped runs a turn started by overlapClaim: the claim's refusal
 // ends it, and a stale cache starts it again from the checkpoint.
 func (t *turn) loopOverlapped(ctx context.Context, msgs []Message) (Result, error) {
-	res, err := t.loop(ctx)
-	if t.confirm != nil {
-		// The first model call reads the claim; should the loop ever end
-		// before one, the claim is still read, so its connection returns.
-		if cerr := t.confirmClaim(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}
+	res, err := t.loop(ctx) // its first model call confirms the claim
 	var refused claimFailed
 	switch {
 	case errors.As(err, &refused):
