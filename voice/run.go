@@ -51,7 +51,6 @@ func (c *Call) live() {
 	_, span := telemetry.Tracer("voice").Start(context.Background(), "call", trace.WithAttributes(
 		attribute.String("call.id", c.info.ID), attribute.String("call.direction", c.info.Direction),
 		attribute.String("call.agent", c.info.Agent)))
-	defer span.End()
 	var end End
 	select {
 	case end = <-c.ends: // refused, cancelled or unanswered before it ran
@@ -61,6 +60,9 @@ func (c *Call) live() {
 	}
 	c.complete(end)
 	span.SetAttributes(attribute.String("call.outcome", string(c.end.Outcome)))
+	// Ended before done closes: a shutdown waits on done, then flushes the
+	// traces, and a span still open then is never exported.
+	span.End()
 	c.m.cfg.Metrics.CallEnded(c.info.Direction, string(c.end.Outcome))
 	c.m.remove(c)
 	close(c.done)
