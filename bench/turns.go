@@ -188,7 +188,23 @@ func Turns(ctx context.Context, cfg TurnsConfig) (TurnsReport, error) {
 	if err != nil {
 		return TurnsReport{}, err
 	}
-	ps := &http.Server{Handler: http.StripPrefix("/proxy", proxy)}
+	// The request body is read before it is forwarded, as the box reads its
+	// own: streamed through, the transport's last read of it can land after
+	// the scripted model's answer closed it (net/http closes an inbound body
+	// when the response's headers go out), and the transport then drops the
+	// upstream connection mid-answer ("use of closed network connection"; the
+	// client sees an unexpected EOF on 1-4 % of streamed turns).
+	buffered := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
+		proxy.ServeHTTP(w, r)
+	})
+	ps := &http.Server{Handler: http.StripPrefix("/proxy", buffered)}
 	go ps.Serve(pln)
 	defer ps.Close()
 
