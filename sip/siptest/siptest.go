@@ -29,6 +29,8 @@ import (
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
 	"github.com/zaf/g711"
+
+	"github.com/stackbone/box/internal/freeport"
 )
 
 // Caller is a SIP phone on 127.0.0.1.
@@ -41,7 +43,7 @@ type Caller struct {
 // test ends.
 func NewCaller(t testing.TB) *Caller {
 	t.Helper()
-	c, err := Start()
+	c, err := start(freeport.Get(t, freeport.UDP))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,19 +51,14 @@ func NewCaller(t testing.TB) *Caller {
 	return c
 }
 
-// Start starts a user agent on a free loopback port (load tools; tests use
-// NewCaller). Close stops it.
-func Start() (*Caller, error) {
+// start starts a user agent on a loopback port from freeport: one the
+// kernel handed out and the caller closed again could go to another test's
+// socket before the agent bound it. Close stops it.
+func start(port int) (*Caller, error) {
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("siptest"))
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	port := l.LocalAddr().(*net.UDPAddr).Port
-	l.Close()
 	dg := diago.NewDiago(ua, diago.WithTransport(diago.Transport{Transport: "udp", BindHost: "127.0.0.1", BindPort: port}))
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := dg.ServeBackground(ctx, func(d *diago.DialogServerSession) {
