@@ -152,7 +152,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakReport, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			caller, err := siptest.Start()
+			caller, err := siptest.Start(0)
 			if err != nil {
 				cfg.Logger.Warn("soak: caller", "error", err)
 				return

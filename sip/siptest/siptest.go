@@ -43,7 +43,7 @@ type Caller struct {
 // test ends.
 func NewCaller(t testing.TB) *Caller {
 	t.Helper()
-	c, err := start(freeport.Get(t, freeport.UDP))
+	c, err := Start(freeport.Get(t, freeport.UDP))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +51,19 @@ func NewCaller(t testing.TB) *Caller {
 	return c
 }
 
-// start starts a user agent on a loopback port from freeport: one the
-// kernel handed out and the caller closed again could go to another test's
-// socket before the agent bound it. Close stops it.
-func start(port int) (*Caller, error) {
+// Start starts a user agent on a loopback port (load tools; tests use
+// NewCaller, whose port comes from freeport: one the kernel handed out and
+// the test closed again could go to another test's socket before the agent
+// bound it). Port 0 takes one the kernel hands out. Close stops it.
+func Start(port int) (*Caller, error) {
+	if port == 0 {
+		l, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		port = l.LocalAddr().(*net.UDPAddr).Port
+		l.Close()
+	}
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("siptest"))
 	if err != nil {
 		return nil, err
