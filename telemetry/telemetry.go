@@ -87,7 +87,11 @@ func New() *Metrics {
 		}
 		return 0
 	})
-	reg.MustRegister(m.pacing, m.turns, m.rag, realtimeGauge)
+	saturations := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "stackbone_media_realtime_saturations_total",
+		Help: "How many times the box's threads left real-time priority while calls were in progress because the " +
+			"process used 90 % of its processors over half a second (they return under 75 %)."},
+		func() float64 { return float64(realtime.Saturations()) })
+	reg.MustRegister(m.pacing, m.turns, m.rag, realtimeGauge, saturations)
 	reg.MustRegister(m.callsActive, m.callsTotal, m.callSetup, m.turnStage, m.provider, m.memoryOps, m.httpRequests)
 	return m
 }

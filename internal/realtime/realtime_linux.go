@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -21,6 +22,14 @@ var state struct {
 	done    chan struct{}   // closed when the sweeper returned
 	lowered bool            // held, but back to normal while the process is saturated
 }
+
+// saturations counts the sweeps that lowered held threads because the
+// process was saturated.
+var saturations atomic.Int64
+
+// Saturations reports how many times held threads returned to ordinary
+// scheduling because the process was saturated (see Saturated).
+func Saturations() int64 { return saturations.Load() }
 
 // cpuShare (under state.mu) is the process's CPU time since the last call
 // as a share of GOMAXPROCS processors over the wall time since (the first
@@ -152,6 +161,7 @@ func sweep(stop <-chan struct{}, done chan<- struct{}) {
 			case s.holds == 0:
 			case !s.lowered && share >= Saturated:
 				s.lowered = true
+				saturations.Add(1)
 				_ = setAll(s.normal)
 			case s.lowered && share < Recovered:
 				s.lowered = false

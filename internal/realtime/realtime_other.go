@@ -14,3 +14,6 @@ func Held() bool { return false }
 
 // Raised reports false.
 func Raised() bool { return false }
+
+// Saturations reports 0.
+func Saturations() int64 { return 0 }

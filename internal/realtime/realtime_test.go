@@ -113,6 +113,7 @@ func TestSaturatedProcessRunsOrdinary(t *testing.T) {
 	if !Raised() {
 		t.Fatal("held and idle, not raised")
 	}
+	before := Saturations()
 	share.Store(0.95)
 	poll.Until(t, "the saturated process's threads back to normal", 5*Sweep, func() bool {
 		return !Raised() && policies(t)[unix.SCHED_RR] == 0
@@ -125,6 +126,9 @@ func TestSaturatedProcessRunsOrdinary(t *testing.T) {
 	poll.Until(t, "two sweeps", 5*Sweep, func() bool { return sweeps.Load() >= n+2 })
 	if Raised() || policies(t)[unix.SCHED_RR] != 0 {
 		t.Fatalf("raised again at a share of 0.8: %v", policies(t))
+	}
+	if n := Saturations() - before; n != 1 {
+		t.Fatalf("%d saturations counted, want 1", n)
 	}
 	share.Store(0.5)
 	poll.Until(t, "the threads raised again once the process has room", 5*Sweep, func() bool {
