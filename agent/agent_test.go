@@ -178,6 +178,38 @@ func TestTwoCustomersOnOneKeyGetTwoSessions(t *testing.T) {
 	}
 }
 
+// Two keys restricted to different persons, sending one session key to an
+// agent whose identity key neither names (or that has none), hold two
+// conversations: the second person's model request never carries the
+// first person's words.
+func TestRestrictedKeysNeverShareASessionByKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply { return providertest.Reply{Content: "ok"} })
+	as := func(number string) context.Context {
+		return identity.WithPolicy(e.ctx, identity.Policy{Allowed: map[string]string{identity.PhoneNumber: number}})
+	}
+	turn := func(ctx context.Context, ag, text string) {
+		t.Helper()
+		if _, err := e.rt.Turn(ctx, agent.TurnRequest{Agent: ag, SessionKey: "shared", Messages: user(text)},
+			func(agent.Event) error { return nil }); err != nil {
+			t.Fatalf("%s: %v", ag, err)
+		}
+	}
+	for _, ag := range []string{"support", "plain"} {
+		turn(as("+34600000001"), ag, "My secret is 4242 on "+ag)
+		turn(as("+34600000002"), ag, "What is my secret?")
+		if got := strings.Join(e.sent(-1), "\n"); strings.Contains(got, "4242") {
+			t.Fatalf("%s: the second person's model request carries the first's words: %q", ag, got)
+		}
+		// The first person's own session goes on.
+		turn(as("+34600000001"), ag, "Again?")
+		if got := strings.Join(e.sent(-1), "\n"); !strings.Contains(got, "4242 on "+ag) {
+			t.Fatalf("%s: the first person's session lost its turn: %q", ag, got)
+		}
+	}
+}
+
 func TestAGUIStyleResendAddsEachMessageOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

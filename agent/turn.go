@@ -90,7 +90,8 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	}
 	// The caller's key decides whom it may act for (identity.Policy): every
 	// wire's turn passes here, so none can name another person.
-	ids, err := identity.PolicyFrom(ctx).Admit(req.Identities)
+	policy := identity.PolicyFrom(ctx)
+	ids, err := policy.Admit(req.Identities)
 	if err != nil {
 		return Result{}, err
 	}
@@ -120,10 +121,10 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	switch {
 	case req.SessionKey != "":
 		t.kind = kindSession
-		t.sessionID = SessionID(kindSession, req.Agent, sel.Address(), req.SessionKey)
+		t.sessionID = SessionID(kindSession, req.Agent, policy.SessionAddress(sel, ids), req.SessionKey)
 	case req.ConversationKey != "":
 		t.kind = kindConversation
-		t.sessionID = SessionID(kindConversation, req.Agent, sel.Address(), req.ConversationKey)
+		t.sessionID = SessionID(kindConversation, req.Agent, policy.SessionAddress(sel, ids), req.ConversationKey)
 	}
 	switch t.kind {
 	case kindSession:

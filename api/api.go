@@ -21,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,25 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	draining atomic.Bool
+
+	// table is every pattern registered, in order; persons holds those
+	// that act for one person (see PersonRoute). Written while the box is
+	// built, read-only once it serves.
+	table   []RouteInfo
+	persons map[string]bool
+}
+
+// RouteInfo is one registered route, for the operator's and the tests'
+// view of the trust model.
+type RouteInfo struct {
+	Pattern string
+	// Scope is the scope the route requires ("" for any valid key or, for
+	// routes registered with Handle, the handler's own check).
+	Scope string
+	// Person: the route acts for one person, whose identities the handler
+	// admits against the key's policy, so a key restricted to a person may
+	// use it. Every other route spans persons and needs a trusted key.
+	Person bool
 }
 
 // New returns the API handler.
@@ -59,25 +79,42 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), mux: http.NewServeMux(), persons: map[string]bool{}}
 	s.routes()
 	return s
 }
 
-// Handle registers an extra route on the server's mux (used by later
-// transports that live in other packages). Routes under /api/ must wrap
+// Handle registers a route that authenticates in its own way (a text
+// wire's Guard in its own error shape, a public page). A restricted key is
+// refused on it by Guard: it spans persons. Routes under /api/ must wrap
 // their handler with Authed.
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+func (s *Server) Handle(pattern string, h http.Handler) { s.handle(pattern, "", false, h) }
+
+// PersonHandle is Handle for a route that acts for one person: its handler
+// admits the identities it acts for against the key's policy
+// (identity.PolicyFrom), so a key restricted to a person may use it.
+func (s *Server) PersonHandle(pattern string, h http.Handler) { s.handle(pattern, "", true, h) }
+
+// Routes lists every registered route.
+func (s *Server) Routes() []RouteInfo { return slices.Clone(s.table) }
+
+func (s *Server) handle(pattern, scope string, person bool, h http.Handler) {
+	s.mux.Handle(pattern, h)
+	s.table = append(s.table, RouteInfo{Pattern: pattern, Scope: scope, Person: person})
+	if person {
+		s.persons[pattern] = true
+	}
+}
 
 func (s *Server) routes() {
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.Handle("GET /healthz", http.HandlerFunc(s.healthz))
+	s.Handle("GET /readyz", http.HandlerFunc(s.readyz))
 	if s.cfg.Metrics != nil {
 		// For a scraper with a key that may read runs (operational data,
 		// never personal data).
-		s.mux.Handle("GET /metrics", s.Authed(auth.ScopeRunsRead, s.cfg.Metrics.Handler().ServeHTTP))
+		s.handle("GET /metrics", auth.ScopeRunsRead, false, s.Authed(auth.ScopeRunsRead, s.cfg.Metrics.Handler().ServeHTTP))
 	}
-	s.Route("GET /api/capabilities", "", s.capabilities)
+	s.PersonRoute("GET /api/capabilities", "", s.capabilities)
 	s.Route("GET /api/keys/self", "", s.keysSelf)
 	s.Route("GET /api/keys", auth.ScopeKeysAdmin, s.keysList)
 	s.Route("POST /api/keys", auth.ScopeKeysAdmin, s.keysCreate)
@@ -147,33 +184,12 @@ func (s *Server) Guard(r *http.Request, scope string, xAPIKey bool) (*http.Reque
 	if scope != "" && !key.Has(scope) {
 		return nil, &Refusal{http.StatusForbidden, "forbidden", "the API key lacks the scope " + scope}
 	}
-	if key.Restricted() && !personRoutes[r.Pattern] {
+	if key.Restricted() && !s.persons[r.Pattern] {
 		return nil, &Refusal{http.StatusForbidden, "forbidden",
 			"the API key is restricted to its own identities; this route spans persons and needs a key trusted to name any identity"}
 	}
 	ctx := context.WithValue(r.Context(), keyCtx{}, key)
 	return r.WithContext(identity.WithPolicy(ctx, key.Policy())), nil
-}
-
-// personRoutes are the routes a restricted key may use: each acts for one
-// person, whose identities are admitted against the key's policy (a turn
-// on a text wire, a person's memory, a call start). Every other route
-// (runs, sessions, calls lists, settings, stores, RAG) spans persons.
-var personRoutes = map[string]bool{
-	"POST /openai/v1/chat/completions": true,
-	"GET /openai/v1/models":            true,
-	"GET /openai/v1/models/{model}":    true,
-	"POST /anthropic/v1/messages":      true,
-	"POST /agui/{agent}":               true,
-	"POST /api/memory/add":             true,
-	"POST /api/memory/recall":          true,
-	"POST /api/memory/delete-all":      true,
-	"POST /api/voice/rooms":            true,
-	"GET /api/voice/rooms/{id}":        true,
-	"DELETE /api/voice/rooms/{id}":     true,
-	"POST /api/voice/rooms/{id}/offer": true,
-	"POST /api/voice/calls":            true,
-	"GET /api/capabilities":            true,
 }
 
 // Authed wraps h: a valid bearer key is required (401 otherwise), holding
@@ -197,9 +213,17 @@ func (s *Server) Authed(scope string, h http.HandlerFunc) http.Handler {
 type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // Route registers an /api route behind auth and scope (scope "" admits any
-// valid key).
-func (s *Server) Route(pattern, scope string, h HandlerFunc) {
-	s.mux.Handle(pattern, s.Authed(scope, func(w http.ResponseWriter, r *http.Request) {
+// valid key). The route spans persons (runs, lists, settings, stores): a key
+// restricted to a person is refused on it.
+func (s *Server) Route(pattern, scope string, h HandlerFunc) { s.route(pattern, scope, false, h) }
+
+// PersonRoute is Route for a route that acts for one person (a person's
+// memory, a call with them): its handler admits the identities it acts for
+// against the key's policy, so a key restricted to a person may use it.
+func (s *Server) PersonRoute(pattern, scope string, h HandlerFunc) { s.route(pattern, scope, true, h) }
+
+func (s *Server) route(pattern, scope string, person bool, h HandlerFunc) {
+	s.handle(pattern, scope, person, s.Authed(scope, func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			s.Fail(w, r, err)
 		}

@@ -14,6 +14,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -187,6 +190,31 @@ func (s Selection) Address() string {
 		return CustomerID + "=" + s.legacy
 	}
 	return ""
+}
+
+// SessionAddress is the identity part of a session id for a conversation
+// held under policy p, where admitted is what p.Admit returned. It is
+// sel.Address(), except that a restricted key's conversation without a
+// selected person (the agent's key was not among the identities, or the
+// agent has none) is addressed by every identity the key admitted: two
+// people holding keys restricted to different persons never continue one
+// conversation by sending the same session key.
+func (p Policy) SessionAddress(sel Selection, admitted Set) string {
+	addr := sel.Address()
+	if !p.Restricted() || sel.Value != "" || sel.legacy != "" {
+		return addr
+	}
+	fields := slices.Sorted(maps.Keys(admitted))
+	var b strings.Builder
+	b.WriteString(addr)
+	b.WriteString("|admitted")
+	for _, f := range fields {
+		b.WriteString("&")
+		b.WriteString(url.QueryEscape(f))
+		b.WriteString("=")
+		b.WriteString(url.QueryEscape(admitted[f]))
+	}
+	return b.String()
 }
 
 func clip(s string) string {

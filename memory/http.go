@@ -25,9 +25,9 @@ import (
 // those settings write.
 func Register(srv *api.Server, svc *Service, settings *Settings, pool *pgxpool.Pool) {
 	h := &handlers{svc: svc, settings: settings, pool: pool}
-	srv.Route("POST /api/memory/add", auth.ScopeMemoryWrite, h.memoryAdd)
-	srv.Route("POST /api/memory/recall", auth.ScopeMemoryRead, h.memoryRecall)
-	srv.Route("POST /api/memory/delete-all", auth.ScopeMemoryWrite, h.memoryDeleteAll)
+	srv.PersonRoute("POST /api/memory/add", auth.ScopeMemoryWrite, h.memoryAdd)
+	srv.PersonRoute("POST /api/memory/recall", auth.ScopeMemoryRead, h.memoryRecall)
+	srv.PersonRoute("POST /api/memory/delete-all", auth.ScopeMemoryWrite, h.memoryDeleteAll)
 	srv.Route("GET /api/memory/settings/{agentId}", auth.ScopeConfigRead, h.settingsGet)
 	srv.Route("PUT /api/memory/settings/{agentId}", auth.ScopeConfigWrite, h.settingsPut)
 	srv.Route("DELETE /api/memory/settings/{agentId}", auth.ScopeConfigWrite, h.settingsDelete)

@@ -133,11 +133,11 @@ func (s *Service) Pacing() voice.PacingCounts {
 
 // Register mounts the rooms routes and the call page on srv.
 func (s *Service) Register(srv *api.Server) {
-	srv.Route("POST /api/voice/rooms", auth.ScopeVoice, s.create)
+	srv.PersonRoute("POST /api/voice/rooms", auth.ScopeVoice, s.create)
 	srv.Route("GET /api/voice/rooms", auth.ScopeVoice, s.list)
-	srv.Route("GET /api/voice/rooms/{id}", auth.ScopeVoice, s.get)
-	srv.Route("DELETE /api/voice/rooms/{id}", auth.ScopeVoice, s.end)
-	srv.Route("POST /api/voice/rooms/{id}/offer", auth.ScopeVoice, s.offer)
+	srv.PersonRoute("GET /api/voice/rooms/{id}", auth.ScopeVoice, s.get)
+	srv.PersonRoute("DELETE /api/voice/rooms/{id}", auth.ScopeVoice, s.end)
+	srv.PersonRoute("POST /api/voice/rooms/{id}/offer", auth.ScopeVoice, s.offer)
 	browserURL := s.cfg.Rooms.LiveKit.PublicURL // what browsers join
 	if browserURL == "" {
 		browserURL = s.cfg.Rooms.LiveKit.URL

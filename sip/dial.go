@@ -16,7 +16,7 @@ import (
 // rings; the call's record is read through the calls routes of package
 // voice.
 func (s *Server) Register(srv *api.Server) {
-	srv.Route("POST /api/voice/calls", auth.ScopeVoice, s.dial)
+	srv.PersonRoute("POST /api/voice/calls", auth.ScopeVoice, s.dial)
 }
 
 func (s *Server) dial(w http.ResponseWriter, r *http.Request) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
 	"strings"
 	"sync"
@@ -230,21 +231,21 @@ func (m *Manager) Open(ctx context.Context, info CallInfo) (*Call, error) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownAgent, info.Agent)
 	}
 	// A call started through a restricted key acts only for the person the
-	// key allows: its explicit identities, and on an outbound call the
-	// number dialled (the call's phoneNumber identity).
+	// key allows: every identity it names, and on an outbound call the
+	// number dialled (the call's phoneNumber identity), must be admitted.
 	if p := identity.PolicyFrom(ctx); p.Restricted() {
+		named := maps.Clone(info.Identities)
 		if info.Direction == Outbound {
-			if err := p.AdmitValue(identity.PhoneNumber, info.PhoneNumber); err != nil {
-				return nil, err
+			if named == nil {
+				named = identity.Set{}
 			}
+			named[identity.PhoneNumber] = info.PhoneNumber
 		}
-		ids, err := p.Admit(info.Identities)
-		if err != nil && info.Direction != Outbound {
+		ids, err := p.Admit(named)
+		if err != nil {
 			return nil, err
 		}
-		if err == nil {
-			info.Identities = ids
-		}
+		info.Identities = ids
 	}
 	if info.ID == "" {
 		info.ID = "call_" + uuid.NewString()

@@ -38,9 +38,14 @@ type Config struct {
 	KeepAlive time.Duration
 }
 
-// Mux is where a wire mounts its routes (an *api.Server or an *http.ServeMux).
+// Mux is where a wire mounts its routes (an *api.Server).
 type Mux interface {
+	// Handle registers a route that spans persons.
 	Handle(pattern string, h http.Handler)
+	// PersonHandle registers a route that acts for one person (a turn),
+	// which a key restricted to a person may use: the turn admits its
+	// identities against the key's policy.
+	PersonHandle(pattern string, h http.Handler)
 }
 
 // Header names of the box's wire extensions.

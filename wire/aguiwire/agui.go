@@ -44,7 +44,7 @@ func Register(mux wire.Mux, cfg Config) {
 	if log == nil {
 		log = slog.Default()
 	}
-	mux.Handle("POST /agui/{agent}", &handler{rt: cfg.Runtime, guard: cfg.Guard, log: log.With("component", "agui"), keepAlive: cfg.KeepAlive})
+	mux.PersonHandle("POST /agui/{agent}", &handler{rt: cfg.Runtime, guard: cfg.Guard, log: log.With("component", "agui"), keepAlive: cfg.KeepAlive})
 }
 
 // known reports whether the runtime declares the agent.

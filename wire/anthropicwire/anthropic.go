@@ -23,7 +23,7 @@ func Register(mux wire.Mux, cfg Config) {
 		cfg.Logger = slog.Default()
 	}
 	p := protocol{log: cfg.Logger.With("component", "wire.anthropic")}
-	mux.Handle("POST /anthropic/v1/messages", wire.Handler(cfg, "anthropic", p, true))
+	mux.PersonHandle("POST /anthropic/v1/messages", wire.Handler(cfg, "anthropic", p, true))
 	mux.Handle("/anthropic/v1/", http.HandlerFunc(unknownRoute))
 }
 

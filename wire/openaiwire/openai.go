@@ -24,10 +24,10 @@ func Register(mux wire.Mux, cfg Config) {
 		cfg.Logger = slog.Default()
 	}
 	h := &handler{cfg: cfg, log: cfg.Logger.With("component", "wire.openai")}
-	mux.Handle("POST /openai/v1/chat/completions", wire.Handler(cfg, "openai", chat{}, false))
-	mux.Handle("GET /openai/v1/models", http.HandlerFunc(h.models))
-	mux.Handle("GET /openai/v1/models/{model}", http.HandlerFunc(h.model))
-	mux.Handle("POST /openai/v1/responses", wire.Handler(cfg, "openai", responses{}, false))
+	mux.PersonHandle("POST /openai/v1/chat/completions", wire.Handler(cfg, "openai", chat{}, false))
+	mux.PersonHandle("GET /openai/v1/models", http.HandlerFunc(h.models))
+	mux.PersonHandle("GET /openai/v1/models/{model}", http.HandlerFunc(h.model))
+	mux.PersonHandle("POST /openai/v1/responses", wire.Handler(cfg, "openai", responses{}, false))
 	mux.Handle("/openai/v1/", http.HandlerFunc(unknownRoute))
 }
 
