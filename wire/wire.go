@@ -178,6 +178,7 @@ const (
 	DecodeType                            // a field of the wrong type
 	DecodeUnknown                         // a field the wire does not know
 	DecodeText                            // a string with a NUL or invalid UTF-8 (api.CheckText)
+	DecodeTruncated                       // the body ends inside its JSON, or could not be read whole
 )
 
 func (e *DecodeError) Error() string {
@@ -194,6 +195,8 @@ func (e *DecodeError) Error() string {
 		return fmt.Sprintf("unknown field %q", e.Field)
 	case DecodeText:
 		return (&api.TextError{Field: e.Field}).Error()
+	case DecodeTruncated:
+		return "the body ends before its JSON does; send the whole object"
 	}
 	return "the body must be one JSON object"
 }
@@ -213,7 +216,9 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	case errors.As(err, &tooBig):
 		return &DecodeError{Kind: DecodeTooLarge, Limit: tooBig.Limit}
 	case err != nil:
-		return err
+		// The client went away or stalled mid-upload: its request, not the
+		// box, failed.
+		return &DecodeError{Kind: DecodeTruncated}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -222,6 +227,8 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 		var typ *json.UnmarshalTypeError
 		var tooBig *http.MaxBytesError
 		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return &DecodeError{Kind: DecodeTruncated}
 		case errors.Is(err, io.EOF):
 			return &DecodeError{Kind: DecodeEmpty}
 		case errors.As(err, &tooBig):

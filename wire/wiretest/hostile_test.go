@@ -68,6 +68,30 @@ func TestBadBytesAreRefusedAtEveryWire(t *testing.T) {
 	}
 }
 
+// A body cut short (a client that stopped mid-upload) is the client's
+// error on every wire: a 400 in the wire's shape, never a 500 that tells
+// an SDK to retry, and nothing reaches the model.
+func TestTruncatedBodiesAreRefusedAtEveryWire(t *testing.T) {
+	t.Parallel()
+	b := boxtest.New(t, agents)
+	for _, w := range []struct{ path, body string }{
+		{"/openai/v1/chat/completions", `{"model":"support","messages":[{"role":"user","content":"hi"}]}`},
+		{"/openai/v1/responses", `{"model":"support","input":[{"role":"user","content":"hi"}]}`},
+		{"/anthropic/v1/messages", `{"model":"support","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/agui/support", `{"threadId":"t","runId":"r","messages":[{"id":"m","role":"user","content":"hi"}]}`},
+	} {
+		for cut := 1; cut < len(w.body); cut++ {
+			status, body := post(t, b, w.path, w.body[:cut])
+			if status != http.StatusBadRequest {
+				t.Errorf("%s cut at %d (%q): %d %s, want 400", w.path, cut, w.body[:cut], status, body)
+			}
+		}
+	}
+	if n := len(b.Model.Requests()); n != 0 {
+		t.Fatalf("the model was called %d times for cut bodies", n)
+	}
+}
+
 // do sends method path with the given key and returns the status and body.
 func do(t *testing.T, b *boxtest.Box, key, method, path, body string, headers ...string) (int, string) {
 	t.Helper()
