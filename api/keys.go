@@ -15,7 +15,8 @@ import (
 // letting the operator hit 403s. Any valid key may ask about itself.
 func (s *Server) keysSelf(w http.ResponseWriter, r *http.Request) error {
 	k, _ := KeyFrom(r.Context())
-	writeData(w, http.StatusOK, map[string]any{"name": k.Name, "scopes": k.Scopes, "createdAt": k.CreatedAt, "allScopes": auth.AllScopes})
+	writeData(w, http.StatusOK, map[string]any{"name": k.Name, "scopes": k.Scopes, "createdAt": k.CreatedAt, "allScopes": auth.AllScopes,
+		"personScopes": auth.PersonScopes, "identities": k.Identities, "anyIdentity": !k.Restricted()})
 	return nil
 }
 
@@ -41,6 +42,11 @@ func (s *Server) keysCreate(w http.ResponseWriter, r *http.Request) error {
 	var b struct {
 		Name   string   `json:"name"`
 		Scopes []string `json:"scopes"`
+		// Identities restricts the key to persons (field to value or
+		// pattern); AnyIdentity trusts it to name anyone. A key with a
+		// person scope says one of them (auth.CheckWhom).
+		Identities  map[string]string `json:"identities"`
+		AnyIdentity bool              `json:"anyIdentity"`
 	}
 	if err := decode(w, r, 16<<10, &b); err != nil {
 		return err
@@ -51,7 +57,10 @@ func (s *Server) keysCreate(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("%w; this key lacks %s", errForbiddenScope, sc)
 		}
 	}
-	secret, k, err := s.cfg.Keys.Create(r.Context(), b.Name, b.Scopes)
+	if err := auth.CheckWhom(b.Scopes, b.Identities, b.AnyIdentity); err != nil {
+		return err
+	}
+	secret, k, err := s.cfg.Keys.CreateRestricted(r.Context(), b.Name, b.Scopes, b.Identities)
 	if errors.Is(err, auth.ErrExists) {
 		return fmt.Errorf("%w: a key named %s exists (names stay taken after a revoke)", auth.ErrExists, b.Name)
 	}

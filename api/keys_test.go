@@ -60,6 +60,47 @@ func TestKeysRoutes(t *testing.T) {
 		t.Fatalf("list: %s", env.Data)
 	}
 	b.expect("DELETE", "/api/keys/ci", admin, "", 200, "")
+
+	// A key that may act for persons says whom, as the CLI asks: never
+	// trusted with every person by leaving it out.
+	wide, _, err := b.keys.Create(ctx, "widekeyadmin", []string{auth.ScopeKeysAdmin, auth.ScopeAgentsRun, auth.ScopeMemoryRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := b.keyCount()
+	for _, body := range []string{
+		`{"name":"app","scopes":["agents:run"]}`,
+		`{"name":"app","scopes":["memory:read"],"identities":{"customerId":"c1"},"anyIdentity":true}`,
+		`{"name":"app","scopes":["agents:run"],"identities":{}}`,
+		`{"name":"app","scopes":["agents:run"],"identities":{"customerId":"*"}}`,
+		`{"name":"app","scopes":["agents:run"],"identities":{"customerId":""}}`,
+	} {
+		b.expect("POST", "/api/keys", wide, body, 400, "key_identity_required")
+	}
+	if n := b.keyCount(); n != before {
+		t.Fatalf("%d keys made by refused requests", n-before)
+	}
+	env = b.expect("POST", "/api/keys", wide, `{"name":"app","scopes":["agents:run"],"identities":{"customerId":"cust_*"}}`, 201, "")
+	if !strings.Contains(string(env.Data), `"identities":{"customerId":"cust_*"}`) || !strings.Contains(string(env.Data), `"anyIdentity":false`) {
+		t.Fatalf("restricted key: %s", env.Data)
+	}
+	env = b.expect("POST", "/api/keys", wide, `{"name":"backend","scopes":["agents:run"],"anyIdentity":true}`, 201, "")
+	if !strings.Contains(string(env.Data), `"anyIdentity":true`) {
+		t.Fatalf("trusted key: %s", env.Data)
+	}
+	env = b.expect("GET", "/api/keys", wide, "", 200, "")
+	if !strings.Contains(string(env.Data), `"name":"app","scopes":["agents:run"],"identities":{"customerId":"cust_*"}`) {
+		t.Fatalf("list: %s", env.Data)
+	}
 	b.expect("GET", "/api/runs", made.Secret, "", 401, "unauthorized")
 	b.expect("DELETE", "/api/keys/ci", admin, "", 404, "key_not_found")
+}
+
+func (b *box) keyCount() int {
+	b.t.Helper()
+	var n int
+	if err := b.pool.QueryRow(b.t.Context(), `SELECT count(*) FROM stackbone_platform.api_keys`).Scan(&n); err != nil {
+		b.t.Fatal(err)
+	}
+	return n
 }

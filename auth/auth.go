@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -45,6 +46,9 @@ var (
 	// ErrRevoked: Ensure met a key of that name that was revoked; a
 	// revocation sticks, so it is not brought back.
 	ErrRevoked = fault.New(fault.Conflict, "key_revoked", "auth: key revoked")
+	// ErrWhomUnsaid: a key that may act for persons does not say whom (or
+	// says it twice): identities it is restricted to, or any identity.
+	ErrWhomUnsaid = fault.New(fault.Invalid, "key_identity_required", "auth: a key that may act for persons must say whom")
 )
 
 // Scopes.
@@ -94,6 +98,22 @@ var Roles = map[string][]string{
 // holding one must say whom it may act for (restricted or trusted).
 var PersonScopes = []string{ScopeAgentsRun, ScopeMemoryRead, ScopeMemoryWrite, ScopeVoice}
 
+// CheckWhom checks what a new key says about the persons it acts for:
+// allowed (identity field to value or pattern: a restricted key) or
+// anyIdentity (a trusted backend), not both; and a key holding a person
+// scope must say one of them, so no key becomes trusted by omission. The
+// CLI and the API ask the same question. Errors: ErrWhomUnsaid.
+func CheckWhom(scopes []string, allowed map[string]string, anyIdentity bool) error {
+	switch {
+	case anyIdentity && allowed != nil:
+		return fmt.Errorf("%w: give identities or anyIdentity, not both", ErrWhomUnsaid)
+	case allowed == nil && !anyIdentity && slices.ContainsFunc(scopes, func(s string) bool { return slices.Contains(PersonScopes, s) }):
+		return fmt.Errorf("%w: the key may act for persons (%s); say whom: identities (FIELD=VALUE, one person or a pattern) or anyIdentity (a trusted backend)",
+			ErrWhomUnsaid, strings.Join(PersonScopes, ", "))
+	}
+	return nil
+}
+
 // DevKey is the key `stackbone dev` creates; `serve` never does.
 const DevKey = "local-dev"
 
@@ -108,6 +128,17 @@ type Key struct {
 	Identities map[string]string `json:"identities,omitempty"`
 	CreatedAt  time.Time         `json:"createdAt"`
 	RevokedAt  *time.Time        `json:"revokedAt"`
+}
+
+// MarshalJSON shows the key with anyIdentity: whether it is trusted to
+// name any person (no identities), so every view of a key answers whom it
+// acts for.
+func (k Key) MarshalJSON() ([]byte, error) {
+	type plain Key
+	return json.Marshal(struct {
+		plain
+		AnyIdentity bool `json:"anyIdentity"`
+	}{plain(k), k.Identities == nil})
 }
 
 // Has reports whether the key holds scope.
@@ -176,9 +207,12 @@ func (s *Store) CreateRestricted(ctx context.Context, name string, scopes []stri
 	if !validName(name) {
 		return "", Key{}, ErrInvalidName
 	}
+	if allowed != nil && len(allowed) == 0 {
+		return "", Key{}, fmt.Errorf("%w: a restricted key names at least one identity field", ErrWhomUnsaid)
+	}
 	for f, v := range allowed {
-		if f == "" || v == "" || v == "*" {
-			return "", Key{}, fmt.Errorf("auth: an identity restriction needs a field and a value or pattern other than *")
+		if f == "" || v == "" || v == "*" || !utf8.ValidString(f+v) || strings.ContainsRune(f+v, 0) {
+			return "", Key{}, fmt.Errorf("%w: an identity restriction needs a field and a value or pattern other than *", ErrWhomUnsaid)
 		}
 	}
 	var b [20]byte

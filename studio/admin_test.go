@@ -50,6 +50,29 @@ func TestKeysScreen(t *testing.T) {
 	if st, _ := b.do(secret, "GET", "/api/sessions", nil, nil); st != 401 {
 		t.Fatalf("the revoked key answered %d", st)
 	}
+
+	// A key that may act for persons: the form asks whom, as the CLI does,
+	// and the list shows the answer.
+	p.set("#new-key input[name=name]", "web app")
+	p.click(`#new-key input[value="sessions:read"]`)
+	p.click(`#new-key input[value="agents:run"]`)
+	p.waitFor(`!document.querySelector("#new-key fieldset.whom").hidden`, "the question whom the key acts for")
+	p.js(`document.getElementById("new-key").requestSubmit()`)
+	p.waitFor(`document.getElementById("key-result").textContent.includes("Say whom")`, "the refusal of a key that does not say whom")
+	p.set("#new-key input[name=identity-value]", "cust_*")
+	p.js(`document.getElementById("new-key").requestSubmit()`)
+	p.waitFor(`!!document.querySelector('table.keys tr[data-id="web app"]')`, "the restricted key's row")
+	if row := p.text(`table.keys tr[data-id="web app"]`); !strings.Contains(row, "customerId = cust_*") {
+		t.Fatalf("the restricted key's row: %q", row)
+	}
+	var restricted string
+	b.pool.QueryRow(context.Background(), `SELECT identities::text FROM stackbone_platform.api_keys WHERE name = 'web app'`).Scan(&restricted)
+	if restricted != `{"customerId": "cust_*"}` {
+		t.Fatalf("stored identities %q", restricted)
+	}
+	if row := p.text(`table.keys tr[data-id="admin"]`); !strings.Contains(row, "any person") {
+		t.Fatalf("the trusted key's row: %q", row)
+	}
 }
 
 // An operator looks a person up, reads their facts and calls, and erases

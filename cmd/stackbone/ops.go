@@ -167,9 +167,6 @@ func keySpec(scopes []string, role string, idents []string, anyIdentity bool) ([
 	case len(scopes) == 0:
 		return nil, nil, fmt.Errorf("a key needs --scope (%s) or --role (%s)", strings.Join(auth.AllScopes, ", "), roleNames())
 	}
-	if anyIdentity && len(idents) > 0 {
-		return nil, nil, errors.New("give --identity or --any-identity, not both")
-	}
 	var allowed map[string]string
 	for _, kv := range idents {
 		field, value, ok := strings.Cut(kv, "=")
@@ -181,7 +178,10 @@ func keySpec(scopes []string, role string, idents []string, anyIdentity bool) ([
 		}
 		allowed[field] = value
 	}
-	if allowed == nil && !anyIdentity && slices.ContainsFunc(scopes, func(s string) bool { return slices.Contains(auth.PersonScopes, s) }) {
+	if err := auth.CheckWhom(scopes, allowed, anyIdentity); err != nil {
+		if anyIdentity && allowed != nil {
+			return nil, nil, errors.New("give --identity or --any-identity, not both")
+		}
 		return nil, nil, fmt.Errorf("the key may act for persons (%s): say whom with --identity FIELD=VALUE (one person or a pattern) or --any-identity (a trusted backend)",
 			strings.Join(auth.PersonScopes, ", "))
 	}

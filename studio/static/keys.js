@@ -7,16 +7,34 @@ export async function keysScreen(main) {
   const boxes = self.allScopes.map((s) => h("label", { class: "scope" },
     h("input", { type: "checkbox", name: "scope", value: s, disabled: !self.scopes.includes(s) }), " ", s));
   const out = h("div", { id: "key-result", role: "status" });
-  const form = h("form", { id: "new-key", class: "card", novalidate: true }, h("h2", {}, "New key"), field("Name", name),
+  // A key that may act for persons says whom, as the CLI asks: one person
+  // (or a pattern of them), or any person its holder names.
+  const idField = h("input", { name: "identity-field", value: "customerId", maxlength: 100, "aria-label": "Identity field" });
+  const idValue = h("input", { name: "identity-value", maxlength: 500, placeholder: "cust_42 or tenant-a:*", "aria-label": "Identity value or pattern" });
+  const whom = h("fieldset", { class: "whom", hidden: true }, h("legend", {}, "Acts for"),
+    h("label", {}, h("input", { type: "radio", name: "whom", value: "one", checked: true }), " one person, or persons matching a pattern (* is any run of characters): "),
+    idField, " = ", idValue,
+    h("label", {}, h("input", { type: "radio", name: "whom", value: "any" }), " any person the caller names (a trusted backend)"));
+  const personScopes = self.personScopes || [];
+  const showWhom = () => {
+    whom.hidden = ![...form.querySelectorAll("input[name=scope]:checked")].some((b) => personScopes.includes(b.value));
+  };
+  const form = h("form", { id: "new-key", class: "card", novalidate: true, onchange: () => showWhom() }, h("h2", {}, "New key"), field("Name", name),
     h("fieldset", { class: "scopes" }, h("legend", {}, "Scopes (a key can grant only the scopes it holds)"), boxes),
-    h("button", { type: "submit" }, "Create key"), out);
+    whom, h("button", { type: "submit" }, "Create key"), out);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const scopes = [...form.querySelectorAll("input[name=scope]:checked")].map((b) => b.value);
     if (!name.value.trim()) { clear(out).append(h("p", { class: "error" }, "Enter a name.")); return; }
     if (!scopes.length) { clear(out).append(h("p", { class: "error" }, "Pick at least one scope.")); return; }
+    const body = { name: name.value.trim(), scopes };
+    if (!whom.hidden) {
+      if (form.querySelector("input[name=whom]:checked").value === "any") body.anyIdentity = true;
+      else if (!idField.value.trim() || !idValue.value.trim()) { clear(out).append(h("p", { class: "error" }, "Say whom the key acts for: an identity field and its value or pattern.")); return; }
+      else body.identities = { [idField.value.trim()]: idValue.value.trim() };
+    }
     try {
-      const r = await api("POST", "/api/keys", { name: name.value.trim(), scopes });
+      const r = await api("POST", "/api/keys", body);
       // The secret is shown once, in the page only: never in a URL, never stored.
       const secret = h("input", { id: "new-secret", readonly: true, value: r.secret, size: 44 });
       clear(out).append(h("p", { class: "ok" }, "Key ", h("b", {}, r.key.name), " created. Copy its secret now: it is not shown again."), secret,
@@ -32,6 +50,7 @@ function keyTable(keys) {
   return table([
     { title: "Name", cell: (k) => k.name },
     { title: "Scopes", cell: (k) => k.scopes.join(", ") },
+    { title: "Acts for", cell: (k) => (k.anyIdentity ? "any person" : Object.entries(k.identities || {}).map(([f, v]) => f + " = " + v).join(", ")) },
     { title: "Created", cell: (k) => fmtTime(k.createdAt) },
     { title: "State", cell: (k) => (k.revokedAt ? badge("revoked") : badge("live")) },
     { title: "", cell: (k) => (k.revokedAt ? "revoked " + fmtTime(k.revokedAt) : h("button", { type: "button", class: "danger revoke", onclick: (ev) =>
