@@ -526,7 +526,25 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// admit refuses a key restricted to a person on another person's room
+// (voice.Manager.Admit), before anything of the room is read or changed.
+// Errors: ErrNotFound, identity.ErrForbidden.
+func (s *Service) admit(ctx context.Context, roomID string) error {
+	callID, ok := callIDOf(roomID)
+	if !ok {
+		return ErrNotFound
+	}
+	err := s.cfg.Manager.Admit(ctx, callID)
+	if errors.Is(err, voice.ErrNotFound) {
+		return ErrNotFound
+	}
+	return err
+}
+
 func (s *Service) get(w http.ResponseWriter, r *http.Request) error {
+	if err := s.admit(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
 	v, err := s.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
@@ -537,6 +555,9 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Service) end(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
+	if err := s.admit(r.Context(), id); err != nil {
+		return err
+	}
 	if err := s.End(r.Context(), id); err != nil {
 		return err
 	}
@@ -554,6 +575,9 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request) error {
 	}
 	if b.Type != "offer" || b.SDP == "" {
 		return fmt.Errorf("%w: %s", ErrInvalidRequest, `send {"type":"offer","sdp":"..."}`)
+	}
+	if err := s.admit(r.Context(), r.PathValue("id")); err != nil {
+		return err
 	}
 	answer, err := s.Answer(r.Context(), r.PathValue("id"), b.SDP)
 	if err != nil {

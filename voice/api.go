@@ -14,6 +14,7 @@ import (
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/fault"
+	"github.com/stackbone/box/identity"
 )
 
 // CallRecord is one call as the API shows it.
@@ -62,6 +63,31 @@ func (m *Manager) Get(ctx context.Context, id string) (CallRecord, error) {
 	_ = json.Unmarshal(mem, c.Memory)
 	_ = json.Unmarshal(met, &c.Metrics)
 	return c, nil
+}
+
+// Admit checks that the caller (identity.PolicyFrom(ctx)) may act on call
+// id: a trusted key may act on any call; a key restricted to a person only
+// on a call whose every identity it admits (a call opened without one
+// belongs to no restricted key). Errors: ErrNotFound, identity.ErrForbidden,
+// ErrUnavailable.
+func (m *Manager) Admit(ctx context.Context, id string) error {
+	p := identity.PolicyFrom(ctx)
+	if !p.Restricted() {
+		return nil
+	}
+	var ids identity.Set
+	err := m.cfg.Pool.QueryRow(ctx, `SELECT identities FROM stackbone_platform.voice_calls WHERE id = $1`, id).Scan(&ids)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("%w: the call was opened for no identity this key may act for", identity.ErrForbidden)
+	}
+	_, err = p.Admit(ids)
+	return err
 }
 
 // CallFilter narrows ListCalls. Zero values do not filter.

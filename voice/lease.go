@@ -97,10 +97,11 @@ func (m *Manager) renewLeases(ctx context.Context) {
 	}
 }
 
-// recoverLost closes the calls whose lease ran out, a few at a time.
+// recoverLost closes the calls whose lease ran out, and finishes the saves
+// of lost calls whose recovering box died before it saved, a few at a time.
 func (m *Manager) recoverLost(ctx context.Context) {
 	rows, err := m.cfg.Pool.Query(ctx, `SELECT id FROM stackbone_platform.voice_calls
-		WHERE status <> 'ended' AND lease_until < now() ORDER BY lease_until LIMIT 100`)
+		WHERE (status <> 'ended' OR save_pending) AND lease_until < now() ORDER BY lease_until LIMIT 100`)
 	if err != nil {
 		if ctx.Err() == nil {
 			m.log.Warn("voice: look for lost calls", "error", err)
@@ -121,9 +122,14 @@ func (m *Manager) recoverLost(ctx context.Context) {
 // errNotLost: another box closed the call first, or its box renewed it.
 var errNotLost = errors.New("voice: the call is not lost")
 
-// recoverCall claims a lost call by ending its record as box_lost (one
-// statement: of boxes racing, one gets the row), then saves its persisted
-// heard transcript once and records what memory did.
+// recoverCall claims a lost call in one statement (of boxes racing, one
+// gets the row): it ends the record as box_lost with its save pending and
+// takes the call's lease for the save. It then saves the persisted heard
+// transcript once, renewing that lease meanwhile, and clears the pending
+// save with what memory did. A box that dies between the two leaves the
+// save pending under a lease that runs out: the next box claims it again
+// (the record's end stays as first recorded) and saves; the save's
+// idempotency key returns a save that had already happened.
 func (m *Manager) recoverCall(ctx context.Context, id string) error {
 	var (
 		agentID string
@@ -132,11 +138,17 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 		tr, mem []byte
 		snapRaw []byte
 	)
+	ttl := m.cfg.LeaseTTL.Seconds()
 	err := m.cfg.Pool.QueryRow(ctx, `UPDATE stackbone_platform.voice_calls c SET status = 'ended', outcome = 'box_lost',
-		end_reason = $2, ended_at = greatest(c.lease_until - make_interval(secs => $3), c.started_at),
-		duration_seconds = extract(epoch FROM greatest(c.lease_until - make_interval(secs => $3), c.started_at) - c.started_at)
-		WHERE id = $1 AND status <> 'ended' AND lease_until < now()
-		RETURNING agent_id, started_at, ended_at, transcript, memory, snapshot`, id, boxLostReason, m.cfg.LeaseTTL.Seconds()).
+		save_pending = true, box_id = $4, lease_until = now() + make_interval(secs => $3),
+		memory = jsonb_set(coalesce(c.memory, '{}'), '{savePending}', 'true'),
+		end_reason = CASE WHEN c.status = 'ended' THEN c.end_reason ELSE $2 END,
+		ended_at = CASE WHEN c.status = 'ended' THEN c.ended_at
+			ELSE greatest(c.lease_until - make_interval(secs => $3), c.started_at) END,
+		duration_seconds = CASE WHEN c.status = 'ended' THEN c.duration_seconds
+			ELSE extract(epoch FROM greatest(c.lease_until - make_interval(secs => $3), c.started_at) - c.started_at) END
+		WHERE id = $1 AND (status <> 'ended' OR save_pending) AND lease_until < now()
+		RETURNING agent_id, started_at, ended_at, transcript, memory, snapshot`, id, boxLostReason, ttl, m.cfg.BoxID).
 		Scan(&agentID, &started, &lastAt, &tr, &mem, &snapRaw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errNotLost
@@ -150,14 +162,49 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 	_ = json.Unmarshal(tr, &entries)
 	_ = json.Unmarshal(mem, &report)
 	_ = json.Unmarshal(snapRaw, &snap)
+	stopRenew := m.holdSaveLease(ctx, id)
+	report.SavePending = false
 	m.saveHeard(ctx, &report, agentID, snap, entries, started, lastAt.Sub(started).Seconds(), OutcomeBoxLost, id)
+	stopRenew()
 	mem, _ = json.Marshal(report)
-	if _, err := m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET memory = $2 WHERE id = $1`, id, mem); err != nil {
+	// The outcome comes from the save, so it is written even when ctx ended
+	// (a stopping box) while the save ran.
+	if _, err := m.cfg.Pool.Exec(context.WithoutCancel(ctx), `UPDATE stackbone_platform.voice_calls SET memory = $2, save_pending = false
+		WHERE id = $1`, id, mem); err != nil {
 		return err
 	}
 	m.log.Info("call ended", "call", id, "agent", agentID, "outcome", OutcomeBoxLost, "turns", len(entries),
 		"saved", report.Saved, "save_error", report.SaveError, "recoveredBy", m.cfg.BoxID)
 	return nil
+}
+
+// holdSaveLease renews this box's lease on call id's pending save every
+// third of the lease until the returned stop is called, so no other box
+// takes the save over while this one is still at it.
+func (m *Manager) holdSaveLease(ctx context.Context, id string) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(m.cfg.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			if _, err := m.cfg.Pool.Exec(context.WithoutCancel(ctx), `UPDATE stackbone_platform.voice_calls
+				SET lease_until = now() + make_interval(secs => $3) WHERE id = $1 AND save_pending AND box_id = $2`,
+				id, m.cfg.BoxID, m.cfg.LeaseTTL.Seconds()); err != nil {
+				m.log.Warn("voice: renew the lease of a pending save", "call", id, "error", err)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
 }
 
 // saveHeard is the one memory save of a call, whoever completes it: with

@@ -215,6 +215,9 @@ type MemoryReport struct {
 	Saved          bool   `json:"saved"`
 	SaveError      string `json:"saveError,omitempty"`
 	NotSavedReason string `json:"notSavedReason,omitempty"`
+	// SavePending: the call was closed as box_lost and a box is saving it
+	// (or the next box will, if that one dies too).
+	SavePending bool `json:"savePending,omitempty"`
 }
 
 // Open starts a call: it resolves the agent, takes the snapshot of its
@@ -403,10 +406,11 @@ func (c *Call) open(ctx context.Context) error {
 	}
 	mem, _ := json.Marshal(c.report)
 	snap, _ := json.Marshal(snapshot{Instructions: v.Value.Instructions, UserID: c.sel.Value})
+	named, _ := json.Marshal(ids)
 	_, err = c.m.cfg.Pool.Exec(ctx, `INSERT INTO stackbone_platform.voice_calls (id, direction, agent_id, phone_number, trunk, status,
-		started_at, memory, snapshot, box_id, lease_until)
-		VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), 'ringing', $6, $7, $8, $9, now() + make_interval(secs => $10))`,
-		c.info.ID, c.info.Direction, c.info.Agent, c.info.PhoneNumber, c.info.Trunk, c.started, mem, snap,
+		started_at, memory, snapshot, identities, box_id, lease_until)
+		VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), 'ringing', $6, $7, $8, $9, $10, now() + make_interval(secs => $11))`,
+		c.info.ID, c.info.Direction, c.info.Agent, c.info.PhoneNumber, c.info.Trunk, c.started, mem, snap, named,
 		c.m.cfg.BoxID, c.m.cfg.LeaseTTL.Seconds())
 	if err != nil {
 		return fmt.Errorf("voice: record call: %w", err)

@@ -130,6 +130,81 @@ func TestCallsSurviveStopAndCrash(t *testing.T) {
 	}
 }
 
+// A lost call's save survives the death of the box that recovers it: box
+// A dies mid-call (kill -9); box B closes the call as box_lost and asks the
+// extraction model, which is slow; B is killed -9 while it waits. The save
+// stays pending, and box C finishes it: one save, with the call's facts.
+func TestLostCallSaveSurvivesTheRecoveringBox(t *testing.T) {
+	t.Parallel()
+	bin := buildBox(t)
+	ctx := context.Background()
+	dbURL, pool := testDatabase(t)
+	model := providertest.New(t)
+	model.RespondTranscripts(func([]byte) string { return "I prefer to be called in the morning." })
+	slow := make(chan struct{})     // closed when the extraction model may answer
+	asked := make(chan struct{}, 8) // one value per extraction request
+	model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+		if strings.Contains(req.Messages[0].Content, `"operations"`) {
+			asked <- struct{}{}
+			return providertest.Reply{Gate: slow,
+				Content: `{"operations":[{"op":"add","content":"Prefers morning calls."}],"summary":"Asked for morning calls."}`}
+		}
+		return providertest.Reply{Content: "Noted, mornings it is."}
+	})
+	cfgPath := writeConfig(t, dbURL)
+	a := startBox(t, bin, cfgPath, model.URL())
+	caller := siptest.NewCaller(t)
+	call, err := caller.Call(ctx, "100", a.sipAddr, "+34600555666")
+	if err != nil {
+		t.Fatalf("call: %v\n%s", err, a.logs())
+	}
+	poll.Until(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
+	call.Talk(1)
+	var callID string
+	poll.Until(t, "the caller's turn and the answer to be persisted", 60*time.Second, func() bool {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT id, jsonb_array_length(transcript) FROM stackbone_platform.voice_calls
+			WHERE status = 'active'`).Scan(&callID, &n)
+		return err == nil && n >= 3
+	})
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	a.wait(t, 30*time.Second)
+
+	b := startBox(t, bin, cfgPath, model.URL())
+	select {
+	case <-asked:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the recovering box never asked the extraction model\n%s", b.logs())
+	}
+	b.cmd.Process.Signal(syscall.SIGKILL)
+	b.wait(t, 30*time.Second)
+	var status string
+	var pending, saved bool
+	if err := pool.QueryRow(ctx, `SELECT status, save_pending, coalesce((memory->>'saved')::bool, false)
+		FROM stackbone_platform.voice_calls WHERE id = $1`, callID).Scan(&status, &pending, &saved); err != nil {
+		t.Fatal(err)
+	}
+	if status != "ended" || !pending || saved {
+		t.Fatalf("after the recovering box died: status %s, save pending %v, saved %v", status, pending, saved)
+	}
+
+	close(slow)
+	startBox(t, bin, cfgPath, model.URL())
+	poll.Until(t, "the pending save to be finished by the next box", 90*time.Second, func() bool {
+		err := pool.QueryRow(ctx, `SELECT save_pending, coalesce((memory->>'saved')::bool, false)
+			FROM stackbone_platform.voice_calls WHERE id = $1`, callID).Scan(&pending, &saved)
+		return err == nil && saved && !pending
+	})
+	var calls int
+	var fact, outcome string
+	pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.memory_calls WHERE user_id = '+34600555666'`).Scan(&calls)
+	pool.QueryRow(ctx, `SELECT content FROM stackbone_platform.memory_facts WHERE user_id = '+34600555666'`).Scan(&fact)
+	pool.QueryRow(ctx, `SELECT outcome FROM stackbone_platform.voice_calls WHERE id = $1`, callID).Scan(&outcome)
+	if calls != 1 || fact != "Prefers morning calls." || outcome != "box_lost" {
+		t.Fatalf("saved %d call records (fact %q, outcome %s), want exactly one", calls, fact, outcome)
+	}
+}
+
 // testDatabase is a fresh database: its URL for a box, a pool for the
 // test's checks.
 func testDatabase(t *testing.T) (string, *pgxpool.Pool) {
