@@ -80,8 +80,11 @@ type Config struct {
 	// bytes, text runs, time); zero fields take their defaults.
 	Parse ParseLimits
 	// SpoolDir holds uploads while they arrive (default os.TempDir()).
-	// Start removes spool files a killed box left there.
-	SpoolDir string
+	// Spool files a killed box left there, untouched for an hour, are
+	// removed at Start and then every SpoolSweepEvery while the box runs
+	// (default 10 minutes), so a box that is not restarted sweeps them too.
+	SpoolDir        string
+	SpoolSweepEvery time.Duration
 	// EmbedBatch is how many texts go in one embeddings request. Default 128.
 	EmbedBatch int
 	// ChunkChars and OverlapChars shape the chunks of uploaded files.
@@ -98,7 +101,7 @@ type Config struct {
 }
 
 // spoolSweepAge is how long a spool file must have been untouched before
-// Start takes it for a killed box's: far past any upload's read timeout.
+// it is taken for a killed box's: far past any upload's read timeout.
 const spoolSweepAge = time.Hour
 
 // Service holds collections, documents and chunks, ingests and retrieves.
@@ -140,6 +143,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.SyncInterval <= 0 {
 		cfg.SyncInterval = 30 * time.Second
 	}
+	if cfg.SpoolSweepEvery <= 0 {
+		cfg.SpoolSweepEvery = 10 * time.Minute
+	}
 	if cfg.OverlapChars >= cfg.ChunkChars {
 		return nil, errors.New("rag: OverlapChars must be less than ChunkChars")
 	}
@@ -147,6 +153,15 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, log: log, runs: cfg.Runs}
 	s.idx = newIndexes(cfg.Pool, log, cfg.ExactBelow)
 	return s, nil
+}
+
+// sweepSpool removes the spool files a killed box left (sweepSpool).
+func (s *Service) sweepSpool() {
+	if n, err := sweepSpool(s.cfg.SpoolDir, spoolSweepAge); err != nil {
+		s.log.Warn("sweep upload spool", "error", err)
+	} else if n > 0 {
+		s.log.Info("removed upload spool files a stopped box left", "files", n)
+	}
 }
 
 func setDefault(v *int, d int) {
@@ -164,11 +179,19 @@ func (s *Service) Start(ctx context.Context, client *jobs.Client) error {
 	s.mu.Lock()
 	s.jobs = client
 	s.mu.Unlock()
-	if n, err := sweepSpool(s.cfg.SpoolDir, spoolSweepAge); err != nil {
-		s.log.Warn("sweep upload spool", "error", err)
-	} else if n > 0 {
-		s.log.Info("removed upload spool files a stopped box left", "files", n)
-	}
+	s.sweepSpool()
+	go func() {
+		t := time.NewTicker(s.cfg.SpoolSweepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.sweepSpool()
+			}
+		}
+	}()
 	var pgvector bool
 	if err := s.cfg.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')`).Scan(&pgvector); err == nil && pgvector {
 		// Measured: the in-memory graph answers in about a millisecond at

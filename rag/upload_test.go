@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/objectstore"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rag"
@@ -385,4 +386,29 @@ func TestKilledUploadLeavesNoSpoolFile(t *testing.T) {
 	conn.Close()
 	waitFor(t, 10*time.Second, func() bool { m, _ := filepath.Glob(filepath.Join(spoolDir, "*")); return len(m) == 0 },
 		func() string { return "the killed upload's spool file stayed" })
+}
+
+// A spool file a killed box left is swept while the box runs, not only at
+// the next start: an untouched one goes at the next sweep, a live one stays.
+func TestSpoolIsSweptWhileTheBoxRuns(t *testing.T) {
+	t.Parallel()
+	spoolDir := t.TempDir()
+	newEnv(t, withConfig(func(c *rag.Config) { c.SpoolDir, c.SpoolSweepEvery = spoolDir, 20*time.Millisecond }))
+	old, fresh := filepath.Join(spoolDir, "stackbone-upload-killed"), filepath.Join(spoolDir, "stackbone-upload-live")
+	for _, name := range []string{old, fresh} {
+		if err := os.WriteFile(name, []byte("part of an upload"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the killed upload's spool file to be swept", 10*time.Second, func() bool {
+		_, err := os.Stat(old)
+		return os.IsNotExist(err)
+	})
+	if _, err := os.Stat(fresh); err != nil {
+		t.Fatalf("a live upload's spool file was swept: %v", err)
+	}
 }
