@@ -21,6 +21,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,11 +52,60 @@ func NewCaller(t testing.TB) *Caller {
 	return c
 }
 
+// Phone is a SIP phone on 127.0.0.1 that answers every call it gets: the
+// far end of an outbound trunk, whose proxy is Addr.
+type Phone struct {
+	*Caller
+	// Addr is where it listens (host:port).
+	Addr  string
+	calls chan *Call
+	rang  atomic.Int32
+}
+
+// NewPhone starts an answering phone on a free loopback port; it stops
+// when the test ends.
+func NewPhone(t testing.TB) *Phone {
+	t.Helper()
+	port := freeport.Get(t, freeport.UDP)
+	p := &Phone{Addr: "127.0.0.1:" + strconv.Itoa(port), calls: make(chan *Call, 16)}
+	c, err := serve(port, func(d *diago.DialogServerSession) {
+		p.rang.Add(1)
+		_ = d.Ringing()
+		med, err := d.Answer(diago.AnswerOptions{})
+		if err != nil {
+			return
+		}
+		call := &Call{d: d, med: med, To: d.ToUser(), stop: make(chan struct{})}
+		go call.hear()
+		p.calls <- call
+		<-d.Context().Done() // the dialog lives while the handler runs
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Caller = c
+	t.Cleanup(c.Close)
+	return p
+}
+
+// Rang is how many calls reached the phone.
+func (p *Phone) Rang() int { return int(p.rang.Load()) }
+
+// Answered returns the calls the phone answered, as it answers them.
+func (p *Phone) Answered() <-chan *Call { return p.calls }
+
 // Start starts a user agent on a loopback port (load tools; tests use
 // NewCaller, whose port comes from freeport: one the kernel handed out and
 // the test closed again could go to another test's socket before the agent
 // bound it). Port 0 takes one the kernel hands out. Close stops it.
 func Start(port int) (*Caller, error) {
+	return serve(port, func(d *diago.DialogServerSession) {
+		_ = d.Respond(sip.StatusBusyHere, "Busy Here", nil)
+	})
+}
+
+// serve starts a user agent on port whose incoming calls go to answer.
+func serve(port int, answer func(d *diago.DialogServerSession)) (*Caller, error) {
 	if port == 0 {
 		l, err := net.ListenPacket("udp", "127.0.0.1:0")
 		if err != nil {
@@ -70,9 +120,7 @@ func Start(port int) (*Caller, error) {
 	}
 	dg := diago.NewDiago(ua, diago.WithTransport(diago.Transport{Transport: "udp", BindHost: "127.0.0.1", BindPort: port}))
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := dg.ServeBackground(ctx, func(d *diago.DialogServerSession) {
-		_ = d.Respond(sip.StatusBusyHere, "Busy Here", nil)
-	}); err != nil {
+	if err := dg.ServeBackground(ctx, answer); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -95,8 +143,10 @@ func (c *Caller) Close() { c.close() }
 
 // Call is one answered call.
 type Call struct {
-	d   *diago.DialogClientSession
+	d   dialog
 	med *diago.DialogMedia
+	// To is the number dialled, on a call the phone answered.
+	To string
 
 	mu     sync.Mutex
 	voiced int // 20 ms packets heard with speech in them
@@ -122,6 +172,12 @@ func (c *Caller) Call(ctx context.Context, user, addr, from string) (*Call, erro
 	call := &Call{d: d, med: med, stop: make(chan struct{})}
 	go call.hear()
 	return call, nil
+}
+
+// dialog is a call's SIP dialog, placed or answered.
+type dialog interface {
+	Context() context.Context
+	Hangup(ctx context.Context) error
 }
 
 // Status is the SIP status of a failed Call's final response, 0 if none.
