@@ -121,7 +121,7 @@ func TestTrustModelOnEveryRoute(t *testing.T) {
 			person = append(person, r.Pattern)
 			continue
 		}
-		method, path := requestFor(r.Pattern)
+		method, path := requestFor(r.Pattern, plausible)
 		status, body := c.do(attacker, method, path, "{}", nil)
 		if status != http.StatusForbidden {
 			t.Errorf("%s: a restricted key got %d %s, want 403", r.Pattern, status, clip(body))
@@ -301,25 +301,28 @@ func lastChat(b *boxtest.Box) string {
 	return string(raw)
 }
 
-// requestFor makes a request line from a route pattern, filling each path
-// parameter with a plausible value.
-func requestFor(pattern string) (method, path string) {
+// requestFor makes a request line from a route pattern, each path
+// parameter filled by fill.
+func requestFor(pattern string, fill func(param string) string) (method, path string) {
 	method, path, ok := strings.Cut(pattern, " ")
 	if !ok {
 		method, path = "GET", pattern
 	}
 	path = strings.TrimSuffix(path, "{$}")
-	path = regexp.MustCompile(`\{[^}]+\}`).ReplaceAllStringFunc(path, func(p string) string {
-		switch p {
-		case "{agent}", "{agentId}", "{model}":
-			return "support"
-		}
-		return "x1"
-	})
+	path = regexp.MustCompile(`\{[^}]+\}`).ReplaceAllStringFunc(path, fill)
 	if strings.HasSuffix(path, "/") {
 		path += "anything"
 	}
 	return method, path
+}
+
+// plausible fills a path parameter with a value of its kind.
+func plausible(param string) string {
+	switch param {
+	case "{agent}", "{agentId}", "{model}":
+		return "support"
+	}
+	return "x1"
 }
 
 type client struct {
