@@ -41,6 +41,13 @@ type SoakConfig struct {
 	// KillEvery is the mean interval between kills (-9) of the box
 	// (default 20 s); each kill is followed by a restart.
 	KillEvery time.Duration
+	// KillRecovering: after each restart, the new box is killed again while
+	// it saves a call it recovered from the killed one (a save pending in
+	// the calls table), and restarted; the next box finishes that save.
+	KillRecovering bool
+	// SaveDelay holds each memory extraction back this long (a slow
+	// extraction model), widening the window a kill can land in.
+	SaveDelay time.Duration
 	Logger    *slog.Logger
 }
 
@@ -48,6 +55,7 @@ type SoakConfig struct {
 type SoakReport struct {
 	Duration                 time.Duration
 	Kills                    int
+	RecoveryKills            int // kills of a box while it saved a recovered call
 	CallsDialled, CallsFaild int
 	Started, Completed       int // call records, and those ended by their own box
 	Recovered                int // ended as box_lost by another box
@@ -62,6 +70,9 @@ type SoakReport struct {
 // Print writes the report.
 func (r SoakReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "Soak: SIP calls and chat for %s while the box was killed (-9) and restarted %d times\n", r.Duration.Round(time.Second), r.Kills)
+	if r.RecoveryKills > 0 {
+		fmt.Fprintf(w, "  of the kills, %d hit a box while it saved a call it recovered from the box killed before\n", r.RecoveryKills)
+	}
 	fmt.Fprintf(w, "  calls dialled %d (refused or cut while the box was down: %d)\n", r.CallsDialled, r.CallsFaild)
 	fmt.Fprintf(w, "  calls started %d, completed %d, recovered as box_lost %d, still open %d\n", r.Started, r.Completed, r.Recovered, r.Open)
 	fmt.Fprintf(w, "  saves expected %d, saves found %d, lost %d, duplicate saves %d\n", r.SavesExpected, r.SavesFound, r.Lost, r.Duplicates)
@@ -116,7 +127,8 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakReport, error) {
 	model.RespondTranscripts(func([]byte) string { return "Please remember that I prefer mornings." })
 	model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
 		if len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, `"operations"`) {
-			return providertest.Reply{Content: `{"operations":[{"op":"add","content":"Prefers mornings."}],"summary":"Asked for mornings."}`}
+			return providertest.Reply{Delay: cfg.SaveDelay,
+				Content: `{"operations":[{"op":"add","content":"Prefers mornings."}],"summary":"Asked for mornings."}`}
 		}
 		return providertest.Reply{Content: "Noted, mornings."}
 	})
@@ -193,14 +205,25 @@ func Soak(ctx context.Context, cfg SoakConfig) (SoakReport, error) {
 		if err := box.start(ctx); err != nil {
 			return rep, err
 		}
+		// The new box recovers the killed box's calls once their leases run
+		// out: kill it while one of those saves is in flight.
+		if cfg.KillRecovering && savePending(loadCtx, pool, 45*time.Second) {
+			box.kill()
+			rep.Kills++
+			rep.RecoveryKills++
+			if err := box.start(ctx); err != nil {
+				return rep, err
+			}
+		}
 	}
 	wg.Wait()
-	// Every call must end: by its own box, or as box_lost by the box that
-	// runs now, once the lease of the killed box's calls ran out.
-	deadline := time.Now().Add(90 * time.Second)
+	// Every call must end and be saved: by its own box, or as box_lost by
+	// the box that runs now, once the lease of the killed box's calls (or
+	// of its pending saves) ran out.
+	deadline := time.Now().Add(120 * time.Second)
 	for {
 		var open int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls WHERE status <> 'ended'`).Scan(&open); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls WHERE status <> 'ended' OR save_pending`).Scan(&open); err != nil {
 			return rep, err
 		}
 		rep.Open = open
@@ -304,6 +327,22 @@ func soakChat(ctx context.Context, httpAddr, session string, turn int) bool {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode == 200
+}
+
+// savePending waits until a box is saving a call it recovered (a save
+// pending in the calls table), for at most limit.
+func savePending(ctx context.Context, pool *pgxpool.Pool, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		var pending bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stackbone_platform.voice_calls WHERE save_pending)`).Scan(&pending); err == nil && pending {
+			return true
+		}
+		if !sleepCtx(ctx, 20*time.Millisecond) {
+			return false
+		}
+	}
+	return false
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
