@@ -32,12 +32,19 @@ type handlers struct {
 type agentView struct {
 	Name  string `json:"name"`
 	Model string `json:"model"`
+	// Fallbacks are the models tried after Model, in order.
+	Fallbacks []string `json:"fallbacks"`
 }
 
 func (h *handlers) agentsList(w http.ResponseWriter, r *http.Request) error {
 	out := []agentView{}
 	for _, name := range h.cfg.AgentNames() {
-		out = append(out, agentView{Name: name, Model: h.cfg.Agents[name].Model})
+		chain := h.cfg.Agents[name].Model
+		fallbacks := []string{}
+		if len(chain) > 1 {
+			fallbacks = chain[1:]
+		}
+		out = append(out, agentView{Name: name, Model: chain.Primary(), Fallbacks: fallbacks})
 	}
 	api.WriteData(w, http.StatusOK, out)
 	return nil
@@ -72,7 +79,9 @@ func (h *handlers) systemModels(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	for _, a := range cfg.Agents {
-		known(a.Model)
+		for _, id := range a.Model {
+			known(id)
+		}
 	}
 	known(cfg.Memory.Model)
 	slices.Sort(v.Providers)

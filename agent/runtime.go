@@ -93,7 +93,7 @@ func (r *Runtime) Agents() []AgentInfo {
 	c := config.Config{Agents: r.cfg.Agents}
 	var out []AgentInfo
 	for _, n := range c.AgentNames() {
-		out = append(out, AgentInfo{Name: n, Model: r.cfg.Agents[n].Model})
+		out = append(out, AgentInfo{Name: n, Model: r.cfg.Agents[n].Model.Primary()})
 	}
 	return out
 }

@@ -33,7 +33,9 @@ type turn struct {
 	rt        *Runtime
 	agentName string
 	agent     config.Agent
-	model     provider.Model
+	model     provider.Model   // the model serving the current step
+	models    []provider.Model // the agent's chain, in the order tried
+	skipped   []map[string]string
 	emit      Emit
 
 	sessionID string // "" when stateless
@@ -293,20 +295,20 @@ func (r *Runtime) Decide(ctx context.Context, sessionID string, d Decision, emit
 }
 
 func (r *Runtime) newTurn(ctx context.Context, name string, ag config.Agent, emit Emit, sel identity.Selection, mem memorySnapshot, clientTools []Tool) (*turn, error) {
-	m, err := r.cfg.Models.Resolve(ag.Model)
+	models, err := r.resolveChain(ag.Model)
 	if err != nil {
 		// Every turn is a run, also one refused for want of a provider.
 		err = fmt.Errorf("%w: %v", ErrProvider, err)
 		now := r.cfg.Now()
 		zero := 0
-		run := runs.Run{ID: uuid.New(), Kind: KindAgentTurn, AgentID: name, Model: ag.Model, StartedAt: now, FinishedAt: &now,
+		run := runs.Run{ID: uuid.New(), Kind: KindAgentTurn, AgentID: name, Model: ag.Model.Primary(), StartedAt: now, FinishedAt: &now,
 			DurationMS: &zero, Status: runs.StatusFailed, ErrorCode: ErrorCode(err), Metadata: map[string]any{}}
 		if rerr := r.writeRun(context.WithoutCancel(ctx), run); rerr != nil {
 			r.log.Warn("agent: record failed run", "run", run.ID, "error", rerr)
 		}
 		return nil, err
 	}
-	t := &turn{rt: r, agentName: name, agent: ag, model: m, sel: sel, mem: mem,
+	t := &turn{rt: r, agentName: name, agent: ag, model: models[0], models: models, sel: sel, mem: mem,
 		server: map[string]ServerTool{}, held: map[string]bool{}}
 	t.emit = func(ev Event) error {
 		if err := emit(ev); err != nil {
@@ -358,7 +360,7 @@ func (r *Runtime) newTurn(ctx context.Context, name string, ag config.Agent, emi
 	if mem.Off != "" {
 		memMeta = "off: " + mem.Off
 	}
-	t.run = runs.Run{ID: uuid.New(), Kind: KindAgentTurn, AgentID: name, Model: ag.Model, StartedAt: r.cfg.Now(),
+	t.run = runs.Run{ID: uuid.New(), Kind: KindAgentTurn, AgentID: name, Model: models[0].ID, StartedAt: r.cfg.Now(),
 		Metadata: map[string]any{"memory": memMeta}}
 	if len(t.leftOut) > 0 {
 		t.run.Metadata["toolsLeftOut"] = t.leftOut
@@ -425,7 +427,7 @@ func (t *turn) loop(ctx context.Context) (Result, error) {
 			break
 		}
 	}
-	res.Texts, res.Text, res.Usage = t.texts, strings.Join(t.texts, StepSeparator), t.usage
+	res.Texts, res.Text, res.Usage, res.Model = t.texts, strings.Join(t.texts, StepSeparator), t.usage, t.model.ID
 	res.ToolRuns = t.toolCalls
 	if err := t.finish(ctx, res); err != nil {
 		return Result{}, err
@@ -444,11 +446,118 @@ func (t *turn) providerFailed(err error) error {
 	return fmt.Errorf("%w: %s", ErrProvider, provider.Describe(err))
 }
 
-// callModel runs one model step, emitting text and tool call events: a
-// stream, or one piece when the client takes the answer whole.
+// callModel runs one model step on the agent's chain of models: the first
+// whose circuit lets a request through answers; a provider failure (a
+// refused connection, an error status, a timeout, a cut or unusable
+// answer) moves to the next model within the step. An answer cut after
+// some of its text was sent goes on from that text: the next model is
+// given it and asked to continue, and its words follow on the same
+// message, so the client never gets the start twice. The run records which
+// model served and why the others were skipped.
 func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, error) {
+	req := t.stepRequest()
+	st := &stepState{msg: Message{ID: "msg_" + uuid.NewString(), Role: RoleAssistant}, before: t.usage}
+	t.partial.Reset()
+	t.partialID = st.msg.ID
+	var failed error
+	for i, m := range t.models {
+		if !m.Circuit.Allow() {
+			t.skip(m, "circuit open")
+			continue
+		}
+		t.model = m
+		req.Model = m.Name
+		var msg Message
+		var finish openai.FinishReason
+		var err error
+		if t.whole {
+			msg, finish, err = t.callModelWhole(ctx, req, st)
+		} else {
+			msg, finish, err = t.callModelStream(ctx, req, st)
+		}
+		if err == nil {
+			m.Circuit.Success()
+			t.served(m)
+			return msg, finish, nil
+		}
+		if !errors.Is(err, ErrProvider) && !errors.Is(err, ErrProviderTimeout) {
+			m.Circuit.Release() // cancelled, or the client went away: no verdict on the provider
+			return Message{}, "", err
+		}
+		m.Circuit.Fail(fault.Code(err))
+		t.skip(m, fault.Code(err))
+		failed = err
+		if st.toolStarted || i == len(t.models)-1 {
+			break // a tool call was half sent: it cannot be taken back
+		}
+		if sent := st.text.String(); sent != "" {
+			req.Messages = append(slices.Clone(req.Messages),
+				openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: sent},
+				openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: continueNote})
+		}
+	}
+	if failed == nil {
+		failed = fmt.Errorf("%w: every model of the agent is skipped while its provider's circuit is open", ErrProvider)
+	}
+	return Message{}, "", failed
+}
+
+// continueNote asks the next model of a chain to go on from an answer a
+// failed provider cut, whose start the client already has.
+const continueNote = "Your answer above was cut off. Continue it from exactly where it stopped, without repeating any of it."
+
+// stepState is one model step's answer as sent to the client so far,
+// carried from a failed model of the chain to the next.
+type stepState struct {
+	msg         Message
+	text        strings.Builder
+	textOpen    bool
+	usageSent   bool
+	toolStarted bool  // a tool call event went out: the step cannot move on
+	before      Usage // the turn's usage before this step
+}
+
+// skip records in the run why a model of the chain did not answer.
+func (t *turn) skip(m provider.Model, reason string) {
+	t.skipped = append(t.skipped, map[string]string{"model": m.ID, "reason": reason})
+	t.run.Metadata["modelsSkipped"] = t.skipped
+}
+
+// served records the model that answered, when the agent has a chain.
+func (t *turn) served(m provider.Model) {
+	t.run.Model = m.ID
+	if len(t.models) > 1 {
+		t.run.Metadata["servedBy"] = m.ID
+	}
+}
+
+// resolveChain resolves an agent's models. Entries whose provider is not
+// configured are left out; when none is left, the primary's error.
+func (r *Runtime) resolveChain(chain config.ModelChain) ([]provider.Model, error) {
+	var models []provider.Model
+	var first error
+	for _, id := range chain {
+		m, err := r.cfg.Models.Resolve(id)
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		models = append(models, m)
+	}
+	if len(models) == 0 {
+		if first == nil {
+			first = fmt.Errorf("%w: the agent names no model", provider.ErrInvalidModel)
+		}
+		return nil, first
+	}
+	return models, nil
+}
+
+// stepRequest is one model step's request, without the model's name.
+func (t *turn) stepRequest() openai.ChatCompletionRequest {
 	req := openai.ChatCompletionRequest{
-		Model:    t.model.Name,
 		Messages: t.providerMessages(),
 		Stop:     t.options.Stop,
 	}
@@ -472,9 +581,12 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	for _, ct := range t.clientTools {
 		req.Tools = append(req.Tools, toolDef(ct))
 	}
-	if t.whole {
-		return t.callModelWhole(ctx, req)
-	}
+	return req
+}
+
+// callModelStream runs one model step on t.model as a stream, emitting
+// text and tool call events as they come, after what st already sent.
+func (t *turn) callModelStream(ctx context.Context, req openai.ChatCompletionRequest, st *stepState) (Message, openai.FinishReason, error) {
 	req.Stream, req.StreamOptions = true, &openai.StreamOptions{IncludeUsage: true}
 	stream, err := t.model.Client.CreateChatCompletionStream(ctx, req)
 	if cerr := t.confirmClaim(); cerr != nil {
@@ -490,18 +602,13 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 		return Message{}, "", t.providerFailed(err)
 	}
 	defer stream.Close()
-	msg := Message{ID: "msg_" + uuid.NewString(), Role: RoleAssistant}
-	t.partial.Reset()
-	t.partialID = msg.ID
-	var text strings.Builder
-	textOpen := false
+	msg := st.msg
 	type partial struct {
 		call    ToolCall
 		started bool
 	}
 	var calls []*partial
 	var finish openai.FinishReason
-	before, usageSent := t.usage, false // the turn's usage before this step
 	for {
 		chunk, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -517,9 +624,9 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 			// A provider that reports usage on every chunk reports the
 			// step's figures so far: the latest chunk's replace the earlier.
 			step := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
-			t.usage = Usage{InputTokens: before.InputTokens + step.InputTokens, OutputTokens: before.OutputTokens + step.OutputTokens}
-			if !usageSent && step.InputTokens > 0 {
-				usageSent = true
+			t.usage = Usage{InputTokens: st.before.InputTokens + step.InputTokens, OutputTokens: st.before.OutputTokens + step.OutputTokens}
+			if !st.usageSent && step.InputTokens > 0 {
+				st.usageSent = true
 				if err := t.emit(Event{Kind: EventUsage, MessageID: msg.ID, Usage: step}); err != nil {
 					return Message{}, "", err
 				}
@@ -530,13 +637,13 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 				finish = ch.FinishReason
 			}
 			if d := ch.Delta.Content; d != "" {
-				if !textOpen {
-					textOpen = true
+				if !st.textOpen {
+					st.textOpen = true
 					if err := t.emit(Event{Kind: EventTextStart, MessageID: msg.ID}); err != nil {
 						return Message{}, "", err
 					}
 				}
-				text.WriteString(d)
+				st.text.WriteString(d)
 				t.partial.WriteString(d)
 				if err := t.emit(Event{Kind: EventTextDelta, MessageID: msg.ID, Text: d}); err != nil {
 					return Message{}, "", err
@@ -558,7 +665,7 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 					p.call.Name += tc.Function.Name
 				}
 				if !p.started && p.call.ID != "" && p.call.Name != "" {
-					p.started = true
+					p.started, st.toolStarted = true, true
 					if err := t.emit(Event{Kind: EventToolCallStart, MessageID: msg.ID, ToolCall: p.call, Server: t.isServer(p.call.Name)}); err != nil {
 						return Message{}, "", err
 					}
@@ -580,12 +687,12 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 		// cut, and its partial text is not an answer.
 		return Message{}, "", fmt.Errorf("%w: the provider's answer ended without finishing", ErrProvider)
 	}
-	if textOpen {
+	if st.textOpen {
 		if err := t.emit(Event{Kind: EventTextEnd, MessageID: msg.ID}); err != nil {
 			return Message{}, "", err
 		}
 	}
-	msg.Content = text.String()
+	msg.Content = st.text.String()
 	for _, p := range calls {
 		if p.call.ID == "" {
 			p.call.ID = "call_" + uuid.NewString()
@@ -612,9 +719,10 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	return msg, finish, nil
 }
 
-// callModelWhole runs one model step without a stream and emits its events
-// at once, in the order a stream gives them.
-func (t *turn) callModelWhole(ctx context.Context, req openai.ChatCompletionRequest) (Message, openai.FinishReason, error) {
+// callModelWhole runs one model step on t.model without a stream and emits
+// its events at once, in the order a stream gives them (nothing is sent
+// before the whole answer is in, so st stays empty).
+func (t *turn) callModelWhole(ctx context.Context, req openai.ChatCompletionRequest, st *stepState) (Message, openai.FinishReason, error) {
 	resp, err := t.model.Client.CreateChatCompletion(ctx, req)
 	if cerr := t.confirmClaim(); cerr != nil {
 		return Message{}, "", cerr
@@ -631,9 +739,8 @@ func (t *turn) callModelWhole(ctx context.Context, req openai.ChatCompletionRequ
 		return Message{}, "", fmt.Errorf("%w: the provider's answer ended without finishing", ErrProvider)
 	}
 	ch := resp.Choices[0]
-	msg := Message{ID: "msg_" + uuid.NewString(), Role: RoleAssistant, Content: ch.Message.Content}
-	t.partial.Reset()
-	t.partialID = msg.ID
+	msg := st.msg
+	msg.Content = ch.Message.Content
 	if msg.Content != "" {
 		t.partial.WriteString(msg.Content)
 		for _, ev := range []Event{{Kind: EventTextStart, MessageID: msg.ID}, {Kind: EventTextDelta, MessageID: msg.ID, Text: msg.Content},

@@ -77,7 +77,7 @@ func Memory(ctx context.Context, cfg MemoryConfig) (Report, error) {
 			`{"operations":[{"op":"update","handle":"f3","content":"Prefers a call back after 16:00 (note %d)."}],"summary":"Asked for an afternoon call back."}`, n)}
 	})
 	boxCfg := &config.Config{Providers: map[string]config.Provider{"openai": {BaseURL: model.URL(), APIKey: "bench"}},
-		Memory: config.Memory{Model: "openai/bench"}, Agents: map[string]config.Agent{"support": {Model: "openai/bench"}}}
+		Memory: config.Memory{Model: "openai/bench"}, Agents: map[string]config.Agent{"support": {Model: config.ModelChain{"openai/bench"}}}}
 	const benchKey = "bench-key"
 	served, stopBox, err := StartBox(ctx, pool, boxCfg, benchKey, box.Options{})
 	if err != nil {

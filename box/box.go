@@ -204,6 +204,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	memory.Register(b.API, b.Memory, b.Settings, pool)
 	agent.Register(b.API, b.Runtime, cfg)
 	b.Runs.Register(b.API)
+	b.Models.Register(b.API)
 	wcfg := wire.Config{Runtime: b.Runtime, Guard: b.API.Guard, Logger: log, KeepAlive: cfg.HTTP.StreamKeepAlive}
 	openaiwire.Register(b.API, wcfg)
 	anthropicwire.Register(b.API, wcfg)
@@ -253,6 +254,14 @@ func (b *Box) Start(ctx context.Context) (stop func(), err error) {
 	undo = append(undo, func() { _ = b.Tools.Close() })
 	go jobs.Heartbeat(leaseCtx, b.Pool, b.ID, b.Log)
 	b.Metrics.WatchJobs(b.Pool, jobs.Schema)
+	b.Metrics.WatchCircuits(func() []telemetry.CircuitSample {
+		views := b.Models.Circuits()
+		out := make([]telemetry.CircuitSample, len(views))
+		for i, v := range views {
+			out[i] = telemetry.CircuitSample{Provider: v.Provider, Open: v.State != provider.CircuitClosed, Opened: v.Opened}
+		}
+		return out
+	})
 	go b.Calls.Run(leaseCtx) // call leases; calls of dead boxes closed as box_lost
 
 	// The SIP side outlives the signal: it answers 503 while the calls

@@ -178,6 +178,9 @@ type Provider struct {
 	// Anthropic wire's message_start reports them. Off by default: the
 	// field is not in OpenAI's API and strict providers refuse it.
 	ContinuousUsage bool `yaml:"continuousUsage"`
+	// Circuit sets when the box stops sending requests to this provider
+	// for a while (see Circuit).
+	Circuit Circuit `yaml:"circuit"`
 }
 
 // Price of one model in US dollars per million tokens.
@@ -197,10 +200,63 @@ type Memory struct {
 	ReasoningEffort string `yaml:"reasoningEffort"`
 }
 
+// ModelChain is an agent's models in the order they are tried; written in
+// YAML as one id or a list of ids.
+type ModelChain []string
+
+// Primary is the first model, "" when none is set.
+func (c ModelChain) Primary() string {
+	if len(c) == 0 {
+		return ""
+	}
+	return c[0]
+}
+
+// UnmarshalYAML reads one id or a list of ids.
+func (c *ModelChain) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		var id string
+		if err := n.Decode(&id); err != nil {
+			return err
+		}
+		*c = ModelChain{id}
+		if id == "" {
+			*c = nil
+		}
+		return nil
+	case yaml.SequenceNode:
+		var ids []string
+		if err := n.Decode(&ids); err != nil {
+			return err
+		}
+		*c = ids
+		return nil
+	}
+	return fmt.Errorf("line %d: model is a provider/model id or a list of them", n.Line)
+}
+
+// Circuit is a provider's circuit breaker, shared by every call and text
+// turn of the box: after Failures failures within Window the provider is
+// skipped at once (an agent's next model in its chain answers) for
+// Cooldown, then one request probes it, and its success closes the
+// circuit again.
+type Circuit struct {
+	// Failures that open the circuit (default 5).
+	Failures int `yaml:"failures"`
+	// Window the failures are counted in (default 30s).
+	Window time.Duration `yaml:"window"`
+	// Cooldown before a probe (default 15s).
+	Cooldown time.Duration `yaml:"cooldown"`
+}
+
 // Agent is one declared agent.
 type Agent struct {
-	// Model is a provider/model id.
-	Model string `yaml:"model"`
+	// Model is a provider/model id, or an ordered list of them (a fallback
+	// chain): the first is the primary; a turn moves to the next entry
+	// when a provider fails before or while it answers, or its circuit is
+	// open (model: [openai/gpt-4.1-mini, backup/gpt-4o-mini]).
+	Model ModelChain `yaml:"model"`
 	// Instructions are the agent's system instructions.
 	Instructions string `yaml:"instructions"`
 	// Memory holds the agent's memory defaults ("code" in the settings
@@ -342,9 +398,11 @@ func (c *Config) Validate() error {
 			problems = append(problems, fmt.Sprintf("agent name %q must match %s", name, agentNameRe))
 			continue
 		}
-		if a.Model != "" {
-			if _, _, err := SplitModel(a.Model); err != nil {
+		for i, id := range a.Model {
+			if _, _, err := SplitModel(id); err != nil {
 				problems = append(problems, fmt.Sprintf("agent %s: %v", name, err))
+			} else if slices.Contains(a.Model[:i], id) {
+				problems = append(problems, fmt.Sprintf("agent %s: model %s is listed twice", name, id))
 			}
 		}
 		for _, tool := range a.InterruptOn {

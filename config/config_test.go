@@ -16,7 +16,7 @@ func TestDevConfigDeclaresSupport(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, ok := c.Agents["support"]
-	if !ok || a.Model == "" || a.Instructions == "" || a.Memory == nil || a.Memory.IdentityKey == "" ||
+	if !ok || a.Model.Primary() == "" || a.Instructions == "" || a.Memory == nil || a.Memory.IdentityKey == "" ||
 		a.Memory.Read == nil || a.Memory.Save == nil || a.Memory.Instructions == nil {
 		t.Fatalf("support agent: %+v", a)
 	}
@@ -24,16 +24,19 @@ func TestDevConfigDeclaresSupport(t *testing.T) {
 
 func TestParseRefusesBadConfig(t *testing.T) {
 	for name, y := range map[string]string{
-		"unknown key":         "agents:\n  support:\n    modle: openai/x\n",
-		"bad agent name":      "agents:\n  Support Agent:\n    model: openai/x\n",
-		"model without slash": "agents:\n  support:\n    model: gpt-4o\n",
-		"empty instructions":  "agents:\n  support:\n    memory: {instructions: \"\"}\n",
-		"long identity key":   "agents:\n  support:\n    memory: {identityKey: " + strings.Repeat("k", 101) + "}\n",
-		"bad effort":          "memory: {reasoningEffort: extreme}\n",
-		"bad memory model":    "memory: {model: nope}\n",
-		"not yaml":            "agents: [",
-		"tiny keep-alive":     "http: {streamKeepAlive: 10ms}\n",
-		"bad scheduling":      "media: {scheduling: fifo}\n",
+		"unknown key":               "agents:\n  support:\n    modle: openai/x\n",
+		"bad agent name":            "agents:\n  Support Agent:\n    model: openai/x\n",
+		"model without slash":       "agents:\n  support:\n    model: gpt-4o\n",
+		"chain entry without slash": "agents:\n  support:\n    model: [openai/a, gpt-4o]\n",
+		"chain entry twice":         "agents:\n  support:\n    model: [openai/a, openai/a]\n",
+		"model map":                 "agents:\n  support:\n    model: {a: b}\n",
+		"empty instructions":        "agents:\n  support:\n    memory: {instructions: \"\"}\n",
+		"long identity key":         "agents:\n  support:\n    memory: {identityKey: " + strings.Repeat("k", 101) + "}\n",
+		"bad effort":                "memory: {reasoningEffort: extreme}\n",
+		"bad memory model":          "memory: {model: nope}\n",
+		"not yaml":                  "agents: [",
+		"tiny keep-alive":           "http: {streamKeepAlive: 10ms}\n",
+		"bad scheduling":            "media: {scheduling: fifo}\n",
 	} {
 		if _, err := config.Parse([]byte(y)); !errors.Is(err, config.ErrInvalid) {
 			t.Errorf("%s: got %v, want ErrInvalid", name, err)

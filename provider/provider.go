@@ -42,6 +42,7 @@ type entry struct {
 	configured bool
 	prices     map[string]config.Price
 	ep         *endpoint
+	circuit    *Circuit
 }
 
 // NewRegistry builds clients for every provider in cfg, each with the
@@ -70,6 +71,7 @@ func NewRegistry(cfg map[string]config.Provider, wrap func(http.RoundTripper) ht
 			configured: p.BaseURL != "" || p.APIKey != "",
 			prices:     p.Prices,
 			ep:         &endpoint{baseURL: cc.BaseURL, apiKey: p.APIKey, connect: connect},
+			circuit:    newCircuit(name, p.Circuit, nil),
 		}
 	}
 	return r
@@ -85,7 +87,11 @@ type Model struct {
 	Name string
 	// Client talks to the provider.
 	Client *openai.Client
-	price  *config.Price
+	// Circuit is the provider's health, shared by every user of the
+	// provider in the box: skip the model while it does not Allow, and
+	// report each request's outcome (Success, Fail).
+	Circuit *Circuit
+	price   *config.Price
 	// ep is the provider's endpoint, for the protocols the client does
 	// not speak (live transcription over WebSocket): behind a pointer, so
 	// a Model printed with %+v or %#v shows an address, never the key.
@@ -123,11 +129,22 @@ func (r *Registry) Resolve(id string) (Model, error) {
 	if !e.configured {
 		return Model{}, fmt.Errorf("%w: model %s needs provider %q; set OPENAI_BASE_URL or OPENAI_API_KEY (or providers.%s in the config)", ErrNotConfigured, id, p, p)
 	}
-	m := Model{ID: id, Provider: p, Name: name, Client: e.client, ep: e.ep}
+	m := Model{ID: id, Provider: p, Name: name, Client: e.client, Circuit: e.circuit, ep: e.ep}
 	if pr, ok := e.prices[name]; ok {
 		m.price = &pr
 	}
 	return m, nil
+}
+
+// Circuits returns every configured provider's circuit, by provider name.
+func (r *Registry) Circuits() []CircuitView {
+	out := make([]CircuitView, 0, len(r.providers))
+	for _, name := range r.names() {
+		if e := r.providers[name]; e.configured {
+			out = append(out, e.circuit.View())
+		}
+	}
+	return out
 }
 
 // Cost returns the price of a call in US dollars, or nil when the model has no

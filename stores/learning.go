@@ -92,7 +92,7 @@ func (s *Service) effectiveModel(ctx context.Context, agentName string) (string,
 	if ref != nil {
 		return *ref, nil
 	}
-	return s.cfg.Agents[agentName].Model, nil
+	return s.cfg.Agents[agentName].Model.Primary(), nil
 }
 
 // AgentMemory is getAgentMemory: an agent's learned memory at a glance.
@@ -135,7 +135,7 @@ func (s *Service) GetAgentMemory(ctx context.Context, agentName string) (AgentMe
 	if err != nil {
 		return AgentMemory{}, dbErr("get agent memory", err)
 	}
-	am.EffectiveModel = s.cfg.Agents[agentName].Model
+	am.EffectiveModel = s.cfg.Agents[agentName].Model.Primary()
 	if ref != nil {
 		am.EffectiveModel = *ref
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 )
 
@@ -164,6 +165,28 @@ func TestSystemScreen(t *testing.T) {
 	b.do(adminKey, "GET", "/api/system/memory-extraction", nil, &v)
 	if v.ActiveGuidance != "built-in" || *v.Selection.Model != "openai/gpt-4o-mini" {
 		t.Fatalf("after reset: %+v", v)
+	}
+}
+
+// The System screen shows each provider's circuit: a provider that failed
+// again and again reads "open", with its latest failures in the box's
+// words (never the provider's text).
+func TestSystemScreenShowsProviderCircuits(t *testing.T) {
+	b := newBox(t)
+	for range provider.DefaultCircuitFailures {
+		b.model.Script(providertest.Reply{Status: 500, Message: "upstream exploded with sk-secret"})
+		if st, _ := b.do(adminKey, "POST", "/openai/v1/chat/completions", map[string]any{"model": "support",
+			"messages": []map[string]string{{"role": "user", "content": "hi"}}}, nil); st != 502 {
+			t.Fatalf("a failing provider answered %d", st)
+		}
+	}
+	p := b.open(t)
+	p.signIn(adminKey)
+	p.goTo("#/system")
+	p.waitFor(`!!document.querySelector("table.providers tr[data-id=openai]")`, "the provider's row")
+	row := p.text("table.providers tr[data-id=openai]")
+	if !strings.Contains(row, "open") || !strings.Contains(row, "provider_failed") || strings.Contains(row, "sk-secret") {
+		t.Fatalf("the provider's row: %q", row)
 	}
 }
 

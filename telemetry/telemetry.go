@@ -263,3 +263,43 @@ func (c jobsCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// CircuitSample is one provider's circuit as /metrics shows it.
+type CircuitSample struct {
+	Provider string
+	// Open: the provider is skipped (open) or only probed (half-open).
+	Open bool
+	// Opened is how many times the circuit opened since the box started.
+	Opened int
+}
+
+// WatchCircuits adds the providers' circuits, read at each scrape:
+// stackbone_provider_circuit_open (1 while a provider is skipped or only
+// probed) and stackbone_provider_circuit_opened_total.
+func (m *Metrics) WatchCircuits(read func() []CircuitSample) {
+	if m != nil {
+		m.reg.MustRegister(circuitsCollector{read: read,
+			open: prometheus.NewDesc("stackbone_provider_circuit_open",
+				"1 while the provider's circuit is open or half-open (its requests skipped or probed), by provider.", []string{"provider"}, nil),
+			opened: prometheus.NewDesc("stackbone_provider_circuit_opened_total",
+				"Times the provider's circuit opened, by provider.", []string{"provider"}, nil)})
+	}
+}
+
+type circuitsCollector struct {
+	read         func() []CircuitSample
+	open, opened *prometheus.Desc
+}
+
+func (c circuitsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.open; ch <- c.opened }
+
+func (c circuitsCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.read() {
+		open := 0.0
+		if s.Open {
+			open = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, open, s.Provider)
+		ch <- prometheus.MustNewConstMetric(c.opened, prometheus.CounterValue, float64(s.Opened), s.Provider)
+	}
+}

@@ -1,6 +1,6 @@
 // System → Memory extraction: the extractor's model and reasoning effort,
 // and the guidance prompt (draft, publish, reset), with what is in force.
-import { h, api, can, fmtTime, field, select, explain, readOnlyNote, clear, ask } from "./lib.js";
+import { h, api, can, fmtTime, field, select, explain, readOnlyNote, clear, ask, table, badge } from "./lib.js";
 
 // OTHER is the model choice that reads the text field (no model id is
 // without a slash).
@@ -11,8 +11,25 @@ const efforts = ["none", "minimal", "low", "medium", "high", "xhigh"];
 export async function systemScreen(main) {
   main.append(h("h1", {}, "System"));
   const card = h("section", { class: "card", id: "extraction" });
-  main.append(card);
+  const providers = h("section", { class: "card", id: "providers" });
+  main.append(card, providers);
   await render(card);
+  await renderProviders(providers);
+}
+
+// renderProviders shows each provider's circuit: whether the box sends it
+// requests, how often it was cut off, and its latest failures.
+async function renderProviders(card) {
+  const list = await api("GET", "/api/system/providers").catch(() => null);
+  card.append(h("h2", {}, "Providers"),
+    h("p", { class: "hint" }, "A provider that fails again and again is skipped for a while (its circuit is open) and an agent's next model answers; one request then probes it."));
+  if (!list || !list.length) { card.append(h("p", {}, "No provider is configured.")); return; }
+  card.append(table([
+    { title: "Provider", cell: (c) => c.provider },
+    { title: "Circuit", cell: (c) => badge(c.state) },
+    { title: "Opened", cell: (c) => (c.opened ? c.opened + (c.opened === 1 ? " time, last " : " times, last ") + fmtTime(c.openedAt) : "never") },
+    { title: "Latest failures", cell: (c) => (c.lastFailures.length ? c.lastFailures.slice(-3).reverse().map((f) => fmtTime(f.at) + " " + f.reason).join("; ") : "none") },
+  ], list, { id: (c) => c.provider, class: "providers" }));
 }
 
 async function render(card, msg) {

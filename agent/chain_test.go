@@ -1,0 +1,199 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/postgres/pgtest"
+	"github.com/stackbone/box/provider"
+	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/runs"
+)
+
+// chainEnv is a runtime whose agent "chained" tries openai/main, then
+// backup/spare, then local/last; each provider is a scripted server.
+type chainEnv struct {
+	t                   *testing.T
+	rt                  *agent.Runtime
+	runs                *runs.Store
+	main, backup, local *providertest.Server
+	models              *provider.Registry
+}
+
+func newChainEnv(t *testing.T, mainURL string) *chainEnv {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	e := &chainEnv{t: t, main: providertest.New(t), backup: providertest.New(t), local: providertest.New(t), runs: runs.NewStore(pool)}
+	if mainURL == "" {
+		mainURL = e.main.URL()
+	}
+	cfg, err := config.Parse([]byte(`
+agents:
+  chained:
+    model: [openai/main, backup/spare, local/last]
+    instructions: You answer.
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	breaker := config.Circuit{Failures: 2, Window: time.Minute, Cooldown: time.Hour}
+	e.models = provider.NewRegistry(map[string]config.Provider{
+		"openai": {BaseURL: mainURL, Circuit: breaker, ConnectTimeout: time.Second},
+		"backup": {BaseURL: e.backup.URL(), Circuit: breaker},
+		"local":  {BaseURL: e.local.URL(), Circuit: breaker},
+	}, nil)
+	log := pgtest.Logger(t)
+	mem := memory.NewService(memory.Config{Pool: pool, Models: e.models, Logger: log})
+	settings := memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
+	e.rt = agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Models: e.models, Memory: mem, Settings: settings, Logger: log})
+	return e
+}
+
+// turn runs a streamed turn and returns its result and the text the client
+// was sent.
+func (e *chainEnv) turn() (agent.Result, string, error) {
+	var sent strings.Builder
+	res, err := e.rt.Turn(context.Background(), agent.TurnRequest{Agent: "chained",
+		Messages: []agent.Message{{Role: agent.RoleUser, Content: "What are the opening hours?"}}},
+		func(ev agent.Event) error {
+			if ev.Kind == agent.EventTextDelta {
+				sent.WriteString(ev.Text)
+			}
+			return nil
+		})
+	return res, sent.String(), err
+}
+
+func (e *chainEnv) run(id uuid.UUID) runs.Run {
+	e.t.Helper()
+	r, err := e.runs.Get(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+// A failing primary (an error status, a refused connection, an unusable
+// answer) is followed, within the same turn, by the next model of the
+// chain; the client gets that model's answer and the run names it and why
+// the primary was skipped.
+func TestChainMovesOnWhenThePrimaryFails(t *testing.T) {
+	t.Parallel()
+	for name, primary := range map[string]providertest.Reply{
+		"error status": {Status: 500, Message: "overloaded"},
+		"garbage":      {Raw: "<html>bad gateway</html>"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newChainEnv(t, "")
+			e.main.Script(primary)
+			e.backup.Script(providertest.Reply{Content: "We open at nine."})
+			res, sent, err := e.turn()
+			if err != nil || sent != "We open at nine." || res.Model != "backup/spare" {
+				t.Fatalf("turn: %v, sent %q, model %s", err, sent, res.Model)
+			}
+			r := e.run(res.RunID)
+			if r.Model != "backup/spare" || r.Metadata["servedBy"] != "backup/spare" || !strings.Contains(toJSON(r.Metadata["modelsSkipped"]), `"model":"openai/main"`) {
+				t.Fatalf("run: model %s, metadata %v", r.Model, r.Metadata)
+			}
+		})
+	}
+	t.Run("refused connection", func(t *testing.T) {
+		t.Parallel()
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := "http://" + l.Addr().String() + "/v1"
+		l.Close()
+		e := newChainEnv(t, dead)
+		e.backup.Script(providertest.Reply{Content: "We open at nine."})
+		res, sent, err := e.turn()
+		if err != nil || sent != "We open at nine." || res.Model != "backup/spare" {
+			t.Fatalf("turn: %v, sent %q, model %s", err, sent, res.Model)
+		}
+	})
+}
+
+// An answer cut after part of it was streamed goes on from that part: the
+// next model is given what the client already has and asked to continue,
+// and the client's text holds the start once.
+func TestChainContinuesACutAnswer(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t, "")
+	e.main.Script(providertest.Reply{Content: "We open at nine", Cut: true})
+	e.backup.Script(providertest.Reply{Content: " and close at five."})
+	res, sent, err := e.turn()
+	if err != nil || sent != "We open at nine and close at five." || res.Text != sent {
+		t.Fatalf("turn: %v, sent %q, result %q", err, sent, res.Text)
+	}
+	reqs := e.backup.ChatRequests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests to the backup", len(reqs))
+	}
+	msgs := reqs[0].Messages
+	if n := len(msgs); n < 2 || msgs[n-2].Role != openai.ChatMessageRoleAssistant || msgs[n-2].Content != "We open at nine" ||
+		!strings.Contains(msgs[n-1].Content, "Continue it from exactly where it stopped") {
+		t.Fatalf("the backup was sent %+v", msgs)
+	}
+}
+
+// A provider that keeps failing opens its circuit: the chain skips it at
+// once (no request reaches it) while it is open. With every model failing
+// the turn fails as a provider failure.
+func TestChainSkipsAnOpenCircuit(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t, "")
+	e.main.Respond(func(*openai.ChatCompletionRequest) providertest.Reply {
+		return providertest.Reply{Status: 503, Message: "down"}
+	})
+	e.backup.Respond(func(*openai.ChatCompletionRequest) providertest.Reply {
+		return providertest.Reply{Content: "Nine to five."}
+	})
+	for range 2 {
+		if _, sent, err := e.turn(); err != nil || sent != "Nine to five." {
+			t.Fatalf("turn: %v %q", err, sent)
+		}
+	}
+	asked := len(e.main.ChatRequests())
+	res, _, err := e.turn()
+	if err != nil || len(e.main.ChatRequests()) != asked {
+		t.Fatalf("turn %v; the primary was asked %d more times with its circuit open", err, len(e.main.ChatRequests())-asked)
+	}
+	if r := e.run(res.RunID); !strings.Contains(toJSON(r.Metadata["modelsSkipped"]), `"reason":"circuit open"`) {
+		t.Fatalf("run metadata %v", r.Metadata)
+	}
+	var open bool
+	for _, c := range e.models.Circuits() {
+		open = open || (c.Provider == "openai" && c.State == provider.CircuitOpen && len(c.LastFailures) == 2)
+	}
+	if !open {
+		t.Fatalf("circuits %+v", e.models.Circuits())
+	}
+
+	e.backup.Respond(func(*openai.ChatCompletionRequest) providertest.Reply {
+		return providertest.Reply{Status: 500, Message: "down"}
+	})
+	e.local.Respond(func(*openai.ChatCompletionRequest) providertest.Reply {
+		return providertest.Reply{Status: 500, Message: "down"}
+	})
+	if _, _, err := e.turn(); !errors.Is(err, agent.ErrProvider) {
+		t.Fatalf("every model failing: %v", err)
+	}
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
