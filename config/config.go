@@ -291,8 +291,10 @@ type Agent struct {
 // AgentVoice is how an agent listens and speaks on calls.
 type AgentVoice struct {
 	// STT is the speech-to-text model, provider/model (default
-	// openai/whisper-1).
-	STT string `yaml:"stt"`
+	// openai/whisper-1), or a list of them tried in order: an utterance a
+	// provider fails to transcribe (or whose circuit is open) goes to the
+	// next. A live mode (STTMode) streams to the first.
+	STT ModelChain `yaml:"stt"`
 	// STTMode is how speech-to-text reaches the provider: "http" (one
 	// /v1/audio/transcriptions request per utterance, the default),
 	// "realtime" (an OpenAI Realtime transcription session over
@@ -300,14 +302,26 @@ type AgentVoice struct {
 	// Deepgram-compatible live /v1/listen WebSocket).
 	STTMode string `yaml:"sttMode"`
 	// TTS is the text-to-speech engine: provider/model (default
-	// openai/tts-1), or "espeak" for the offline engine with word timings.
-	TTS string `yaml:"tts"`
+	// openai/tts-1), or "espeak" for the offline engine with word timings;
+	// or a list of them tried in order: a sentence a provider fails to
+	// speak before any of its audio arrived (or whose circuit is open) goes
+	// to the next ([openai/tts-1, espeak] falls back to the offline voice).
+	TTS ModelChain `yaml:"tts"`
 	// Voice is the TTS voice name (default alloy; an espeak-ng voice such
 	// as en-us for espeak).
 	Voice string `yaml:"voice"`
 	// TransferTo is where the transfer_call tool sends the call (a SIP URI);
 	// empty offers no transfer tool.
 	TransferTo string `yaml:"transferTo"`
+	// FallbackSentence is what the agent says before it hangs up when
+	// every provider of its speech-to-text or of its model failed (default:
+	// "Sorry, I'm having trouble right now. Please call back in a little
+	// while."). The call ends as provider_failed, and what was heard is
+	// saved as on every end.
+	FallbackSentence string `yaml:"fallbackSentence"`
+	// FallbackAudio is a WAV file (16-bit mono PCM) played instead when no
+	// text-to-speech engine can say the sentence either.
+	FallbackAudio string `yaml:"fallbackAudio"`
 	// Filler is the phrase a caller hears while a tool runs longer than
 	// FillerAfter, for tools that declare none; empty: tools without their
 	// own filler run in silence.
@@ -538,9 +552,14 @@ func validateSTT(agent string, v *AgentVoice) []string {
 		return nil
 	}
 	var problems []string
-	if v.STT != "" {
-		if _, _, err := SplitModel(v.STT); err != nil {
+	for _, id := range v.STT {
+		if _, _, err := SplitModel(id); err != nil {
 			problems = append(problems, fmt.Sprintf("agent %s: voice.stt: %v", agent, err))
+		}
+	}
+	for _, id := range v.TTS {
+		if _, _, err := SplitModel(id); err != nil && id != "espeak" {
+			problems = append(problems, fmt.Sprintf("agent %s: voice.tts: %v (or espeak)", agent, err))
 		}
 	}
 	if v.STTMode != "" && !slices.Contains(STTModes, v.STTMode) {

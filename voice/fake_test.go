@@ -53,14 +53,21 @@ type env struct {
 
 func newEnv(t *testing.T, tune ...func(*Config)) *env {
 	t.Helper()
+	model := providertest.New(t)
+	return newEnvWith(t, testAgents, map[string]config.Provider{"openai": {BaseURL: model.URL()}}, model, tune...)
+}
+
+// newEnvWith is newEnv with its own agents and providers; model is the
+// env's scripted provider (the one e.model reaches).
+func newEnvWith(t *testing.T, agents string, providers map[string]config.Provider, model *providertest.Server, tune ...func(*Config)) *env {
+	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
-	model := providertest.New(t)
-	cfg, err := config.Parse([]byte(testAgents))
+	cfg, err := config.Parse([]byte(agents))
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := provider.NewRegistry(map[string]config.Provider{"openai": {BaseURL: model.URL()}}, nil)
+	reg := provider.NewRegistry(providers, nil)
 	ends := &endCounter{Handler: pgtest.Logger(t).Handler(), n: map[string]int{}}
 	log := slog.New(ends)
 	mem := memory.NewService(memory.Config{Pool: pool, Models: reg, Logger: log, FallbackModel: "openai/extractor"})

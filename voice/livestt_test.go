@@ -627,7 +627,7 @@ func TestLiveTranscribeAndFallback(t *testing.T) {
 			t.Fatal("a printed model shows the key")
 		}
 		for _, mode := range []string{"http", "realtime", "deepgram"} {
-			ag := config.Agent{Voice: &config.AgentVoice{STT: "openai/gpt-4o-transcribe", STTMode: mode}}
+			ag := config.Agent{Voice: &config.AgentVoice{STT: config.ModelChain{"openai/gpt-4o-transcribe"}, STTMode: mode}}
 			stt, _, err := ProviderSpeech(reg, nil)("a", ag, 8000)
 			if err != nil {
 				t.Fatal(err)

@@ -88,6 +88,9 @@ const (
 	OutcomeNoAnswer     Outcome = "no_answer"
 	OutcomeBusy         Outcome = "busy"
 	OutcomeBoxLost      Outcome = "box_lost" // the box carrying it died; closed by another
+	// OutcomeProviderFailed: every provider of a part (speech-to-text, the
+	// model) failed; the agent said its fallback sentence and hung up.
+	OutcomeProviderFailed Outcome = "provider_failed"
 )
 
 // End is a report that a call ended or must end: its outcome and, for

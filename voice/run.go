@@ -444,18 +444,62 @@ func (c *Call) startSpeaking(t *turn) {
 }
 
 // speakFixed plays a fixed phrase (greeting, fallback) as its own turn; it
-// is unverifiable, so it commits only if it plays through.
-func (c *Call) speakFixed(ctx context.Context, text string) {
+// is unverifiable, so it commits only if it plays through. It returns the
+// turn, nil when the phrase could not be synthesized.
+func (c *Call) speakFixed(ctx context.Context, text string) *turn {
 	seg, err := c.tts.Synthesize(ctx, text, c.info.SampleRate)
 	if err != nil {
 		c.m.log.Warn("voice: fixed phrase", "call", c.info.ID, "error", err)
-		return
+		return nil
 	}
+	return c.playFixed(seg)
+}
+
+// playFixed plays an unverifiable segment as its own turn.
+func (c *Call) playFixed(seg Segment) *turn {
 	seg.Unverifiable, seg.Words = true, nil
 	t := c.newTurn(utterance{})
 	c.startSpeaking(t)
 	c.playout.Enqueue(t.id, seg)
 	c.playout.Close(t.id)
+	return t
+}
+
+// defaultFallbackSentence is what an agent says before it hangs up when
+// its providers failed, unless its voice settings say otherwise.
+const defaultFallbackSentence = "Sorry, I'm having trouble right now. Please call back in a little while."
+
+// giveUp ends a call whose providers all failed for a part it cannot go
+// on without: the agent says its fallback sentence through whatever
+// text-to-speech engine still works (else plays its fallback audio file),
+// and once that played (or the caller hung up) the call ends as
+// provider_failed with the reason. Its save of what was heard happens as on
+// every end.
+func (c *Call) giveUp(ctx context.Context, reason string) {
+	sentence, audio := defaultFallbackSentence, ""
+	if v := c.agent.Voice; v != nil {
+		if v.FallbackSentence != "" {
+			sentence = v.FallbackSentence
+		}
+		audio = v.FallbackAudio
+	}
+	t := c.speakFixed(ctx, sentence)
+	if t == nil && audio != "" {
+		pcm, err := readWAV(audio, c.info.SampleRate)
+		if err != nil {
+			c.m.log.Warn("voice: fallback audio", "call", c.info.ID, "error", err)
+		} else {
+			t = c.playFixed(Segment{Text: sentence, PCM: pcm})
+		}
+	}
+	if t != nil {
+		select {
+		case <-t.committed:
+		case <-ctx.Done():
+		}
+	}
+	c.m.log.Warn("voice: the call's providers failed; hanging up", "call", c.info.ID, "reason", reason)
+	c.End(OutcomeProviderFailed, reason)
 }
 
 // DTMF hands a keypad digit to the agent as a caller turn. Digits beyond a

@@ -146,6 +146,11 @@ func (p ProviderTTS) SynthesizeStream(ctx context.Context, text string, rate int
 		return fmt.Errorf("voice: text-to-speech: %s", provider.Describe(err))
 	}
 	defer raw.Close()
+	// A broken provider or a proxy in front of it can answer 200 with a
+	// page or a JSON error: never played to the caller as if it were audio.
+	if ct := strings.ToLower(raw.Header().Get("Content-Type")); strings.HasPrefix(ct, "text/") || strings.Contains(ct, "json") {
+		return fmt.Errorf("voice: text-to-speech: the provider answered %s, not audio", clipType(ct))
+	}
 	rs := newStreamResampler(providerTTSRate, rate)
 	// One read buffer, with room for a sample split across two reads in
 	// front, and one buffer of samples: the resampler copies what it
@@ -439,37 +444,53 @@ type Models interface {
 // for a Transcribe.
 func ProviderSpeech(models Models, offline func(voice string) (Synthesizer, error)) SpeechFactory {
 	return func(_ string, ag config.Agent, _ int) (Transcriber, Synthesizer, error) {
-		sttID, ttsID, voiceName, mode := DefaultSTT, DefaultTTS, "", ""
+		sttIDs, ttsIDs, voiceName, mode := config.ModelChain{DefaultSTT}, config.ModelChain{DefaultTTS}, "", ""
 		if v := ag.Voice; v != nil {
-			if v.STT != "" {
-				sttID = v.STT
+			if len(v.STT) > 0 {
+				sttIDs = v.STT
 			}
 			mode = v.STTMode
-			if v.TTS != "" {
-				ttsID = v.TTS
+			if len(v.TTS) > 0 {
+				ttsIDs = v.TTS
 			}
 			voiceName = v.Voice
 		}
-		sttModel, err := models.Resolve(sttID)
-		if err != nil {
-			return nil, nil, fmt.Errorf("voice: speech-to-text model: %w", err)
-		}
-		stt, err := transcriberFor(sttModel, mode)
-		if err != nil {
-			return nil, nil, err
-		}
-		if ttsID == "espeak" {
-			if offline == nil {
-				return nil, nil, fmt.Errorf("voice: the offline speech engine is not available in this build")
+		var stts []sttEntry
+		for i, id := range sttIDs {
+			m, err := models.Resolve(id)
+			if err != nil {
+				return nil, nil, fmt.Errorf("voice: speech-to-text model: %w", err)
 			}
-			tts, err := offline(voiceName)
-			return stt, tts, err
+			entryMode := mode
+			if i > 0 && mode != "" && mode != "http" {
+				entryMode = "http" // a live stream goes to the first; the others take the utterance whole
+			}
+			t, err := transcriberFor(m, entryMode)
+			if err != nil {
+				return nil, nil, err
+			}
+			stts = append(stts, sttEntry{id: id, circuit: m.Circuit, stt: t})
 		}
-		tts, err := models.Resolve(ttsID)
-		if err != nil {
-			return nil, nil, fmt.Errorf("voice: text-to-speech model: %w", err)
+		var ttss []ttsEntry
+		for _, id := range ttsIDs {
+			if id == "espeak" {
+				if offline == nil {
+					return nil, nil, fmt.Errorf("voice: the offline speech engine is not available in this build")
+				}
+				tts, err := offline(voiceName)
+				if err != nil {
+					return nil, nil, err
+				}
+				ttss = append(ttss, ttsEntry{id: id, tts: tts})
+				continue
+			}
+			m, err := models.Resolve(id)
+			if err != nil {
+				return nil, nil, fmt.Errorf("voice: text-to-speech model: %w", err)
+			}
+			ttss = append(ttss, ttsEntry{id: id, circuit: m.Circuit, tts: ProviderTTS{Model: m, Voice: voiceName}})
 		}
-		return stt, ProviderTTS{Model: tts, Voice: voiceName}, nil
+		return chainSTT(stts), chainTTS(ttss), nil
 	}
 }
 
@@ -506,4 +527,13 @@ func (l liveOrHTTP) Transcribe(ctx context.Context, pcm []int16, rate int) (stri
 		return l.http.Transcribe(ctx, pcm, rate)
 	}
 	return text, err
+}
+
+// clipType is a content type's media type, for an error message.
+func clipType(ct string) string {
+	ct, _, _ = strings.Cut(ct, ";")
+	if len(ct) > 40 {
+		ct = ct[:40]
+	}
+	return ct
 }

@@ -3,6 +3,7 @@ package voice
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -98,6 +99,9 @@ func (t *turn) run(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				c.m.log.Warn("voice: speech-to-text", "call", c.info.ID, "error", err)
+				if errors.Is(err, ErrSpeechChain) {
+					c.giveUp(ctx, "every speech-to-text provider failed")
+				}
 			}
 			return
 		}
@@ -151,6 +155,10 @@ func (t *turn) run(ctx context.Context) {
 			return // barge-in or the call's end: what played is already committed
 		}
 		c.m.log.Warn("voice: agent turn", "call", c.info.ID, "code", agent.ErrorCode(err))
+		if errors.Is(err, agent.ErrProvider) || errors.Is(err, agent.ErrProviderTimeout) {
+			c.giveUp(ctx, "every model provider failed ("+agent.ErrorCode(err)+")")
+			return
+		}
 		c.speakFixed(ctx, fallbackText)
 		return
 	}

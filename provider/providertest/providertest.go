@@ -98,6 +98,9 @@ type Server struct {
 	emb      embedState
 	done     chan struct{} // closed by Close: live connections end
 
+	faults  map[string]*Fault
+	faulted map[string]int
+
 	toneOnce sync.Once
 	tone     []byte // one period of the speech tone, 16-bit PCM
 }
@@ -115,10 +118,10 @@ func New(t testing.TB) *Server {
 func Start() *Server {
 	s := &Server{done: make(chan struct{})}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.chat)
-	mux.HandleFunc("POST /v1/embeddings", s.embeddings)
-	mux.HandleFunc("POST /v1/audio/transcriptions", s.transcribe)
-	mux.HandleFunc("POST /v1/audio/speech", s.speak)
+	mux.HandleFunc("POST /v1/chat/completions", s.faulty(EndpointChat, s.chat))
+	mux.HandleFunc("POST /v1/embeddings", s.faulty(EndpointEmbeddings, s.embeddings))
+	mux.HandleFunc("POST /v1/audio/transcriptions", s.faulty(EndpointTranscriptions, s.transcribe))
+	mux.HandleFunc("POST /v1/audio/speech", s.faulty(EndpointSpeech, s.speak))
 	mux.HandleFunc("GET /v1/realtime", s.realtime)
 	mux.HandleFunc("GET /v1/listen", s.deepgram)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

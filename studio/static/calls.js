@@ -2,7 +2,7 @@
 // memory did and where each turn's time went; a form to dial out.
 import { h, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear, agentFilter } from "./lib.js";
 
-const outcomes = ["completed", "caller_hangup", "transferred", "media_timeout", "max_duration", "cancelled", "failed", "shutdown", "no_answer", "box_lost"];
+const outcomes = ["completed", "caller_hangup", "transferred", "media_timeout", "max_duration", "cancelled", "failed", "shutdown", "no_answer", "box_lost", "provider_failed"];
 
 // toISO reads a datetime-local input as an RFC 3339 time (or "").
 function toISO(v) { return v ? new Date(v).toISOString() : ""; }

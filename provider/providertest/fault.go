@@ -1,0 +1,121 @@
+package providertest
+
+import (
+	"net/http"
+	"time"
+)
+
+// Endpoints of the scripted provider a Fault can be set on.
+const (
+	EndpointChat           = "chat"
+	EndpointTranscriptions = "transcriptions"
+	EndpointSpeech         = "speech"
+	EndpointEmbeddings     = "embeddings"
+)
+
+// Fault makes one endpoint of the scripted provider misbehave, as a real
+// provider does when it is down, overloaded or broken: the fault fields
+// are checked in this order.
+type Fault struct {
+	// Refuse drops the connection without an answer (a provider that is
+	// gone: the client sees a connection error).
+	Refuse bool
+	// Status answers this error status with an OpenAI-shaped error.
+	Status int
+	// Hang holds the request before its first byte this long, or until the
+	// client goes away.
+	Hang time.Duration
+	// Garbage answers 200 with a body that is not the API's.
+	Garbage bool
+	// Cut answers 200 and the first bytes of a body, then drops the
+	// connection.
+	Cut bool
+	// Times is how many requests the fault applies to; 0: every request
+	// until ClearFault.
+	Times int
+}
+
+// SetFault sets endpoint's fault from the next request on.
+func (s *Server) SetFault(endpoint string, f Fault) {
+	s.mu.Lock()
+	if s.faults == nil {
+		s.faults = map[string]*Fault{}
+	}
+	s.faults[endpoint] = &f
+	s.mu.Unlock()
+}
+
+// ClearFault makes endpoint answer normally again.
+func (s *Server) ClearFault(endpoint string) {
+	s.mu.Lock()
+	delete(s.faults, endpoint)
+	s.mu.Unlock()
+}
+
+// Faulted counts the requests a fault answered, by endpoint.
+func (s *Server) Faulted(endpoint string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faulted[endpoint]
+}
+
+// faulty wraps endpoint's handler with its fault, when one is set.
+func (s *Server) faulty(endpoint string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		f := s.faults[endpoint]
+		var fault Fault
+		if f != nil {
+			fault = *f
+			if f.Times > 0 {
+				if f.Times--; f.Times == 0 {
+					delete(s.faults, endpoint)
+				}
+			}
+			if s.faulted == nil {
+				s.faulted = map[string]int{}
+			}
+			s.faulted[endpoint]++
+		}
+		s.mu.Unlock()
+		if f == nil {
+			h(w, r)
+			return
+		}
+		s.record(r, nil)
+		switch {
+		case fault.Refuse:
+			drop(w)
+		case fault.Status != 0:
+			writeError(w, fault.Status, "providertest: injected fault")
+		case fault.Hang > 0:
+			if hold(r, fault.Hang) {
+				writeError(w, http.StatusGatewayTimeout, "providertest: injected hang")
+			}
+		case fault.Garbage:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte("<html><body>502 Bad Gateway</body></html>"))
+		case fault.Cut:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", "4096")
+			_, _ = w.Write([]byte(`{"text":"`))
+			if fl, ok := w.(http.Flusher); ok {
+				fl.Flush()
+			}
+			drop(w)
+		default:
+			h(w, r)
+		}
+	}
+}
+
+// drop closes the request's connection without an answer.
+func drop(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}

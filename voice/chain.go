@@ -1,0 +1,210 @@
+package voice
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/stackbone/box/provider"
+)
+
+// ErrSpeechChain: every speech engine of an agent's chain failed (or was
+// skipped while its provider's circuit is open).
+var ErrSpeechChain = errors.New("voice: every speech engine of the chain failed")
+
+// sttEntry is one speech-to-text engine of an agent's chain.
+type sttEntry struct {
+	id      string
+	circuit *provider.Circuit // nil: an engine with no provider
+	stt     Transcriber
+}
+
+// ttsEntry is one text-to-speech engine of an agent's chain.
+type ttsEntry struct {
+	id      string
+	circuit *provider.Circuit
+	tts     Synthesizer
+}
+
+// allow reports whether an engine's provider takes a request now.
+func allow(c *provider.Circuit) bool { return c == nil || c.Allow() }
+
+// verdict reports a request's outcome to an engine's circuit: a failure
+// unless it succeeded or was cancelled (a barge-in or the call's end says
+// nothing of the provider).
+func verdict(ctx context.Context, c *provider.Circuit, err error) {
+	switch {
+	case c == nil:
+	case err == nil:
+		c.Success()
+	case ctx.Err() != nil:
+		c.Release()
+	default:
+		c.Fail("speech_failed")
+	}
+}
+
+// chainSTT is an agent's speech-to-text: the one engine, or a chain that
+// tries each in order (a live first engine keeps streaming; an utterance it
+// cannot transcribe goes whole to the next).
+func chainSTT(entries []sttEntry) Transcriber {
+	if len(entries) == 1 && entries[0].circuit == nil {
+		return entries[0].stt
+	}
+	c := sttChain{entries: entries}
+	if live, ok := entries[0].stt.(StreamingTranscriber); ok {
+		return liveSTTChain{StreamingTranscriber: live, sttChain: c}
+	}
+	return c
+}
+
+type sttChain struct{ entries []sttEntry }
+
+// Transcribe implements Transcriber: the first engine whose circuit lets a
+// request through and that answers.
+func (s sttChain) Transcribe(ctx context.Context, pcm []int16, rate int) (string, error) {
+	var last error
+	for _, e := range s.entries {
+		if !allow(e.circuit) {
+			continue
+		}
+		text, err := e.stt.Transcribe(ctx, pcm, rate)
+		verdict(ctx, e.circuit, err)
+		if err == nil || ctx.Err() != nil {
+			return text, err
+		}
+		last = fmt.Errorf("%s: %w", e.id, err)
+	}
+	if last == nil {
+		return "", fmt.Errorf("%w: every provider's circuit is open", ErrSpeechChain)
+	}
+	return "", fmt.Errorf("%w (last: %v)", ErrSpeechChain, last)
+}
+
+// liveSTTChain streams to the chain's live first engine; a whole
+// utterance goes through the chain.
+type liveSTTChain struct {
+	StreamingTranscriber
+	sttChain
+}
+
+// Transcribe implements Transcriber.
+func (l liveSTTChain) Transcribe(ctx context.Context, pcm []int16, rate int) (string, error) {
+	return l.sttChain.Transcribe(ctx, pcm, rate)
+}
+
+// chainTTS is an agent's text-to-speech: the one engine, or a chain that
+// speaks each sentence with the first engine that can.
+func chainTTS(entries []ttsEntry) Synthesizer {
+	if len(entries) == 1 && entries[0].circuit == nil {
+		return entries[0].tts
+	}
+	c := ttsChain{entries: entries}
+	if _, ok := entries[0].tts.(StreamingSynthesizer); ok {
+		return streamingTTSChain{c}
+	}
+	return c
+}
+
+// ttsChain speaks whole sentences (its first engine does not stream, and
+// may give word timings).
+type ttsChain struct{ entries []ttsEntry }
+
+// streamingTTSChain streams each sentence's audio as it arrives, from the
+// first engine that can speak it.
+type streamingTTSChain struct{ ttsChain }
+
+// Synthesize implements Synthesizer.
+func (t ttsChain) Synthesize(ctx context.Context, text string, rate int) (Segment, error) {
+	var last error
+	for _, e := range t.entries {
+		if !allow(e.circuit) {
+			continue
+		}
+		seg, err := e.tts.Synthesize(ctx, text, rate)
+		verdict(ctx, e.circuit, err)
+		if err == nil || ctx.Err() != nil {
+			return seg, err
+		}
+		last = fmt.Errorf("%s: %w", e.id, err)
+	}
+	return Segment{}, chainFailed(last)
+}
+
+// SynthesizeStream implements StreamingSynthesizer: an engine that fails
+// before any of the sentence's audio arrived hands it to the next; one
+// that fails after stops the sentence short (its start played, and no
+// engine can go on from the middle of a sentence without word timings).
+func (t streamingTTSChain) SynthesizeStream(ctx context.Context, text string, rate int, emit func(pcm []int16)) error {
+	var last error
+	for _, e := range t.entries {
+		if !allow(e.circuit) {
+			continue
+		}
+		var err error
+		emitted := false
+		if st, ok := e.tts.(StreamingSynthesizer); ok {
+			err = st.SynthesizeStream(ctx, text, rate, func(pcm []int16) { emitted = true; emit(pcm) })
+		} else {
+			var seg Segment
+			if seg, err = e.tts.Synthesize(ctx, text, rate); err == nil {
+				emit(seg.PCM)
+			}
+		}
+		verdict(ctx, e.circuit, err)
+		if err == nil || emitted || ctx.Err() != nil {
+			return err
+		}
+		last = fmt.Errorf("%s: %w", e.id, err)
+	}
+	return chainFailed(last)
+}
+
+func chainFailed(last error) error {
+	if last == nil {
+		return fmt.Errorf("%w: every provider's circuit is open", ErrSpeechChain)
+	}
+	return fmt.Errorf("%w (last: %v)", ErrSpeechChain, last)
+}
+
+// readWAV reads a 16-bit mono PCM WAV file, resampled to rate.
+func readWAV(path string, rate int) ([]int16, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 12 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WAVE" {
+		return nil, fmt.Errorf("voice: %s is not a WAV file", filepath.Base(path))
+	}
+	fileRate := 0
+	for i := 12; i+8 <= len(b); {
+		id, size := string(b[i:i+4]), int(binary.LittleEndian.Uint32(b[i+4:i+8]))
+		i += 8
+		switch {
+		case id == "fmt " && size >= 16 && i+16 <= len(b):
+			format, channels, bits := binary.LittleEndian.Uint16(b[i:]), binary.LittleEndian.Uint16(b[i+2:]), binary.LittleEndian.Uint16(b[i+14:])
+			if format != 1 || channels != 1 || bits != 16 {
+				return nil, fmt.Errorf("voice: %s is not 16-bit mono PCM", filepath.Base(path))
+			}
+			fileRate = int(binary.LittleEndian.Uint32(b[i+4:]))
+		case id == "data" && fileRate > 0:
+			data := b[i:]
+			if size > 0 && size <= len(data) {
+				data = data[:size]
+			}
+			pcm := make([]int16, len(data)/2)
+			for j := range pcm {
+				pcm[j] = int16(binary.LittleEndian.Uint16(data[2*j:]))
+			}
+			return Resample(pcm, fileRate, rate), nil
+		}
+		if size < 0 || i+size > len(b) {
+			break
+		}
+		i += size + size%2
+	}
+	return nil, fmt.Errorf("voice: %s has no 16-bit mono PCM data", filepath.Base(path))
+}

@@ -1,0 +1,208 @@
+package voice
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/provider/providertest"
+)
+
+const chainAgents = `
+agents:
+  resilient:
+    model: [openai/chat, backup/chat]
+    greeting: Hello, this is the front desk.
+    memory: {identityKey: phoneNumber, read: true, save: true}
+    voice:
+      stt: [openai/whisper-1, backup/whisper-1]
+      tts: [openai/tts-1, backup/tts-1]
+  fragile:
+    model: openai/chat
+    greeting: Hello, this is the front desk.
+    memory: {identityKey: phoneNumber, read: true, save: true}
+    voice: {fallbackSentence: "Sorry, we have a problem. Call back later."}
+  silent:
+    model: openai/chat
+    greeting: Hello.
+    memory: {identityKey: phoneNumber, read: true, save: true}
+    voice: {fallbackAudio: %q}
+`
+
+// chainEnv runs calls whose agents have a primary ("openai", e.model) and
+// a backup provider for every part.
+func chainEnv(t *testing.T, fallbackAudio string) (*env, *providertest.Server) {
+	t.Helper()
+	primary, backup := providertest.New(t), providertest.New(t)
+	e := newEnvWith(t, strings.Replace(chainAgents, "%q", `"`+fallbackAudio+`"`, 1), map[string]config.Provider{
+		"openai": {BaseURL: primary.URL()},
+		"backup": {BaseURL: backup.URL()},
+	}, primary)
+	return e, backup
+}
+
+// Every part of a call moves to its backup when its primary fails: the
+// caller's words are transcribed by the backup, the answer comes from the
+// backup model and is spoken by the backup voice; the heard transcript and
+// the save are as on a call with no failure, and the runs name the model
+// that answered.
+func TestCallPartsFallBack(t *testing.T) {
+	t.Parallel()
+	for _, fault := range []providertest.Fault{{Status: 500}, {Refuse: true}, {Garbage: true}} {
+		t.Run(faultName(fault), func(t *testing.T) {
+			t.Parallel()
+			e, backup := chainEnv(t, "")
+			number := "+34600999111"
+			backup.ScriptTranscripts("I would like a table for two.")
+			backup.Script(providertest.Reply{Content: "A table for two is booked."})
+			e.model.Script(providertest.Reply{Content: `{"operations":[{"op":"add","content":"Books tables for two."}],"summary":"Booked a table."}`})
+			r := e.start(CallInfo{Agent: "resilient", PhoneNumber: number})
+			r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
+			// From here on the primary fails every part.
+			for _, ep := range []string{providertest.EndpointTranscriptions, providertest.EndpointSpeech} {
+				e.model.SetFault(ep, fault)
+			}
+			e.model.SetFault(providertest.EndpointChat, providertest.Fault{Status: fault.Status, Refuse: fault.Refuse, Garbage: fault.Garbage, Times: 1})
+			r.say(1200)
+			r.stepUntil("the backup's answer to play through", 1500, func() bool { return len(r.call.Entries()) == 3 })
+			for _, ep := range []string{providertest.EndpointTranscriptions, providertest.EndpointSpeech} {
+				e.model.ClearFault(ep)
+			}
+			r.call.End(OutcomeCallerHangup, "")
+			rec := r.end()
+			var texts []string
+			for _, en := range rec.Transcript {
+				texts = append(texts, en.Role+": "+en.Text)
+			}
+			if got := strings.Join(texts, "|"); got != "assistant: Hello, this is the front desk.|user: I would like a table for two.|assistant: A table for two is booked." {
+				t.Fatalf("heard transcript %q", got)
+			}
+			if *rec.Outcome != OutcomeCallerHangup || !rec.Memory.Saved {
+				t.Fatalf("record: outcome %s, memory %+v", *rec.Outcome, rec.Memory)
+			}
+			if e.model.Faulted(providertest.EndpointTranscriptions) == 0 || e.model.Faulted(providertest.EndpointChat) != 1 ||
+				e.model.Faulted(providertest.EndpointSpeech) == 0 || len(backup.SpeechRequests()) == 0 {
+				t.Fatalf("faults answered: stt %d, chat %d, speech %d; backup spoke %d sentences", e.model.Faulted(providertest.EndpointTranscriptions),
+					e.model.Faulted(providertest.EndpointChat), e.model.Faulted(providertest.EndpointSpeech), len(backup.SpeechRequests()))
+			}
+			var model string
+			if err := e.mgr.cfg.Pool.QueryRow(context.Background(), `SELECT model FROM stackbone_platform.runs WHERE agent_id = 'resilient'
+				AND kind = 'agent_turn'`).Scan(&model); err != nil || model != "backup/chat" {
+				t.Fatalf("the turn's run names %q (%v)", model, err)
+			}
+			facts, _ := e.mem.Recall(context.Background(), memory.RecallRequest{AgentID: "resilient", UserID: number})
+			if len(facts.Facts) != 1 {
+				t.Fatalf("saved memory %+v", facts)
+			}
+		})
+	}
+}
+
+// With every provider of the model failing, the agent says its fallback
+// sentence, which the caller hears, and hangs up: the call ends as
+// provider_failed with the reason, and what was heard is saved.
+func TestEveryModelFailingEndsTheCallGracefully(t *testing.T) {
+	t.Parallel()
+	e, _ := chainEnv(t, "")
+	number := "+34600999222"
+	e.model.ScriptTranscripts("Can you book me a table?")
+	e.model.Respond(func(req *openaiRequest) providertest.Reply {
+		if isExtraction(req) {
+			return providertest.Reply{Content: `{"operations":[],"summary":"Asked for a table; the agent could not answer."}`}
+		}
+		return providertest.Reply{Status: 503, Message: "overloaded"}
+	})
+	r := e.start(CallInfo{Agent: "fragile", PhoneNumber: number})
+	r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
+	heard := r.line.voicedOut()
+	r.say(1200)
+	r.stepUntil("the call to end", 2000, func() bool {
+		select {
+		case <-r.call.done:
+			return true
+		default:
+			return false
+		}
+	})
+	rec := r.end()
+	if *rec.Outcome != OutcomeProviderFailed || rec.EndReason == nil || !strings.Contains(*rec.EndReason, "model provider") {
+		t.Fatalf("outcome %s, reason %v", *rec.Outcome, rec.EndReason)
+	}
+	if r.line.voicedOut() <= heard+10 {
+		t.Fatalf("the caller heard %d voiced frames after the greeting, want the fallback sentence", r.line.voicedOut()-heard)
+	}
+	spoken := e.model.SpeechRequests()
+	if len(spoken) == 0 || spoken[len(spoken)-1] != "Sorry, we have a problem. Call back later." {
+		t.Fatalf("spoken %q", spoken)
+	}
+	if !rec.Memory.Saved || len(rec.Transcript) < 2 || rec.Transcript[1].Text != "Can you book me a table?" {
+		t.Fatalf("save %+v of transcript %+v", rec.Memory, rec.Transcript)
+	}
+}
+
+// With no voice left either, the fallback audio file plays.
+func TestFallbackAudioWhenNoVoiceIsLeft(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sorry.wav")
+	pcm := make([]int16, 16000) // one second at 16 kHz
+	for i := range pcm {
+		pcm[i] = int16(9000 * sinTable(i, 16000, 400))
+	}
+	if err := os.WriteFile(path, encodeWAV(pcm, 16000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := chainEnv(t, path)
+	e.model.ScriptTranscripts("Hello?")
+	e.model.Respond(func(req *openaiRequest) providertest.Reply {
+		if isExtraction(req) {
+			return providertest.Reply{Content: `{"operations":[],"summary":"A short call."}`}
+		}
+		return providertest.Reply{Status: 500, Message: "down"}
+	})
+	r := e.start(CallInfo{Agent: "silent", PhoneNumber: "+34600999333"})
+	r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
+	e.model.SetFault(providertest.EndpointSpeech, providertest.Fault{Status: 500})
+	heard := r.line.voicedOut()
+	r.say(800)
+	r.stepUntil("the call to end", 2000, func() bool {
+		select {
+		case <-r.call.done:
+			return true
+		default:
+			return false
+		}
+	})
+	rec := r.end()
+	if *rec.Outcome != OutcomeProviderFailed || r.line.voicedOut() < heard+40 {
+		t.Fatalf("outcome %s; %d voiced frames after the greeting, want the one second of fallback audio", *rec.Outcome, r.line.voicedOut()-heard)
+	}
+}
+
+func faultName(f providertest.Fault) string {
+	switch {
+	case f.Refuse:
+		return "refused"
+	case f.Garbage:
+		return "garbage"
+	}
+	return "status"
+}
+
+type openaiRequest = openai.ChatCompletionRequest
+
+// isExtraction reports the memory extraction's request.
+func isExtraction(req *openaiRequest) bool {
+	return len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, `"operations"`)
+}
+
+func sinTable(i, rate, hz int) float64 {
+	return math.Sin(2 * math.Pi * float64(hz) * float64(i) / float64(rate))
+}
