@@ -197,3 +197,40 @@ func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// With a first-token bound (a call's), a primary that hangs before its
+// first token is given up after the bound and the next model answers; the
+// chain's last model is waited for as its provider allows.
+func TestChainFirstTokenBound(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t, "")
+	e.main.Script(providertest.Reply{Content: "Too late.", Delay: 30 * time.Second})
+	e.backup.Script(providertest.Reply{Content: "Nine to five."})
+	turn := func() (agent.Result, string, time.Duration, error) {
+		var sent strings.Builder
+		began := time.Now()
+		res, err := e.rt.Turn(context.Background(), agent.TurnRequest{Agent: "chained", FirstByte: 300 * time.Millisecond,
+			Messages: []agent.Message{{Role: agent.RoleUser, Content: "Hours?"}}},
+			func(ev agent.Event) error {
+				if ev.Kind == agent.EventTextDelta {
+					sent.WriteString(ev.Text)
+				}
+				return nil
+			})
+		return res, sent.String(), time.Since(began), err
+	}
+	res, sent, took, err := turn()
+	if err != nil || sent != "Nine to five." || took > 5*time.Second {
+		t.Fatalf("turn: %v, sent %q after %s", err, sent, took)
+	}
+	if r := e.run(res.RunID); !strings.Contains(toJSON(r.Metadata["modelsSkipped"]), `"reason":"provider_timeout"`) {
+		t.Fatalf("run metadata %v", r.Metadata)
+	}
+	// The last model of the chain is not cut short by the bound.
+	e.main.Script(providertest.Reply{Status: 500, Message: "down"})
+	e.backup.Script(providertest.Reply{Status: 500, Message: "down"})
+	e.local.Script(providertest.Reply{Content: "Slow but sure.", Delay: 600 * time.Millisecond})
+	if _, sent, _, err := turn(); err != nil || sent != "Slow but sure." {
+		t.Fatalf("the last model: %v, %q", err, sent)
+	}
+}

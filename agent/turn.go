@@ -48,7 +48,8 @@ type turn struct {
 	resumed   bool   // a decision resumed this turn
 	system    string // extra system context of this turn
 	options   Options
-	whole     bool // the model answers each step in one piece
+	whole     bool          // the model answers each step in one piece
+	firstByte time.Duration // see TurnRequest.FirstByte
 	// confirm waits for a claim running beside the first model request
 	// (overlapClaim); callModel calls it before the answer's first event.
 	confirm func() error
@@ -108,7 +109,7 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	t.system, t.options, t.whole = req.System, req.Options, req.Whole
+	t.system, t.options, t.whole, t.firstByte = req.System, req.Options, req.Whole, req.FirstByte
 	if req.RunID != uuid.Nil {
 		t.run.ID = req.RunID
 	}
@@ -467,14 +468,7 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 		}
 		t.model = m
 		req.Model = m.Name
-		var msg Message
-		var finish openai.FinishReason
-		var err error
-		if t.whole {
-			msg, finish, err = t.callModelWhole(ctx, req, st)
-		} else {
-			msg, finish, err = t.callModelStream(ctx, req, st)
-		}
+		msg, finish, err := t.attempt(ctx, req, st, i < len(t.models)-1)
 		if err == nil {
 			m.Circuit.Success()
 			t.served(m)
@@ -502,6 +496,38 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	return Message{}, "", failed
 }
 
+// errNoFirstByte cancels a model's request that gave no first token within
+// the turn's FirstByte.
+var errNoFirstByte = errors.New("agent: no first token in time")
+
+// attempt asks t.model for the step. With more models after it and a
+// FirstByte bound, a model that gives no first token in time is a provider
+// timeout, so the next one answers.
+func (t *turn) attempt(ctx context.Context, req openai.ChatCompletionRequest, st *stepState, more bool) (Message, openai.FinishReason, error) {
+	actx := ctx
+	st.arrived = func() {}
+	if t.firstByte > 0 && more {
+		var cancel context.CancelCauseFunc
+		actx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		timer := time.AfterFunc(t.firstByte, func() { cancel(errNoFirstByte) })
+		defer timer.Stop()
+		st.arrived = func() { timer.Stop() }
+	}
+	var msg Message
+	var finish openai.FinishReason
+	var err error
+	if t.whole {
+		msg, finish, err = t.callModelWhole(actx, req, st)
+	} else {
+		msg, finish, err = t.callModelStream(actx, req, st)
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errNoFirstByte) {
+		err = fmt.Errorf("%w: no first token within %s", ErrProviderTimeout, t.firstByte)
+	}
+	return msg, finish, err
+}
+
 // continueNote asks the next model of a chain to go on from an answer a
 // failed provider cut, whose start the client already has.
 const continueNote = "Your answer above was cut off. Continue it from exactly where it stopped, without repeating any of it."
@@ -515,6 +541,9 @@ type stepState struct {
 	usageSent   bool
 	toolStarted bool  // a tool call event went out: the step cannot move on
 	before      Usage // the turn's usage before this step
+	// arrived is called when the model's answer starts (its first chunk,
+	// or the whole answer).
+	arrived func()
 }
 
 // skip records in the run why a model of the chain did not answer.
@@ -620,6 +649,7 @@ func (t *turn) callModelStream(ctx context.Context, req openai.ChatCompletionReq
 			}
 			return Message{}, "", t.providerFailed(err)
 		}
+		st.arrived()
 		if u := chunk.Usage; u != nil {
 			// A provider that reports usage on every chunk reports the
 			// step's figures so far: the latest chunk's replace the earlier.
@@ -724,6 +754,7 @@ func (t *turn) callModelStream(ctx context.Context, req openai.ChatCompletionReq
 // before the whole answer is in, so st stays empty).
 func (t *turn) callModelWhole(ctx context.Context, req openai.ChatCompletionRequest, st *stepState) (Message, openai.FinishReason, error) {
 	resp, err := t.model.Client.CreateChatCompletion(ctx, req)
+	st.arrived()
 	if cerr := t.confirmClaim(); cerr != nil {
 		return Message{}, "", cerr
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -128,6 +129,10 @@ type TurnRequest struct {
 	// NoMemoryTools withholds memory_read and memory_save: voice calls read
 	// and save memory in their lifecycle instead.
 	NoMemoryTools bool
+	// FirstByte bounds the wait for a model's first token when another
+	// model of the agent's chain could answer instead (a call: the caller
+	// waits in silence); 0 leaves it to the provider's own timeouts.
+	FirstByte time.Duration
 	// Tools of this turn only (a call's transfer_call), run by the box.
 	ServerTools []ServerTool
 	// Whole asks the model for each step's answer in one piece instead of

@@ -143,7 +143,7 @@ func (g *generation) run(messages []agent.Message) {
 	firstToken := true
 	res, err := c.m.cfg.Runtime.Turn(g.ctx, agent.TurnRequest{
 		Agent: c.info.Agent, Messages: messages, System: c.recall, NoMemoryTools: true, Wire: "voice",
-		ServerTools: c.callTools(),
+		ServerTools: c.callTools(), FirstByte: c.firstByte(),
 	}, func(ev agent.Event) error {
 		switch ev.Kind {
 		case agent.EventToolRunning:
@@ -262,4 +262,16 @@ func (g *generation) synthesize(sentences <-chan spoken, metric func(string, any
 	for range sentences {
 		// Abandoned: let the run finish saying what it says, unheard.
 	}
+}
+
+// DefaultFirstByteTimeout is how long a call waits for a model's first
+// token before the next model of the agent's chain answers.
+const DefaultFirstByteTimeout = 1500 * time.Millisecond
+
+// firstByte is the agent's voice.firstByteTimeout, or the default.
+func (c *Call) firstByte() time.Duration {
+	if v := c.agent.Voice; v != nil && v.FirstByteTimeout > 0 {
+		return v.FirstByteTimeout
+	}
+	return DefaultFirstByteTimeout
 }
