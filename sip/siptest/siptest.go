@@ -149,7 +149,9 @@ type Call struct {
 	To string
 
 	mu     sync.Mutex
-	voiced int // 20 ms packets heard with speech in them
+	voiced int         // 20 ms packets heard with speech in them
+	onsets []time.Time // when speech began after a pause (see Onsets)
+	last   time.Time   // the latest packet with speech
 	stop   chan struct{}
 	once   sync.Once
 }
@@ -214,11 +216,28 @@ func (c *Call) hear() {
 			sum += v * v
 		}
 		if n > 0 && math.Sqrt(sum/float64(n)) > 1000 {
+			now := time.Now()
 			c.mu.Lock()
 			c.voiced++
+			if now.Sub(c.last) >= onsetPause && len(c.onsets) < 10000 {
+				c.onsets = append(c.onsets, now)
+			}
+			c.last = now
 			c.mu.Unlock()
 		}
 	}
+}
+
+// onsetPause is the silence before speech that makes it an onset.
+const onsetPause = 300 * time.Millisecond
+
+// Onsets are the times the caller heard speech begin after at least 300
+// ms without any: the starts of the agent's sentences, as the caller's ear
+// has them.
+func (c *Call) Onsets() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Time(nil), c.onsets...)
 }
 
 // Voiced is how many 20 ms packets with speech the caller heard so far.
