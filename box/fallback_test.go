@@ -142,3 +142,57 @@ func TestPhoneCallsGoOnWhenAProviderFails(t *testing.T) {
 	}
 	t.Logf("the caller's wait with no failure: %s", baseline.Round(time.Millisecond))
 }
+
+// With every model provider down, the caller on a real line hears the
+// agent's fallback sentence, then the box hangs up: the call ends as
+// provider_failed with its reason, and what was heard is saved.
+func TestPhoneCallWithEveryProviderDownEndsGracefully(t *testing.T) {
+	t.Parallel()
+	b := boxtest.New(t, strings.Replace(fallbackAgents, "model: [openai/chat, backup/chat]", "model: openai/chat", 1),
+		boxtest.Tune(func(cfg *config.Config) {
+			a := cfg.Agents["receptionist"]
+			a.Voice.STT, a.Voice.TTS = config.ModelChain{"openai/whisper-1"}, config.ModelChain{"openai/tts-1"}
+			a.Voice.FallbackSentence = "Sorry, we are having trouble. Please call back later."
+			cfg.Agents["receptionist"] = a
+		}))
+	b.Model.RespondTranscripts(func([]byte) string { return "What are your opening hours?" })
+	b.Model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+		if strings.Contains(req.Messages[0].Content, `"operations"`) {
+			return providertest.Reply{Content: `{"operations":[],"summary":"Asked for the hours; the agent could not answer."}`}
+		}
+		return providertest.Reply{Status: 503, Message: "overloaded"}
+	})
+	ctx := context.Background()
+	caller := siptest.NewCaller(t)
+	number := "+34611000200"
+	call, err := caller.Call(ctx, "100", b.Phones.Addr(), number)
+	if err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	poll.Until(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
+	greeting := call.Voiced()
+	call.Talk(1)
+	select {
+	case <-call.Ended():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the box did not hang up")
+	}
+	// The fallback sentence is 54 characters of the scripted voice: far
+	// more than 25 voiced packets.
+	if heard := call.Voiced() - greeting; heard < 25 {
+		t.Fatalf("the caller heard %d voiced packets after the greeting, want the fallback sentence", heard)
+	}
+	if spoken := b.Model.SpeechRequests(); spoken[len(spoken)-1] != "Sorry, we are having trouble. Please call back later." {
+		t.Fatalf("spoken %q", spoken)
+	}
+	var outcome, reason string
+	var saved bool
+	poll.Until(t, "the call's record", 30*time.Second, func() bool {
+		err := b.Pool.QueryRow(ctx, `SELECT outcome, coalesce(end_reason, ''), coalesce((memory->>'saved')::bool, false)
+			FROM stackbone_platform.voice_calls WHERE phone_number = $1 AND status = 'ended'`, number).Scan(&outcome, &reason, &saved)
+		return err == nil
+	})
+	if outcome != "provider_failed" || !strings.Contains(reason, "model provider") || !saved {
+		t.Fatalf("outcome %s, reason %q, saved %v", outcome, reason, saved)
+	}
+}
