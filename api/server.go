@@ -2,13 +2,10 @@ package api
 
 import (
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/net/netutil"
 
 	"github.com/stackbone/box/config"
 )
@@ -24,35 +21,29 @@ const (
 )
 
 // HTTPServer is the box's HTTP server around h, with each timeout of c (its
-// zero fields take the defaults above). The server has no global read or
-// write timeout, because one value cannot fit a JSON call, a 25 MB upload
-// and a stream: each request gets its own read deadline by kind (a
-// multipart upload UploadTimeout, any other body BodyTimeout) and a write
+// zero fields take the defaults above), serving ln (see Listen), which it
+// tells each connection's state so ln keeps its limits. The server has no
+// global read or write timeout, because one value cannot fit a JSON call, a
+// 25 MB upload and a stream: each request gets its own read deadline by kind
+// (a multipart upload UploadTimeout, any other body BodyTimeout) and a write
 // deadline (WriteTimeout) that a stream lifts when it starts (wire.NewSSE).
 // Connections idle between requests close after IdleTimeout.
-func HTTPServer(h http.Handler, c config.HTTP, log *slog.Logger) *http.Server {
+func HTTPServer(h http.Handler, c config.HTTP, log *slog.Logger, ln *Listener) *http.Server {
 	c = withHTTPDefaults(c)
+	ln.log = log
 	return &http.Server{
-		Handler:           deadlines(h, c),
+		Handler:           onReserve(deadlines(h, c)),
 		ReadHeaderTimeout: c.HeaderTimeout,
 		IdleTimeout:       c.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnState:         ln.track,
+		ConnContext:       ln.context,
 	}
 }
 
-// Listen listens on addr and caps the open connections at max (0: the
-// default, half the open-file limit and at most 4096), so idle or slow
-// clients cannot use up the box's file descriptors: connections past the
-// cap wait in the kernel's backlog until one closes.
-func Listen(addr string, max int) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	if max <= 0 {
-		max = DefaultMaxConnections()
-	}
-	return netutil.LimitListener(ln, max), nil
+// LimitsOf are the connection limits of c.
+func LimitsOf(c config.HTTP) Limits {
+	return Limits{Max: c.MaxConnections, PerAddress: c.MaxConnectionsPerAddress}
 }
 
 // DefaultMaxConnections is half the process's open-file limit (the rest is

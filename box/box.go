@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -309,13 +308,14 @@ func (b *Box) ServeLoopback(ctx context.Context) (url string, stop func(), err e
 		cancel()
 		return "", nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The box's own listener and server, as `stackbone serve` has them.
+	ln, err := api.Listen("127.0.0.1:0", api.LimitsOf(b.Config.HTTP))
 	if err != nil {
 		stopBox()
 		cancel()
 		return "", nil, err
 	}
-	hs := &http.Server{Handler: b.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := api.HTTPServer(b.Handler(), b.Config.HTTP, b.Log, ln)
 	go hs.Serve(ln)
 	stop = func() {
 		_ = hs.Close()

@@ -133,9 +133,16 @@ type HTTP struct {
 	// (OpenAI, AG-UI) or a ping event (Anthropic). The first one starts the
 	// stream, so a later failure is reported in the stream.
 	StreamKeepAlive time.Duration `yaml:"streamKeepAlive"`
-	// MaxConnections caps open connections; more wait to be accepted.
-	// Default: half the process's open-file limit, at most 4096.
+	// MaxConnections caps open connections (default: half the process's
+	// open-file limit, at most 4096). At the cap a new connection takes the
+	// place of the oldest idle keep-alive one; when every connection is
+	// busy with a request, a small reserve past the cap still serves
+	// requests with a key and health checks (others get 503).
 	MaxConnections int `yaml:"maxConnections"`
+	// MaxConnectionsPerAddress caps the connections of one client address
+	// (default: half of MaxConnections; -1: no cap, for a box behind one
+	// proxy or load balancer whose address every connection has).
+	MaxConnectionsPerAddress int `yaml:"maxConnectionsPerAddress"`
 }
 
 // CORS lists the origins (scheme://host[:port], or "*" for any) allowed to

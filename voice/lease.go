@@ -140,7 +140,7 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 	)
 	ttl := m.cfg.LeaseTTL.Seconds()
 	err := m.cfg.Pool.QueryRow(ctx, `UPDATE stackbone_platform.voice_calls c SET status = 'ended', outcome = 'box_lost',
-		save_pending = true, box_id = $4, lease_until = now() + make_interval(secs => $3),
+		save_pending = true, lease_until = now() + make_interval(secs => $3),
 		memory = jsonb_set(coalesce(c.memory, '{}'), '{savePending}', 'true'),
 		end_reason = CASE WHEN c.status = 'ended' THEN c.end_reason ELSE $2 END,
 		ended_at = CASE WHEN c.status = 'ended' THEN c.ended_at
@@ -148,7 +148,7 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 		duration_seconds = CASE WHEN c.status = 'ended' THEN c.duration_seconds
 			ELSE extract(epoch FROM greatest(c.lease_until - make_interval(secs => $3), c.started_at) - c.started_at) END
 		WHERE id = $1 AND (status <> 'ended' OR save_pending) AND lease_until < now()
-		RETURNING agent_id, started_at, ended_at, transcript, memory, snapshot`, id, boxLostReason, ttl, m.cfg.BoxID).
+		RETURNING agent_id, started_at, ended_at, transcript, memory, snapshot`, id, boxLostReason, ttl).
 		Scan(&agentID, &started, &lastAt, &tr, &mem, &snapRaw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errNotLost
@@ -178,9 +178,10 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 	return nil
 }
 
-// holdSaveLease renews this box's lease on call id's pending save every
-// third of the lease until the returned stop is called, so no other box
-// takes the save over while this one is still at it.
+// holdSaveLease renews the lease on call id's pending save every third of
+// the lease until the returned stop is called, so no other box takes the
+// save over while this one is still at it. (The record's box_id stays the
+// box that carried the call.)
 func (m *Manager) holdSaveLease(ctx context.Context, id string) (stop func()) {
 	done := make(chan struct{})
 	exited := make(chan struct{})
@@ -195,8 +196,8 @@ func (m *Manager) holdSaveLease(ctx context.Context, id string) (stop func()) {
 			case <-t.C:
 			}
 			if _, err := m.cfg.Pool.Exec(context.WithoutCancel(ctx), `UPDATE stackbone_platform.voice_calls
-				SET lease_until = now() + make_interval(secs => $3) WHERE id = $1 AND save_pending AND box_id = $2`,
-				id, m.cfg.BoxID, m.cfg.LeaseTTL.Seconds()); err != nil {
+				SET lease_until = now() + make_interval(secs => $2) WHERE id = $1 AND save_pending`,
+				id, m.cfg.LeaseTTL.Seconds()); err != nil {
 				m.log.Warn("voice: renew the lease of a pending save", "call", id, "error", err)
 			}
 		}

@@ -121,11 +121,11 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	}
 	defer stop()
 
-	ln, err := api.Listen(cfg.HTTP.Addr, cfg.HTTP.MaxConnections)
+	ln, err := api.Listen(cfg.HTTP.Addr, api.LimitsOf(cfg.HTTP))
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	srv := api.HTTPServer(b.Handler(), cfg.HTTP, log)
+	srv := api.HTTPServer(b.Handler(), cfg.HTTP, log, ln)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
