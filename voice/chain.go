@@ -176,10 +176,20 @@ func readWAV(path string, rate int) ([]int16, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) < 12 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WAVE" {
-		return nil, fmt.Errorf("voice: %s is not a WAV file", filepath.Base(path))
+	pcm, fileRate, err := DecodeWAV(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, filepath.Base(path))
 	}
-	fileRate := 0
+	return Resample(pcm, fileRate, rate), nil
+}
+
+// DecodeWAV reads a 16-bit mono PCM WAV file: its samples and their rate.
+// A data chunk whose size is not filled in (a file still being written)
+// runs to the end of the file.
+func DecodeWAV(b []byte) (pcm []int16, rate int, err error) {
+	if len(b) < 12 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WAVE" {
+		return nil, 0, errors.New("voice: not a WAV file")
+	}
 	for i := 12; i+8 <= len(b); {
 		id, size := string(b[i:i+4]), int(binary.LittleEndian.Uint32(b[i+4:i+8]))
 		i += 8
@@ -187,24 +197,24 @@ func readWAV(path string, rate int) ([]int16, error) {
 		case id == "fmt " && size >= 16 && i+16 <= len(b):
 			format, channels, bits := binary.LittleEndian.Uint16(b[i:]), binary.LittleEndian.Uint16(b[i+2:]), binary.LittleEndian.Uint16(b[i+14:])
 			if format != 1 || channels != 1 || bits != 16 {
-				return nil, fmt.Errorf("voice: %s is not 16-bit mono PCM", filepath.Base(path))
+				return nil, 0, errors.New("voice: the WAV file is not 16-bit mono PCM")
 			}
-			fileRate = int(binary.LittleEndian.Uint32(b[i+4:]))
-		case id == "data" && fileRate > 0:
+			rate = int(binary.LittleEndian.Uint32(b[i+4:]))
+		case id == "data" && rate > 0:
 			data := b[i:]
 			if size > 0 && size <= len(data) {
 				data = data[:size]
 			}
-			pcm := make([]int16, len(data)/2)
+			pcm = make([]int16, len(data)/2)
 			for j := range pcm {
 				pcm[j] = int16(binary.LittleEndian.Uint16(data[2*j:]))
 			}
-			return Resample(pcm, fileRate, rate), nil
+			return pcm, rate, nil
 		}
 		if size < 0 || i+size > len(b) {
 			break
 		}
 		i += size + size%2
 	}
-	return nil, fmt.Errorf("voice: %s has no 16-bit mono PCM data", filepath.Base(path))
+	return nil, 0, errors.New("voice: the WAV file has no 16-bit mono PCM data")
 }

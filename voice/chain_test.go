@@ -123,14 +123,7 @@ func TestEveryModelFailingEndsTheCallGracefully(t *testing.T) {
 	r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
 	heard := r.line.voicedOut()
 	r.say(1200)
-	r.stepUntil("the call to end", 2000, func() bool {
-		select {
-		case <-r.call.done:
-			return true
-		default:
-			return false
-		}
-	})
+	r.stepUntil("the call to end", 2000, r.ended)
 	rec := r.end()
 	if *rec.Outcome != OutcomeProviderFailed || rec.EndReason == nil || !strings.Contains(*rec.EndReason, "model provider") {
 		t.Fatalf("outcome %s, reason %v", *rec.Outcome, rec.EndReason)
@@ -172,14 +165,7 @@ func TestFallbackAudioWhenNoVoiceIsLeft(t *testing.T) {
 	e.model.SetFault(providertest.EndpointSpeech, providertest.Fault{Status: 500})
 	heard := r.line.voicedOut()
 	r.say(800)
-	r.stepUntil("the call to end", 2000, func() bool {
-		select {
-		case <-r.call.done:
-			return true
-		default:
-			return false
-		}
-	})
+	r.stepUntil("the call to end", 2000, r.ended)
 	rec := r.end()
 	if *rec.Outcome != OutcomeProviderFailed || r.line.voicedOut() < heard+40 {
 		t.Fatalf("outcome %s; %d voiced frames after the greeting, want the one second of fallback audio", *rec.Outcome, r.line.voicedOut()-heard)
@@ -205,4 +191,14 @@ func isExtraction(req *openaiRequest) bool {
 
 func sinTable(i, rate, hz int) float64 {
 	return math.Sin(2 * math.Pi * float64(hz) * float64(i) / float64(rate))
+}
+
+// ended reports whether the call completed.
+func (r *run) ended() bool {
+	select {
+	case <-r.call.done:
+		return true
+	default:
+		return false
+	}
 }

@@ -65,21 +65,7 @@ func TestCallsSurviveStopAndCrash(t *testing.T) {
 			cfgPath := writeConfig(t, dbURL)
 			box := startBox(t, bin, cfgPath, model.URL())
 
-			caller := siptest.NewCaller(t)
-			call, err := caller.Call(ctx, "100", box.sipAddr, "+34600333444")
-			if err != nil {
-				t.Fatalf("call: %v\n%s", err, box.logs())
-			}
-			// The greeting plays through before the caller speaks.
-			poll.Until(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
-			call.Talk(1)
-			var callID string
-			poll.Until(t, "the caller's turn and the answer to be heard and persisted", 60*time.Second, func() bool {
-				var n int
-				err := pool.QueryRow(ctx, `SELECT id, jsonb_array_length(transcript) FROM stackbone_platform.voice_calls
-					WHERE status = 'active'`).Scan(&callID, &n)
-				return err == nil && n >= 3
-			})
+			call, callID := heardCall(t, box, pool, "+34600333444")
 			box.cmd.Process.Signal(tc.signal)
 			code := box.wait(t, 60*time.Second)
 
@@ -153,20 +139,7 @@ func TestLostCallSaveSurvivesTheRecoveringBox(t *testing.T) {
 	})
 	cfgPath := writeConfig(t, dbURL)
 	a := startBox(t, bin, cfgPath, model.URL())
-	caller := siptest.NewCaller(t)
-	call, err := caller.Call(ctx, "100", a.sipAddr, "+34600555666")
-	if err != nil {
-		t.Fatalf("call: %v\n%s", err, a.logs())
-	}
-	poll.Until(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
-	call.Talk(1)
-	var callID string
-	poll.Until(t, "the caller's turn and the answer to be persisted", 60*time.Second, func() bool {
-		var n int
-		err := pool.QueryRow(ctx, `SELECT id, jsonb_array_length(transcript) FROM stackbone_platform.voice_calls
-			WHERE status = 'active'`).Scan(&callID, &n)
-		return err == nil && n >= 3
-	})
+	_, callID := heardCall(t, a, pool, "+34600555666")
 	a.cmd.Process.Signal(syscall.SIGKILL)
 	a.wait(t, 30*time.Second)
 
@@ -203,6 +176,27 @@ func TestLostCallSaveSurvivesTheRecoveringBox(t *testing.T) {
 	if calls != 1 || fact != "Prefers morning calls." || outcome != "box_lost" {
 		t.Fatalf("saved %d call records (fact %q, outcome %s), want exactly one", calls, fact, outcome)
 	}
+}
+
+// heardCall calls box from number: the greeting plays through, the caller
+// speaks, and the call's record holds the greeting, the caller's turn and
+// the answer. It returns the call and its id.
+func heardCall(t *testing.T, box *runningBox, pool *pgxpool.Pool, number string) (*siptest.Call, string) {
+	t.Helper()
+	call, err := siptest.NewCaller(t).Call(context.Background(), "100", box.sipAddr, number)
+	if err != nil {
+		t.Fatalf("call: %v\n%s", err, box.logs())
+	}
+	poll.Until(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
+	call.Talk(1)
+	var callID string
+	poll.Until(t, "the caller's turn and the answer to be heard and persisted", 60*time.Second, func() bool {
+		var n int
+		err := pool.QueryRow(context.Background(), `SELECT id, jsonb_array_length(transcript) FROM stackbone_platform.voice_calls
+			WHERE status = 'active'`).Scan(&callID, &n)
+		return err == nil && n >= 3
+	})
+	return call, callID
 }
 
 // testDatabase is a fresh database: its URL for a box, a pool for the

@@ -2,8 +2,6 @@ package siptest
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -17,6 +15,7 @@ import (
 	"github.com/stackbone/box/internal/freeport"
 	"github.com/stackbone/box/internal/lockedbuf"
 	"github.com/stackbone/box/internal/poll"
+	"github.com/stackbone/box/voice"
 )
 
 // NeedBaresip skips the test when the real softphone or the tools that
@@ -175,27 +174,9 @@ func (p *Baresip) Recording(t testing.TB) []int16 {
 	return pcm
 }
 
-// WAVSamples reads the 16-bit samples of a WAV file's data chunk (to the
-// end of the file when the header's size is not filled in).
+// WAVSamples reads the 16-bit samples of a mono WAV file's data chunk (to
+// the end of the file when the header's size is not filled in).
 func WAVSamples(b []byte) ([]int16, error) {
-	if len(b) < 12 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WAVE" {
-		return nil, errors.New("siptest: not a WAV file")
-	}
-	for i := 12; i+8 <= len(b); {
-		id, size := string(b[i:i+4]), int(binary.LittleEndian.Uint32(b[i+4:i+8]))
-		i += 8
-		if id == "data" {
-			data := b[i:]
-			if size > 0 && size <= len(data) {
-				data = data[:size]
-			}
-			out := make([]int16, len(data)/2)
-			for j := range out {
-				out[j] = int16(binary.LittleEndian.Uint16(data[2*j:]))
-			}
-			return out, nil
-		}
-		i += size + size%2
-	}
-	return nil, errors.New("siptest: no data chunk")
+	pcm, _, err := voice.DecodeWAV(b)
+	return pcm, err
 }
