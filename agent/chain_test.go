@@ -176,7 +176,7 @@ func TestChainSkipsAnOpenCircuit(t *testing.T) {
 	}
 	var open bool
 	for _, c := range e.models.Circuits() {
-		open = open || (c.Provider == "openai" && c.State == provider.CircuitOpen && len(c.LastFailures) == 2)
+		open = open || (c.Provider == "openai" && c.Endpoint == provider.EndpointChat && c.State == provider.CircuitOpen && len(c.LastFailures) == 2)
 	}
 	if !open {
 		t.Fatalf("circuits %+v", e.models.Circuits())

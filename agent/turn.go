@@ -490,8 +490,15 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 				openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: continueNote})
 		}
 	}
-	if failed == nil {
-		failed = fmt.Errorf("%w: every model of the agent is skipped while its provider's circuit is open", ErrProvider)
+	down := true
+	for _, m := range t.models {
+		down = down && m.Circuit.Down()
+	}
+	switch {
+	case down && failed != nil:
+		return Message{}, "", fmt.Errorf("%w (last: %w)", ErrProvidersDown, failed)
+	case down:
+		return Message{}, "", fmt.Errorf("%w: every model is skipped while its provider's circuit is open", ErrProvidersDown)
 	}
 	return Message{}, "", failed
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,6 +31,10 @@ var (
 	// ErrProviderTimeout: the model provider did not connect, answer or go
 	// on streaming in time (504).
 	ErrProviderTimeout = fault.New(fault.Timeout, "provider_timeout", "agent: model provider timed out")
+	// ErrProvidersDown: every model of the agent's chain failed and each
+	// provider's circuit is open: they are down, not failing once (a call
+	// gives up gracefully on it). It is also an ErrProvider.
+	ErrProvidersDown = fmt.Errorf("%w: every model provider of the agent is down", ErrProvider)
 	// ErrMemory: memory storage failed; memory is never silently omitted (503).
 	ErrMemory = fault.New(fault.Unavailable, "memory_unavailable", "agent: memory unavailable")
 	// ErrStorage: the session store failed (503).

@@ -257,7 +257,7 @@ func (b *Box) Start(ctx context.Context) (stop func(), err error) {
 		views := b.Models.Circuits()
 		out := make([]telemetry.CircuitSample, len(views))
 		for i, v := range views {
-			out[i] = telemetry.CircuitSample{Provider: v.Provider, Open: v.State != provider.CircuitClosed, Opened: v.Opened}
+			out[i] = telemetry.CircuitSample{Provider: v.Provider, Endpoint: v.Endpoint, Open: v.State != provider.CircuitClosed, Opened: v.Opened}
 		}
 		return out
 	})

@@ -143,13 +143,16 @@ func TestPhoneCallsGoOnWhenAProviderFails(t *testing.T) {
 	t.Logf("the caller's wait with no failure: %s", baseline.Round(time.Millisecond))
 }
 
-// With every model provider down, the caller on a real line hears the
-// agent's fallback sentence, then the box hangs up: the call ends as
+// With every model provider down (its circuit open), the caller on a real
+// line hears the agent's fallback sentence, then the box hangs up: the call ends as
 // provider_failed with its reason, and what was heard is saved.
 func TestPhoneCallWithEveryProviderDownEndsGracefully(t *testing.T) {
 	t.Parallel()
 	b := boxtest.New(t, strings.Replace(fallbackAgents, "model: [openai/chat, backup/chat]", "model: openai/chat", 1),
 		boxtest.Tune(func(cfg *config.Config) {
+			p := cfg.Providers["openai"]
+			p.Circuit = config.Circuit{Failures: 1} // down at its first failure
+			cfg.Providers["openai"] = p
 			a := cfg.Agents["receptionist"]
 			a.Voice.STT, a.Voice.TTS = config.ModelChain{"openai/whisper-1"}, config.ModelChain{"openai/tts-1"}
 			a.Voice.FallbackSentence = "Sorry, we are having trouble. Please call back later."
@@ -192,7 +195,7 @@ func TestPhoneCallWithEveryProviderDownEndsGracefully(t *testing.T) {
 			FROM stackbone_platform.voice_calls WHERE phone_number = $1 AND status = 'ended'`, number).Scan(&outcome, &reason, &saved)
 		return err == nil
 	})
-	if outcome != "provider_failed" || !strings.Contains(reason, "model provider") || !saved {
+	if outcome != "provider_failed" || !strings.Contains(reason, "model provider is down") || !saved {
 		t.Fatalf("outcome %s, reason %q, saved %v", outcome, reason, saved)
 	}
 }

@@ -321,7 +321,9 @@ type AgentVoice struct {
 	// empty offers no transfer tool.
 	TransferTo string `yaml:"transferTo"`
 	// FallbackSentence is what the agent says before it hangs up when
-	// every provider of its speech-to-text or of its model failed (default:
+	// every provider of its speech-to-text or of its model is down (each
+	// provider's circuit open; a single failure is an apology instead)
+	// (default:
 	// "Sorry, I'm having trouble right now. Please call back in a little
 	// while."). The call ends as provider_failed, and what was heard is
 	// saved as on every end.

@@ -26,15 +26,37 @@ const (
 	CircuitHalfOpen CircuitState = "half-open"
 )
 
+// Endpoints of a provider that have a circuit each.
+const (
+	EndpointChat           = "chat"
+	EndpointTranscriptions = "transcriptions"
+	EndpointSpeech         = "speech"
+)
+
+// Endpoints lists them in the order operators see them.
+var Endpoints = []string{EndpointChat, EndpointTranscriptions, EndpointSpeech}
+
+// newCircuits makes a provider's circuits, one per endpoint.
+func newCircuits(provider string, cfg config.Circuit) map[string]*Circuit {
+	m := map[string]*Circuit{}
+	for _, ep := range Endpoints {
+		c := newCircuit(provider, cfg, nil)
+		c.endpoint = ep
+		m[ep] = c
+	}
+	return m
+}
+
 // Circuit is the health of one provider endpoint, shared by every call and
 // text turn of the box: opened after Failures failures within Window, so a
 // provider that is down is skipped at once instead of timing out on each
 // request; after Cooldown one probe request may go through, and its
 // success closes the circuit. It is safe for concurrent use.
 type Circuit struct {
-	name string
-	cfg  config.Circuit
-	now  func() time.Time
+	name     string
+	endpoint string
+	cfg      config.Circuit
+	now      func() time.Time
 
 	mu       sync.Mutex
 	state    CircuitState
@@ -159,9 +181,18 @@ func (c *Circuit) set(s CircuitState) {
 	}
 }
 
+// Down reports whether the provider is skipped or only probed now (the
+// circuit is open or half-open): the box holds it down.
+func (c *Circuit) Down() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state != CircuitClosed
+}
+
 // CircuitView is a circuit as operators see it.
 type CircuitView struct {
 	Provider string       `json:"provider"`
+	Endpoint string       `json:"endpoint"`
 	State    CircuitState `json:"state"`
 	// Opened is how many times the circuit opened since the box started.
 	Opened int `json:"opened"`
@@ -175,7 +206,7 @@ type CircuitView struct {
 func (c *Circuit) View() CircuitView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v := CircuitView{Provider: c.name, State: c.state, Opened: c.opened, LastFailures: append([]Failure{}, c.last...)}
+	v := CircuitView{Provider: c.name, Endpoint: c.endpoint, State: c.state, Opened: c.opened, LastFailures: append([]Failure{}, c.last...)}
 	if c.opened > 0 {
 		at := c.openedAt
 		v.OpenedAt = &at

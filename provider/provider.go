@@ -42,7 +42,7 @@ type entry struct {
 	configured bool
 	prices     map[string]config.Price
 	ep         *endpoint
-	circuit    *Circuit
+	circuits   map[string]*Circuit // by endpoint (Endpoints)
 }
 
 // NewRegistry builds clients for every provider in cfg, each with the
@@ -71,7 +71,7 @@ func NewRegistry(cfg map[string]config.Provider, wrap func(http.RoundTripper) ht
 			configured: p.BaseURL != "" || p.APIKey != "",
 			prices:     p.Prices,
 			ep:         &endpoint{baseURL: cc.BaseURL, apiKey: p.APIKey, connect: connect},
-			circuit:    newCircuit(name, p.Circuit, nil),
+			circuits:   newCircuits(name, p.Circuit),
 		}
 	}
 	return r
@@ -87,11 +87,13 @@ type Model struct {
 	Name string
 	// Client talks to the provider.
 	Client *openai.Client
-	// Circuit is the provider's health, shared by every user of the
-	// provider in the box: skip the model while it does not Allow, and
-	// report each request's outcome (Success, Fail).
-	Circuit *Circuit
-	price   *config.Price
+	// Circuit is the health of the provider's chat endpoint, shared by
+	// every user of it in the box: skip the model while it does not Allow,
+	// and report each request's outcome (Success, Fail). EndpointCircuit
+	// has the other endpoints'.
+	Circuit  *Circuit
+	circuits map[string]*Circuit
+	price    *config.Price
 	// ep is the provider's endpoint, for the protocols the client does
 	// not speak (live transcription over WebSocket): behind a pointer, so
 	// a Model printed with %+v or %#v shows an address, never the key.
@@ -129,19 +131,27 @@ func (r *Registry) Resolve(id string) (Model, error) {
 	if !e.configured {
 		return Model{}, fmt.Errorf("%w: model %s needs provider %q; set OPENAI_BASE_URL or OPENAI_API_KEY (or providers.%s in the config)", ErrNotConfigured, id, p, p)
 	}
-	m := Model{ID: id, Provider: p, Name: name, Client: e.client, Circuit: e.circuit, ep: e.ep}
+	m := Model{ID: id, Provider: p, Name: name, Client: e.client, Circuit: e.circuits[EndpointChat], circuits: e.circuits, ep: e.ep}
 	if pr, ok := e.prices[name]; ok {
 		m.price = &pr
 	}
 	return m, nil
 }
 
-// Circuits returns every configured provider's circuit, by provider name.
+// EndpointCircuit is the circuit of one of the provider's endpoints
+// (EndpointChat, EndpointTranscriptions, EndpointSpeech): a provider whose
+// speech is down may still answer chat.
+func (m Model) EndpointCircuit(endpoint string) *Circuit { return m.circuits[endpoint] }
+
+// Circuits returns every configured provider's circuits, by provider and
+// endpoint.
 func (r *Registry) Circuits() []CircuitView {
-	out := make([]CircuitView, 0, len(r.providers))
+	out := []CircuitView{}
 	for _, name := range r.names() {
 		if e := r.providers[name]; e.configured {
-			out = append(out, e.circuit.View())
+			for _, ep := range Endpoints {
+				out = append(out, e.circuits[ep].View())
+			}
 		}
 	}
 	return out

@@ -183,8 +183,8 @@ func TestSystemScreenShowsProviderCircuits(t *testing.T) {
 	p := b.open(t)
 	p.signIn(adminKey)
 	p.goTo("#/system")
-	p.waitFor(`!!document.querySelector("table.providers tr[data-id=openai]")`, "the provider's row")
-	row := p.text("table.providers tr[data-id=openai]")
+	p.waitFor(`!!document.querySelector('table.providers tr[data-id="openai/chat"]')`, "the provider's chat row")
+	row := p.text(`table.providers tr[data-id="openai/chat"]`)
 	if !strings.Contains(row, "open") || !strings.Contains(row, "provider_failed") || strings.Contains(row, "sk-secret") {
 		t.Fatalf("the provider's row: %q", row)
 	}

@@ -267,6 +267,8 @@ func (c jobsCollector) Collect(ch chan<- prometheus.Metric) {
 // CircuitSample is one provider's circuit as /metrics shows it.
 type CircuitSample struct {
 	Provider string
+	// Endpoint is chat, transcriptions or speech.
+	Endpoint string
 	// Open: the provider is skipped (open) or only probed (half-open).
 	Open bool
 	// Opened is how many times the circuit opened since the box started.
@@ -280,9 +282,9 @@ func (m *Metrics) WatchCircuits(read func() []CircuitSample) {
 	if m != nil {
 		m.reg.MustRegister(circuitsCollector{read: read,
 			open: prometheus.NewDesc("stackbone_provider_circuit_open",
-				"1 while the provider's circuit is open or half-open (its requests skipped or probed), by provider.", []string{"provider"}, nil),
+				"1 while a provider endpoint's circuit is open or half-open (its requests skipped or probed), by provider and endpoint.", []string{"provider", "endpoint"}, nil),
 			opened: prometheus.NewDesc("stackbone_provider_circuit_opened_total",
-				"Times the provider's circuit opened, by provider.", []string{"provider"}, nil)})
+				"Times a provider endpoint's circuit opened, by provider and endpoint.", []string{"provider", "endpoint"}, nil)})
 	}
 }
 
@@ -299,7 +301,7 @@ func (c circuitsCollector) Collect(ch chan<- prometheus.Metric) {
 		if s.Open {
 			open = 1
 		}
-		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, open, s.Provider)
-		ch <- prometheus.MustNewConstMetric(c.opened, prometheus.CounterValue, float64(s.Opened), s.Provider)
+		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, open, s.Provider, s.Endpoint)
+		ch <- prometheus.MustNewConstMetric(c.opened, prometheus.CounterValue, float64(s.Opened), s.Provider, s.Endpoint)
 	}
 }

@@ -11,9 +11,15 @@ import (
 	"github.com/stackbone/box/provider"
 )
 
-// ErrSpeechChain: every speech engine of an agent's chain failed (or was
-// skipped while its provider's circuit is open).
-var ErrSpeechChain = errors.New("voice: every speech engine of the chain failed")
+// Errors of the speech chains.
+var (
+	// ErrSpeechChain: every speech engine of an agent's chain failed (or
+	// was skipped while its provider's circuit is open).
+	ErrSpeechChain = errors.New("voice: every speech engine of the chain failed")
+	// ErrSpeechDown: every engine failed and each provider's circuit is
+	// open: the part is down, not failing once. It is also ErrSpeechChain.
+	ErrSpeechDown = fmt.Errorf("%w, and every provider is down", ErrSpeechChain)
+)
 
 // sttEntry is one speech-to-text engine of an agent's chain.
 type sttEntry struct {
@@ -78,10 +84,17 @@ func (s sttChain) Transcribe(ctx context.Context, pcm []int16, rate int) (string
 		}
 		last = fmt.Errorf("%s: %w", e.id, err)
 	}
-	if last == nil {
-		return "", fmt.Errorf("%w: every provider's circuit is open", ErrSpeechChain)
+	return "", chainFailed(last, sttDown(s.entries))
+}
+
+// sttDown reports whether every engine's provider is held down.
+func sttDown(entries []sttEntry) bool {
+	for _, e := range entries {
+		if e.circuit == nil || !e.circuit.Down() {
+			return false
+		}
 	}
-	return "", fmt.Errorf("%w (last: %v)", ErrSpeechChain, last)
+	return true
 }
 
 // liveSTTChain streams to the chain's live first engine; a whole
@@ -131,7 +144,7 @@ func (t ttsChain) Synthesize(ctx context.Context, text string, rate int) (Segmen
 		}
 		last = fmt.Errorf("%s: %w", e.id, err)
 	}
-	return Segment{}, chainFailed(last)
+	return Segment{}, chainFailed(last, false)
 }
 
 // SynthesizeStream implements StreamingSynthesizer: an engine that fails
@@ -160,14 +173,20 @@ func (t streamingTTSChain) SynthesizeStream(ctx context.Context, text string, ra
 		}
 		last = fmt.Errorf("%s: %w", e.id, err)
 	}
-	return chainFailed(last)
+	return chainFailed(last, false)
 }
 
-func chainFailed(last error) error {
-	if last == nil {
-		return fmt.Errorf("%w: every provider's circuit is open", ErrSpeechChain)
+// chainFailed is a chain's error: ErrSpeechDown when its providers are
+// held down, else ErrSpeechChain, with the last engine's failure.
+func chainFailed(last error, down bool) error {
+	kind := ErrSpeechChain
+	if down {
+		kind = ErrSpeechDown
 	}
-	return fmt.Errorf("%w (last: %v)", ErrSpeechChain, last)
+	if last == nil {
+		return fmt.Errorf("%w: every provider's circuit is open", kind)
+	}
+	return fmt.Errorf("%w (last: %v)", kind, last)
 }
 
 // readWAV reads a 16-bit mono PCM WAV file, resampled to rate.

@@ -38,11 +38,13 @@ agents:
 
 // chainEnv runs calls whose agents have a primary ("openai", e.model) and
 // a backup provider for every part.
-func chainEnv(t *testing.T, fallbackAudio string) (*env, *providertest.Server) {
+// The primary's circuit opens after primaryFailures failures (0: the
+// default).
+func chainEnv(t *testing.T, fallbackAudio string, primaryFailures int) (*env, *providertest.Server) {
 	t.Helper()
 	primary, backup := providertest.New(t), providertest.New(t)
 	e := newEnvWith(t, strings.Replace(chainAgents, "%q", `"`+fallbackAudio+`"`, 1), map[string]config.Provider{
-		"openai": {BaseURL: primary.URL()},
+		"openai": {BaseURL: primary.URL(), Circuit: config.Circuit{Failures: primaryFailures}},
 		"backup": {BaseURL: backup.URL()},
 	}, primary)
 	return e, backup
@@ -58,7 +60,7 @@ func TestCallPartsFallBack(t *testing.T) {
 	for _, fault := range []providertest.Fault{{Status: 500}, {Refuse: true}, {Garbage: true}} {
 		t.Run(faultName(fault), func(t *testing.T) {
 			t.Parallel()
-			e, backup := chainEnv(t, "")
+			e, backup := chainEnv(t, "", 0)
 			number := "+34600999111"
 			backup.ScriptTranscripts("I would like a table for two.")
 			backup.Script(providertest.Reply{Content: "A table for two is booked."})
@@ -105,14 +107,15 @@ func TestCallPartsFallBack(t *testing.T) {
 	}
 }
 
-// With every provider of the model failing, the agent says its fallback
-// sentence, which the caller hears, and hangs up: the call ends as
-// provider_failed with the reason, and what was heard is saved.
-func TestEveryModelFailingEndsTheCallGracefully(t *testing.T) {
+// A model that fails once costs the caller an apology, not the call; with
+// every provider of the model down (its circuit open), the agent says its
+// fallback sentence, which the caller hears, and hangs up: the call ends
+// as provider_failed with the reason, and what was heard is saved.
+func TestEveryModelDownEndsTheCallGracefully(t *testing.T) {
 	t.Parallel()
-	e, _ := chainEnv(t, "")
+	e, _ := chainEnv(t, "", 2)
 	number := "+34600999222"
-	e.model.ScriptTranscripts("Can you book me a table?")
+	e.model.RespondTranscripts(func([]byte) string { return "Can you book me a table?" })
 	e.model.Respond(func(req *openaiRequest) providertest.Reply {
 		if isExtraction(req) {
 			return providertest.Reply{Content: `{"operations":[],"summary":"Asked for a table; the agent could not answer."}`}
@@ -121,11 +124,21 @@ func TestEveryModelFailingEndsTheCallGracefully(t *testing.T) {
 	})
 	r := e.start(CallInfo{Agent: "fragile", PhoneNumber: number})
 	r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
+	// The first failure: the agent asks again and the call goes on.
+	r.say(1200)
+	r.stepUntil("the apology", 2000, func() bool {
+		spoken := e.model.SpeechRequests()
+		return spoken[len(spoken)-1] == fallbackText
+	})
+	if r.ended() {
+		t.Fatal("one failure of the model ended the call")
+	}
+	r.stepUntil("the apology to play", 1000, func() bool { return len(r.call.Entries()) == 3 })
 	heard := r.line.voicedOut()
 	r.say(1200)
 	r.stepUntil("the call to end", 2000, r.ended)
 	rec := r.end()
-	if *rec.Outcome != OutcomeProviderFailed || rec.EndReason == nil || !strings.Contains(*rec.EndReason, "model provider") {
+	if *rec.Outcome != OutcomeProviderFailed || rec.EndReason == nil || !strings.Contains(*rec.EndReason, "model provider is down") {
 		t.Fatalf("outcome %s, reason %v", *rec.Outcome, rec.EndReason)
 	}
 	if r.line.voicedOut() <= heard+10 {
@@ -135,7 +148,7 @@ func TestEveryModelFailingEndsTheCallGracefully(t *testing.T) {
 	if len(spoken) == 0 || spoken[len(spoken)-1] != "Sorry, we have a problem. Call back later." {
 		t.Fatalf("spoken %q", spoken)
 	}
-	if !rec.Memory.Saved || len(rec.Transcript) < 2 || rec.Transcript[1].Text != "Can you book me a table?" {
+	if !rec.Memory.Saved || len(rec.Transcript) < 4 || rec.Transcript[1].Text != "Can you book me a table?" || rec.Transcript[3].Text != "Can you book me a table?" {
 		t.Fatalf("save %+v of transcript %+v", rec.Memory, rec.Transcript)
 	}
 }
@@ -152,7 +165,7 @@ func TestFallbackAudioWhenNoVoiceIsLeft(t *testing.T) {
 	if err := os.WriteFile(path, encodeWAV(pcm, 16000), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, _ := chainEnv(t, path)
+	e, _ := chainEnv(t, path, 1)
 	e.model.ScriptTranscripts("Hello?")
 	e.model.Respond(func(req *openaiRequest) providertest.Reply {
 		if isExtraction(req) {

@@ -469,7 +469,7 @@ func ProviderSpeech(models Models, offline func(voice string) (Synthesizer, erro
 			if err != nil {
 				return nil, nil, err
 			}
-			stts = append(stts, sttEntry{id: id, circuit: m.Circuit, stt: t})
+			stts = append(stts, sttEntry{id: id, circuit: m.EndpointCircuit(provider.EndpointTranscriptions), stt: t})
 		}
 		var ttss []ttsEntry
 		for _, id := range ttsIDs {
@@ -488,7 +488,7 @@ func ProviderSpeech(models Models, offline func(voice string) (Synthesizer, erro
 			if err != nil {
 				return nil, nil, fmt.Errorf("voice: text-to-speech model: %w", err)
 			}
-			ttss = append(ttss, ttsEntry{id: id, circuit: m.Circuit, tts: ProviderTTS{Model: m, Voice: voiceName}})
+			ttss = append(ttss, ttsEntry{id: id, circuit: m.EndpointCircuit(provider.EndpointSpeech), tts: ProviderTTS{Model: m, Voice: voiceName}})
 		}
 		return chainSTT(stts), chainTTS(ttss), nil
 	}

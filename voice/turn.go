@@ -99,8 +99,11 @@ func (t *turn) run(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				c.m.log.Warn("voice: speech-to-text", "call", c.info.ID, "error", err)
-				if errors.Is(err, ErrSpeechChain) {
-					c.giveUp(ctx, "every speech-to-text provider failed")
+				switch {
+				case errors.Is(err, ErrSpeechDown):
+					c.giveUp(ctx, "every speech-to-text provider is down")
+				case errors.Is(err, ErrSpeechChain):
+					c.speakFixed(ctx, fallbackText) // the words are lost: ask again
 				}
 			}
 			return
@@ -155,8 +158,8 @@ func (t *turn) run(ctx context.Context) {
 			return // barge-in or the call's end: what played is already committed
 		}
 		c.m.log.Warn("voice: agent turn", "call", c.info.ID, "code", agent.ErrorCode(err))
-		if errors.Is(err, agent.ErrProvider) || errors.Is(err, agent.ErrProviderTimeout) {
-			c.giveUp(ctx, "every model provider failed ("+agent.ErrorCode(err)+")")
+		if errors.Is(err, agent.ErrProvidersDown) {
+			c.giveUp(ctx, "every model provider is down")
 			return
 		}
 		c.speakFixed(ctx, fallbackText)

@@ -26,10 +26,11 @@ async function renderProviders(card) {
   if (!list || !list.length) { card.append(h("p", {}, "No provider is configured.")); return; }
   card.append(table([
     { title: "Provider", cell: (c) => c.provider },
+    { title: "Endpoint", cell: (c) => c.endpoint },
     { title: "Circuit", cell: (c) => badge(c.state) },
     { title: "Opened", cell: (c) => (c.opened ? c.opened + (c.opened === 1 ? " time, last " : " times, last ") + fmtTime(c.openedAt) : "never") },
     { title: "Latest failures", cell: (c) => (c.lastFailures.length ? c.lastFailures.slice(-3).reverse().map((f) => fmtTime(f.at) + " " + f.reason).join("; ") : "none") },
-  ], list, { id: (c) => c.provider, class: "providers" }));
+  ], list, { id: (c) => c.provider + "/" + c.endpoint, class: "providers" }));
 }
 
 async function render(card, msg) {
