@@ -213,9 +213,13 @@ func TestTrustModelOnEveryRoute(t *testing.T) {
 		t.Errorf("the victim's room after the attempts: %s", clip(v))
 	}
 
-	// The attacker's own person is served: its number dialled, the phone
-	// answers, the call runs as that number with nothing of the victim's.
+	// The attacker's own person is served, on every wire (the Responses
+	// API too) and on a phone: its number dialled, the phone answers, the
+	// call runs as that number with nothing of the victim's.
 	c.want(attacker, "POST", "/api/memory/recall", `{"agentId":"receptionist","userId":"`+attackerPhone+`"}`, nil, 200)
+	if _, own := c.want(attacker, "POST", "/openai/v1/responses", `{"model":"receptionist","input":"What is my PIN?"}`, nil, 200); strings.Contains(lastChat(b), secret) {
+		t.Fatalf("the attacker's own Responses turn carries the victim's PIN: %s", clip(own))
+	}
 	_, dial := c.want(attacker, "POST", "/api/voice/calls", `{"agent":"receptionist","to":"`+attackerPhone+`"}`, nil, 202)
 	callID := regexp.MustCompile(`"callId":"([^"]+)"`).FindStringSubmatch(dial)[1]
 	var call *siptest.Call
