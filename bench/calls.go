@@ -31,6 +31,7 @@ import (
 
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/voice"
@@ -58,6 +59,11 @@ type CallsConfig struct {
 	// Scheduling is the box's media.scheduling ("realtime" as the shipped
 	// configurations, or "normal"; empty: normal).
 	Scheduling string
+	// FailPrimary, when 2 or more, makes the agent's model a chain of two
+	// scripted providers whose primary fails one chat request in
+	// FailPrimary with an error status (2: half of them): the backup
+	// answers, and the primary's circuit opens.
+	FailPrimary int
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -189,22 +195,39 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	defer model.Close()
 	model.DiscardRequests()
 	model.RespondTranscripts(func([]byte) string { return "I would like some help." })
-	model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+	answer := func(req *openai.ChatCompletionRequest) providertest.Reply {
 		if req.Model == "extractor" {
 			return providertest.Reply{Content: `{"operations":[{"op":"add","content":"Called for help."}],"summary":"Asked for help."}`}
 		}
 		return providertest.Reply{Content: "Sure, I can help."}
-	})
+	}
+	model.Respond(answer)
 	stt := cfg.STT
 	if stt == "" {
 		stt = "http"
 	}
-	c, err := config.Parse([]byte(benchCallAgents + "    voice: {sttMode: " + stt + "}\n"))
+	agents := benchCallAgents
+	var backup *providertest.Server
+	if cfg.FailPrimary > 1 {
+		backup = startModel()
+		defer backup.Close()
+		backup.DiscardRequests()
+		backup.Respond(answer)
+		model.SetFault(providertest.EndpointChat, providertest.Fault{Status: 500, Every: cfg.FailPrimary})
+		agents = strings.Replace(agents, "model: openai/bench", "model: [openai/bench, backup/bench]", 1)
+	}
+	c, err := config.Parse([]byte(agents + "    voice: {sttMode: " + stt + "}\n"))
 	if err != nil {
 		return CallsReport{}, err
 	}
 	c.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
+	if backup != nil {
+		c.Providers["backup"] = config.Provider{BaseURL: backup.URL()}
+	}
 	c.Memory.Model = "openai/extractor"
+	if backup != nil {
+		c.Memory.Model = "backup/extractor" // the saves are not what this run measures
+	}
 	c.Media.Scheduling = cfg.Scheduling
 	c.SIP = config.SIP{Addr: "127.0.0.1:0", MaxCalls: slices.Max(cfg.Steps) + 10,
 		Trunks: config.Trunks{Inbound: []config.InboundTrunk{{Name: "bench", Sources: []string{"127.0.0.1"},
@@ -283,6 +306,14 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			step.Turns, step.Overhead = overhead(ctx, pool, since)
 			rep.Steps = append(rep.Steps, step)
 			cfg.Logger.Info("bench calls: step done", "calls", n, "hog", hog, "up", step.Established, "pacingP99Ms", ms(step.Pacing.P99))
+		}
+	}
+	if backup != nil {
+		for _, v := range served.Models.Circuits() {
+			if v.Provider == "openai" && v.Endpoint == provider.EndpointChat {
+				rep.Setup = append(rep.Setup, fmt.Sprintf("the primary model failed %d chat requests (one in %d it was sent); its circuit opened %d times and is %s at the end",
+					model.Faulted(providertest.EndpointChat), cfg.FailPrimary, v.Opened, v.State))
+			}
 		}
 	}
 	if stt != "http" {

@@ -48,10 +48,12 @@ func newCircuits(provider string, cfg config.Circuit) map[string]*Circuit {
 }
 
 // Circuit is the health of one provider endpoint, shared by every call and
-// text turn of the box: opened after Failures failures within Window, so a
-// provider that is down is skipped at once instead of timing out on each
-// request; after Cooldown one probe request may go through, and its
-// success closes the circuit. It is safe for concurrent use.
+// text turn of the box: opened after Failures failures within Window when
+// at least half of the window's requests failed, so a provider that is
+// down or failing often is skipped at once instead of failing or timing
+// out on each request (while a busy provider's rare failure does not open
+// it); after Cooldown one probe request may go through, and its success
+// closes the circuit. It is safe for concurrent use.
 type Circuit struct {
 	name     string
 	endpoint string
@@ -61,6 +63,7 @@ type Circuit struct {
 	mu       sync.Mutex
 	state    CircuitState
 	failures []time.Time // within the window, while closed
+	oks      []time.Time // successes within the window, while closed
 	openedAt time.Time
 	probing  bool
 	opened   int       // times the circuit opened
@@ -119,13 +122,28 @@ func (c *Circuit) Allow() bool {
 	}
 }
 
-// Success records an answer the provider completed: the circuit closes.
+// Success records an answer the provider completed; a probe's closes the
+// circuit.
 func (c *Circuit) Success() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.probing = false
-	c.failures = c.failures[:0]
-	c.set(CircuitClosed)
+	if c.state != CircuitClosed {
+		c.failures, c.oks = c.failures[:0], c.oks[:0]
+		c.set(CircuitClosed)
+		return
+	}
+	now := c.now()
+	c.oks = append(within(c.oks, now, c.cfg.Window), now)
+}
+
+// within (under mu) drops the times older than window before now.
+func within(ts []time.Time, now time.Time, window time.Duration) []time.Time {
+	i := 0
+	for i < len(ts) && now.Sub(ts[i]) >= window {
+		i++
+	}
+	return append(ts[:0], ts[i:]...)
 }
 
 // Fail records a failure of the provider (reason in the box's words).
@@ -142,14 +160,9 @@ func (c *Circuit) Fail(reason string) {
 		c.probing = false
 		c.open(now)
 	case CircuitClosed:
-		keep := c.failures[:0]
-		for _, at := range c.failures {
-			if now.Sub(at) < c.cfg.Window {
-				keep = append(keep, at)
-			}
-		}
-		c.failures = append(keep, now)
-		if len(c.failures) >= c.cfg.Failures {
+		c.failures = append(within(c.failures, now, c.cfg.Window), now)
+		c.oks = within(c.oks, now, c.cfg.Window)
+		if len(c.failures) >= c.cfg.Failures && len(c.failures) >= len(c.oks) {
 			c.open(now)
 		}
 	}
@@ -165,7 +178,7 @@ func (c *Circuit) Release() {
 
 func (c *Circuit) open(now time.Time) {
 	c.openedAt = now
-	c.failures = c.failures[:0]
+	c.failures, c.oks = c.failures[:0], c.oks[:0]
 	c.opened++
 	c.set(CircuitOpen)
 }

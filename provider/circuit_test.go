@@ -42,6 +42,30 @@ func TestCircuitOpensProbesAndCloses(t *testing.T) {
 	if !c.Allow() || !c.Allow() || c.View().State != CircuitClosed {
 		t.Fatalf("after a good probe: %+v", c.View())
 	}
+	// A busy provider's failures do not open it while most requests
+	// succeed; one failing half its requests opens.
+	for range 10 {
+		c.Success()
+	}
+	for range 4 {
+		c.Fail("provider_failed")
+	}
+	if c.View().State != CircuitClosed {
+		t.Fatalf("4 failures among 14 requests opened the circuit: %+v", c.View())
+	}
+	for range 6 {
+		c.Success()
+		c.Fail("provider_failed")
+		c.Fail("provider_failed")
+	}
+	if c.View().State != CircuitOpen {
+		t.Fatalf("16 failures among 32 requests: %+v", c.View())
+	}
+	now = now.Add(5 * time.Second)
+	if !c.Allow() {
+		t.Fatal("no probe")
+	}
+	c.Success()
 	// A probe that reached no verdict frees the slot for the next one.
 	for range 3 {
 		c.Fail("provider_failed")

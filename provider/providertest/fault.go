@@ -33,6 +33,10 @@ type Fault struct {
 	// Times is how many requests the fault applies to; 0: every request
 	// until ClearFault.
 	Times int
+	// Every applies the fault to one request in Every (2: half of them,
+	// alternating); 0 or 1: every request.
+	Every int
+	seen  int // requests the fault has seen (for Every)
 }
 
 // SetFault sets endpoint's fault from the next request on.
@@ -64,6 +68,11 @@ func (s *Server) faulty(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		f := s.faults[endpoint]
+		if f != nil && f.Every > 1 {
+			if f.seen++; f.seen%f.Every != 0 {
+				f = nil // this one is answered normally
+			}
+		}
 		var fault Fault
 		if f != nil {
 			fault = *f
