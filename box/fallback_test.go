@@ -120,6 +120,8 @@ func TestPhoneCallsGoOnWhenAProviderFails(t *testing.T) {
 		{providertest.EndpointChat, providertest.Fault{Status: 500}, 0},
 		{providertest.EndpointChat, providertest.Fault{Refuse: true}, 0},
 		{providertest.EndpointTranscriptions, providertest.Fault{Status: 503}, 0},
+		{providertest.EndpointTranscriptions, providertest.Fault{Hang: time.Minute}, 3 * time.Second},
+		{providertest.EndpointSpeech, providertest.Fault{Hang: time.Minute}, 1500 * time.Millisecond},
 		{providertest.EndpointTranscriptions, providertest.Fault{Garbage: true}, 0},
 		{providertest.EndpointSpeech, providertest.Fault{Refuse: true}, 0},
 		{providertest.EndpointSpeech, providertest.Fault{Garbage: true}, 0},

@@ -331,9 +331,11 @@ type AgentVoice struct {
 	// FallbackAudio is a WAV file (16-bit mono PCM) played instead when no
 	// text-to-speech engine can say the sentence either.
 	FallbackAudio string `yaml:"fallbackAudio"`
-	// FirstByteTimeout is how long a call waits for a model's first token
-	// before the next model of the agent's chain is asked (default 1.5s;
-	// the last model of the chain is waited for as its provider allows).
+	// FirstByteTimeout is how long a call waits for a model's first token,
+	// or a voice's first audio, before the next of the agent's chain is
+	// asked (default 1.5s; a transcription, which answers the utterance
+	// whole, gets twice that; the last of a chain is waited for as its
+	// provider allows).
 	FirstByteTimeout time.Duration `yaml:"firstByteTimeout"`
 	// Filler is the phrase a caller hears while a tool runs longer than
 	// FillerAfter, for tools that declare none; empty: tools without their

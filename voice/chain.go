@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/stackbone/box/provider"
 )
@@ -56,28 +57,36 @@ func verdict(ctx context.Context, c *provider.Circuit, err error) {
 // chainSTT is an agent's speech-to-text: the one engine, or a chain that
 // tries each in order (a live first engine keeps streaming; an utterance it
 // cannot transcribe goes whole to the next).
-func chainSTT(entries []sttEntry) Transcriber {
+func chainSTT(entries []sttEntry, firstByte time.Duration) Transcriber {
 	if len(entries) == 1 && entries[0].circuit == nil {
 		return entries[0].stt
 	}
-	c := sttChain{entries: entries}
+	c := sttChain{entries: entries, firstByte: firstByte}
 	if live, ok := entries[0].stt.(StreamingTranscriber); ok {
 		return liveSTTChain{StreamingTranscriber: live, sttChain: c}
 	}
 	return c
 }
 
-type sttChain struct{ entries []sttEntry }
+// sttChain tries each engine in order; an engine that is not the last has
+// firstByte to answer.
+type sttChain struct {
+	entries   []sttEntry
+	firstByte time.Duration
+}
 
 // Transcribe implements Transcriber: the first engine whose circuit lets a
 // request through and that answers.
 func (s sttChain) Transcribe(ctx context.Context, pcm []int16, rate int) (string, error) {
 	var last error
-	for _, e := range s.entries {
+	for i, e := range s.entries {
 		if !allow(e.circuit) {
 			continue
 		}
-		text, err := e.stt.Transcribe(ctx, pcm, rate)
+		actx, arrived, done := bound(ctx, s.firstByte, i < len(s.entries)-1)
+		text, err := e.stt.Transcribe(actx, pcm, rate)
+		arrived()
+		err = done(err)
 		verdict(ctx, e.circuit, err)
 		if err == nil || ctx.Err() != nil {
 			return text, err
@@ -111,11 +120,11 @@ func (l liveSTTChain) Transcribe(ctx context.Context, pcm []int16, rate int) (st
 
 // chainTTS is an agent's text-to-speech: the one engine, or a chain that
 // speaks each sentence with the first engine that can.
-func chainTTS(entries []ttsEntry) Synthesizer {
+func chainTTS(entries []ttsEntry, firstByte time.Duration) Synthesizer {
 	if len(entries) == 1 && entries[0].circuit == nil {
 		return entries[0].tts
 	}
-	c := ttsChain{entries: entries}
+	c := ttsChain{entries: entries, firstByte: firstByte}
 	if _, ok := entries[0].tts.(StreamingSynthesizer); ok {
 		return streamingTTSChain{c}
 	}
@@ -124,7 +133,10 @@ func chainTTS(entries []ttsEntry) Synthesizer {
 
 // ttsChain speaks whole sentences (its first engine does not stream, and
 // may give word timings).
-type ttsChain struct{ entries []ttsEntry }
+type ttsChain struct {
+	entries   []ttsEntry
+	firstByte time.Duration // for an engine that is not the last, to its first audio
+}
 
 // streamingTTSChain streams each sentence's audio as it arrives, from the
 // first engine that can speak it.
@@ -133,11 +145,14 @@ type streamingTTSChain struct{ ttsChain }
 // Synthesize implements Synthesizer.
 func (t ttsChain) Synthesize(ctx context.Context, text string, rate int) (Segment, error) {
 	var last error
-	for _, e := range t.entries {
+	for i, e := range t.entries {
 		if !allow(e.circuit) {
 			continue
 		}
-		seg, err := e.tts.Synthesize(ctx, text, rate)
+		actx, arrived, done := bound(ctx, t.firstByte, i < len(t.entries)-1)
+		seg, err := e.tts.Synthesize(actx, text, rate)
+		arrived()
+		err = done(err)
 		verdict(ctx, e.circuit, err)
 		if err == nil || ctx.Err() != nil {
 			return seg, err
@@ -153,20 +168,29 @@ func (t ttsChain) Synthesize(ctx context.Context, text string, rate int) (Segmen
 // engine can go on from the middle of a sentence without word timings).
 func (t streamingTTSChain) SynthesizeStream(ctx context.Context, text string, rate int, emit func(pcm []int16)) error {
 	var last error
-	for _, e := range t.entries {
+	for i, e := range t.entries {
 		if !allow(e.circuit) {
 			continue
 		}
+		actx, arrived, done := bound(ctx, t.firstByte, i < len(t.entries)-1)
 		var err error
 		emitted := false
 		if st, ok := e.tts.(StreamingSynthesizer); ok {
-			err = st.SynthesizeStream(ctx, text, rate, func(pcm []int16) { emitted = true; emit(pcm) })
+			err = st.SynthesizeStream(actx, text, rate, func(pcm []int16) {
+				if !emitted {
+					emitted = true
+					arrived()
+				}
+				emit(pcm)
+			})
 		} else {
 			var seg Segment
-			if seg, err = e.tts.Synthesize(ctx, text, rate); err == nil {
+			if seg, err = e.tts.Synthesize(actx, text, rate); err == nil {
 				emit(seg.PCM)
 			}
 		}
+		arrived()
+		err = done(err)
 		verdict(ctx, e.circuit, err)
 		if err == nil || emitted || ctx.Err() != nil {
 			return err
@@ -174,6 +198,30 @@ func (t streamingTTSChain) SynthesizeStream(ctx context.Context, text string, ra
 		last = fmt.Errorf("%s: %w", e.id, err)
 	}
 	return chainFailed(last, false)
+}
+
+// errNoFirstByte cancels a speech request that gave nothing within its
+// bound.
+var errNoFirstByte = errors.New("voice: no first byte in time")
+
+// bound gives an engine that is not a chain's last (more) firstByte to
+// start answering: arrived stops the clock; done turns the cancellation it
+// caused into a timeout of the engine (so the chain moves on) and frees
+// the bound's context.
+func bound(ctx context.Context, firstByte time.Duration, more bool) (actx context.Context, arrived func(), done func(error) error) {
+	if firstByte <= 0 || !more {
+		return ctx, func() {}, func(err error) error { return err }
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	timer := time.AfterFunc(firstByte, func() { cancel(errNoFirstByte) })
+	return actx, func() { timer.Stop() }, func(err error) error {
+		timer.Stop()
+		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errNoFirstByte) {
+			err = fmt.Errorf("%w after %s", errNoFirstByte, firstByte)
+		}
+		cancel(nil)
+		return err
+	}
 }
 
 // chainFailed is a chain's error: ErrSpeechDown when its providers are
