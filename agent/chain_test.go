@@ -142,6 +142,17 @@ func TestChainContinuesACutAnswer(t *testing.T) {
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests to the backup", len(reqs))
 	}
+	// Two cuts in a row: the last model is given all that was sent, once.
+	e.main.Script(providertest.Reply{Content: "We open", Cut: true})
+	e.backup.Script(providertest.Reply{Content: " at nine", Cut: true})
+	e.local.Script(providertest.Reply{Content: " on weekdays."})
+	if _, sent, err := e.turn(); err != nil || sent != "We open at nine on weekdays." {
+		t.Fatalf("two cuts: %v, sent %q", err, sent)
+	}
+	last := e.local.ChatRequests()[0].Messages
+	if n := len(last); n != 4 || last[n-2].Content != "We open at nine" {
+		t.Fatalf("the last model was sent %+v", last)
+	}
 	msgs := reqs[0].Messages
 	if n := len(msgs); n < 2 || msgs[n-2].Role != openai.ChatMessageRoleAssistant || msgs[n-2].Content != "We open at nine" ||
 		!strings.Contains(msgs[n-1].Content, "Continue it from exactly where it stopped") {

@@ -457,6 +457,7 @@ func (t *turn) providerFailed(err error) error {
 // model served and why the others were skipped.
 func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, error) {
 	req := t.stepRequest()
+	base := req.Messages
 	st := &stepState{msg: Message{ID: "msg_" + uuid.NewString(), Role: RoleAssistant}, before: t.usage}
 	t.partial.Reset()
 	t.partialID = st.msg.ID
@@ -485,7 +486,7 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 			break // a tool call was half sent: it cannot be taken back
 		}
 		if sent := st.text.String(); sent != "" {
-			req.Messages = append(slices.Clone(req.Messages),
+			req.Messages = append(slices.Clone(base),
 				openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: sent},
 				openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: continueNote})
 		}
