@@ -32,6 +32,7 @@ import (
 	"github.com/zaf/g711"
 
 	"github.com/stackbone/box/internal/freeport"
+	boxsip "github.com/stackbone/box/sip"
 )
 
 // Caller is a SIP phone on 127.0.0.1.
@@ -106,6 +107,10 @@ func Start(port int) (*Caller, error) {
 
 // serve starts a user agent on port whose incoming calls go to answer.
 func serve(port int, answer func(d *diago.DialogServerSession)) (*Caller, error) {
+	// The box's SIP server lifts two process-wide limits of sipgo once; a
+	// phone started before the box in the same process would read them
+	// while they change.
+	boxsip.PrepareLibrary()
 	if port == 0 {
 		l, err := net.ListenPacket("udp", "127.0.0.1:0")
 		if err != nil {
