@@ -237,6 +237,22 @@ func TestChainFirstTokenBound(t *testing.T) {
 	if r := e.run(res.RunID); !strings.Contains(toJSON(r.Metadata["modelsSkipped"]), `"reason":"provider_timeout"`) {
 		t.Fatalf("run metadata %v", r.Metadata)
 	}
+	// A model that stalls after its first tokens is cut there: the next one
+	// continues from what was sent, within the bound.
+	e.main.Script(providertest.Reply{Content: "We open at nine", Stall: 30 * time.Second})
+	e.backup.Script(providertest.Reply{Content: " and close at five."})
+	before := len(e.backup.ChatRequests())
+	res, sent, took, err = turn()
+	if err != nil || !strings.HasSuffix(sent, " and close at five.") || !strings.HasPrefix("We open at nine", strings.TrimSuffix(sent, " and close at five.")) ||
+		sent == " and close at five." || took > 5*time.Second {
+		t.Fatalf("a stalled answer: %v, sent %q after %s", err, sent, took)
+	}
+	if r := e.run(res.RunID); !strings.Contains(toJSON(r.Metadata["modelsSkipped"]), `"reason":"provider_timeout"`) {
+		t.Fatalf("run metadata %v", r.Metadata)
+	}
+	if msgs := e.backup.ChatRequests()[before].Messages; !strings.Contains(msgs[len(msgs)-1].Content, "Continue it from exactly where it stopped") {
+		t.Fatalf("the backup was sent %+v", msgs)
+	}
 	// The last model of the chain is not cut short by the bound.
 	e.main.Script(providertest.Reply{Status: 500, Message: "down"})
 	e.backup.Script(providertest.Reply{Status: 500, Message: "down"})

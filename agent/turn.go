@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -504,23 +505,28 @@ func (t *turn) callModel(ctx context.Context) (Message, openai.FinishReason, err
 	return Message{}, "", failed
 }
 
-// errNoFirstByte cancels a model's request that gave no first token within
-// the turn's FirstByte.
-var errNoFirstByte = errors.New("agent: no first token in time")
+// errNoFirstByte cancels a model's request that gave no token within the
+// turn's FirstByte, first or since the last one.
+var errNoFirstByte = errors.New("agent: no token in time")
 
 // attempt asks t.model for the step. With more models after it and a
-// FirstByte bound, a model that gives no first token in time is a provider
-// timeout, so the next one answers.
+// FirstByte bound, a model that gives no first token in time, or stalls
+// that long between two, is a provider timeout, so the next one answers
+// (going on from what this one sent).
 func (t *turn) attempt(ctx context.Context, req openai.ChatCompletionRequest, st *stepState, more bool) (Message, openai.FinishReason, error) {
 	actx := ctx
 	st.arrived = func() {}
+	var started atomic.Bool
 	if t.firstByte > 0 && more {
 		var cancel context.CancelCauseFunc
 		actx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
 		timer := time.AfterFunc(t.firstByte, func() { cancel(errNoFirstByte) })
 		defer timer.Stop()
-		st.arrived = func() { timer.Stop() }
+		st.arrived = func() {
+			started.Store(true)
+			timer.Reset(t.firstByte)
+		}
 	}
 	var msg Message
 	var finish openai.FinishReason
@@ -531,7 +537,11 @@ func (t *turn) attempt(ctx context.Context, req openai.ChatCompletionRequest, st
 		msg, finish, err = t.callModelStream(actx, req, st)
 	}
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errNoFirstByte) {
-		err = fmt.Errorf("%w: no first token within %s", ErrProviderTimeout, t.firstByte)
+		what := "no first token"
+		if started.Load() {
+			what = "no next token"
+		}
+		err = fmt.Errorf("%w: %s within %s", ErrProviderTimeout, what, t.firstByte)
 	}
 	return msg, finish, err
 }

@@ -134,9 +134,11 @@ type TurnRequest struct {
 	// NoMemoryTools withholds memory_read and memory_save: voice calls read
 	// and save memory in their lifecycle instead.
 	NoMemoryTools bool
-	// FirstByte bounds the wait for a model's first token when another
-	// model of the agent's chain could answer instead (a call: the caller
-	// waits in silence); 0 leaves it to the provider's own timeouts.
+	// FirstByte bounds the wait for a model's first token, and each
+	// silence between its tokens after that, when another model of the
+	// agent's chain could answer instead (a call: the caller waits in
+	// silence); 0 leaves it to the provider's own timeouts. A model that
+	// stalls mid-answer is a cut answer: the next one continues it.
 	FirstByte time.Duration
 	// Tools of this turn only (a call's transfer_call), run by the box.
 	ServerTools []ServerTool
