@@ -15,6 +15,7 @@ import (
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/box/boxtest"
+	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/provider/providertest"
 )
 
@@ -33,6 +34,9 @@ agents:
     model: openai/chat
     memory: {identityKey: customerId, read: false, save: true}
     interruptOn: [memory_save]
+  chained:
+    model: [openai/chat, backup/chat]
+    instructions: You help customers.
 `
 
 // The scripted model answers by rule, so each script can check what the
@@ -86,11 +90,26 @@ func respond(req *goopenai.ChatCompletionRequest) providertest.Reply {
 			ToolCalls: []providertest.Call{providertest.ToolCall(fmt.Sprintf("call_mem%d", len(req.Messages)), "memory_read", map[string]any{})}}
 	case strings.Contains(text, "long story"):
 		return providertest.Reply{Content: strings.Repeat("Once upon a time there was a parcel that travelled far. ", 40), ChunkDelay: 50 * time.Millisecond}
+	case strings.Contains(text, "fall back"):
+		return providertest.Reply{Status: 503, Message: "scripted outage"}
+	case strings.Contains(text, "cut short"):
+		return providertest.Reply{Content: "The first half", Cut: true}
 	case strings.Contains(text, "fail"):
 		return providertest.Reply{Status: 500, Message: "scripted failure"}
 	}
 	// GREETING_USAGE in testdata/lib.mjs.
 	return providertest.Reply{Content: "Hello from the box. " + counts, PromptTokens: 321, CompletionTokens: 12}
+}
+
+// respondBackup is the second model of the chained agent's chain: it
+// answers what the primary fails ("fall back") and continues what the
+// primary cut ("cut short").
+func respondBackup(req *goopenai.ChatCompletionRequest) providertest.Reply {
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role == "system" && strings.Contains(last.Content, "cut off") {
+		return providertest.Reply{Content: " and the second half."}
+	}
+	return providertest.Reply{Content: "Backup here."}
 }
 
 func TestJavaScriptClients(t *testing.T) {
@@ -108,7 +127,11 @@ func TestJavaScriptClients(t *testing.T) {
 	for _, script := range []string{"openai.mjs", "anthropic.mjs", "aisdk.mjs", "langchain.mjs", "agui.mjs", "responses.mjs"} {
 		t.Run(strings.TrimSuffix(script, ".mjs"), func(t *testing.T) {
 			t.Parallel()
-			b := boxtest.New(t, agentsYAML)
+			backup := providertest.New(t)
+			backup.Respond(respondBackup)
+			b := boxtest.New(t, agentsYAML, boxtest.Tune(func(cfg *config.Config) {
+				cfg.Providers["backup"] = config.Provider{BaseURL: backup.URL()}
+			}))
 			b.Model.Respond(respond)
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()

@@ -1,6 +1,6 @@
 // The official @anthropic-ai/sdk package against the Messages wire.
 import Anthropic from "@anthropic-ai/sdk";
-import { BASE, KEY, IDENTITIES, SERVER_TOOL_TEXTS, greeting, weather, WEATHER_SCHEMA, check, assert, eq, done, newSession, UUID_RE, afterStop, expectError, GREETING_USAGE } from "./lib.mjs";
+import { BASE, KEY, IDENTITIES, SERVER_TOOL_TEXTS, greeting, weather, WEATHER_SCHEMA, check, assert, eq, done, newSession, UUID_RE, afterStop, expectError, GREETING_USAGE, runOf, BACKUP_ANSWER, CONTINUED_ANSWER } from "./lib.mjs";
 
 const client = new Anthropic({ baseURL: `${BASE}/anthropic`, apiKey: KEY, maxRetries: 0, defaultHeaders: { "x-stackbone-identities": IDENTITIES } });
 const user = (content) => [{ role: "user", content }];
@@ -14,6 +14,23 @@ await check("plain", async () => {
   eq(data.stop_reason, "end_turn", "stop_reason");
   eq([data.usage.input_tokens, data.usage.output_tokens], [GREETING_USAGE.input, GREETING_USAGE.output], "usage");
   assert(UUID_RE.test(response.headers.get("x-stackbone-run-id") ?? ""), "x-stackbone-run-id");
+});
+
+await check("a chain's backup answers when the primary fails", async () => {
+  const { data, response } = await client.messages.create({ ...base, model: "chained", messages: user("Please fall back") }).withResponse();
+  eq(texts(data), [BACKUP_ANSWER], "text");
+  const run = await runOf(response.headers.get("x-stackbone-run-id"));
+  eq([run.model, run.metadata.servedBy], ["backup/chat", "backup/chat"], "the run's model");
+  eq(run.metadata.modelsSkipped.map((s) => s.model), ["openai/chat"], "models skipped");
+});
+
+await check("a cut stream goes on from the backup, once", async () => {
+  let streamed = "";
+  const stream = client.messages.stream({ ...base, model: "chained", messages: user("Tell me, cut short") });
+  stream.on("text", (t) => (streamed += t));
+  const msg = await stream.finalMessage();
+  eq(streamed, CONTINUED_ANSWER, "streamed text");
+  eq(texts(msg), [CONTINUED_ANSWER], "final message");
 });
 
 await check("streamed", async () => {

@@ -64,6 +64,18 @@ export async function afterStop(fn) {
   }
 }
 
+// runOf is the box's record of a run (GET /api/runs/{id}).
+export async function runOf(id) {
+  const res = await fetch(`${BASE}/api/runs/${id}`, { headers: { authorization: `Bearer ${KEY}` } });
+  if (!res.ok) throw new Error(`GET /api/runs/${id}: ${res.status} ${await res.text()}`);
+  return (await res.json()).data;
+}
+
+// The chained agent's answers (see respondBackup in jsclients_test.go):
+// its primary fails "fall back" and cuts "cut short" after its first half.
+export const BACKUP_ANSWER = "Backup here.";
+export const CONTINUED_ANSWER = "The first half and the second half.";
+
 // expectError runs fn and returns the error it throws.
 export async function expectError(fn, what) {
   try {

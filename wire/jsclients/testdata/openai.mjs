@@ -1,6 +1,6 @@
 // The official openai package against the Chat Completions wire.
 import OpenAI from "openai";
-import { BASE, KEY, IDENTITIES, SERVER_TOOL_TEXTS, greeting, weather, WEATHER_SCHEMA, check, assert, eq, done, newSession, UUID_RE, afterStop, expectError, GREETING_USAGE } from "./lib.mjs";
+import { BASE, KEY, IDENTITIES, SERVER_TOOL_TEXTS, greeting, weather, WEATHER_SCHEMA, check, assert, eq, done, newSession, UUID_RE, afterStop, expectError, GREETING_USAGE, runOf, BACKUP_ANSWER, CONTINUED_ANSWER } from "./lib.mjs";
 
 const client = new OpenAI({ baseURL: `${BASE}/openai/v1`, apiKey: KEY, maxRetries: 0, defaultHeaders: { "x-stackbone-identities": IDENTITIES } });
 const user = (content) => [{ role: "user", content }];
@@ -22,6 +22,19 @@ await check("plain", async () => {
   eq(data.choices[0].finish_reason, "stop", "finish_reason");
   eq([data.usage.prompt_tokens, data.usage.completion_tokens], [GREETING_USAGE.input, GREETING_USAGE.output], "usage");
   assert(UUID_RE.test(response.headers.get("x-stackbone-run-id") ?? ""), "x-stackbone-run-id");
+});
+
+await check("a chain's backup answers when the primary fails", async () => {
+  const { data, response } = await client.chat.completions.create({ model: "chained", messages: user("Please fall back") }).withResponse();
+  eq(data.choices[0].message.content, BACKUP_ANSWER, "content");
+  const run = await runOf(response.headers.get("x-stackbone-run-id"));
+  eq([run.model, run.metadata.servedBy], ["backup/chat", "backup/chat"], "the run's model");
+  eq(run.metadata.modelsSkipped.map((s) => s.model), ["openai/chat"], "models skipped");
+});
+
+await check("a cut stream goes on from the backup, once", async () => {
+  const { text } = await streamText({ model: "chained", messages: user("Tell me, cut short") });
+  eq(text, CONTINUED_ANSWER, "text");
 });
 
 await check("streamed", async () => {
