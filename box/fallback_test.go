@@ -2,8 +2,12 @@ package box_test
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +38,162 @@ sip:
         routes: [{number: "*", agent: receptionist}]
 `
 
+// fallbackCase is one provider fault a call meets: a fault of the
+// primary's endpoint (Fault) or a chat answer the primary cuts or stalls
+// in the middle (chat: "cut" or "stall"). trip is the timeout it trips.
+type fallbackCase struct {
+	endpoint string
+	fault    providertest.Fault
+	chat     string
+	trip     time.Duration
+}
+
+func (c fallbackCase) String() string {
+	if c.chat != "" {
+		return "chat answer " + c.chat
+	}
+	f := c.fault
+	switch {
+	case f.Hang > 0:
+		return c.endpoint + " hangs"
+	case f.Status != 0:
+		return fmt.Sprintf("%s answers %d", c.endpoint, f.Status)
+	case f.Refuse:
+		return c.endpoint + " refuses"
+	case f.Garbage:
+		return c.endpoint + " answers garbage"
+	}
+	return "no failure"
+}
+
+// fallbackCases are the faults of every part a call meets.
+var fallbackCases = []fallbackCase{
+	{endpoint: providertest.EndpointChat, fault: providertest.Fault{Hang: time.Minute}, trip: 1500 * time.Millisecond},
+	{endpoint: providertest.EndpointChat, fault: providertest.Fault{Status: 500}},
+	{endpoint: providertest.EndpointChat, fault: providertest.Fault{Refuse: true}},
+	{endpoint: providertest.EndpointChat, fault: providertest.Fault{Garbage: true}},
+	{endpoint: providertest.EndpointChat, chat: "cut"},
+	{endpoint: providertest.EndpointChat, chat: "stall", trip: 1500 * time.Millisecond},
+	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Status: 503}},
+	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Hang: time.Minute}, trip: 3 * time.Second},
+	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Garbage: true}},
+	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Refuse: true}},
+	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Hang: time.Minute}, trip: 1500 * time.Millisecond},
+	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Refuse: true}},
+	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Garbage: true}},
+	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Status: 500}},
+}
+
+// fallbackLine is a box whose receptionist has a primary and a backup for
+// every part; the primary meets one case's fault at a time.
+type fallbackLine struct {
+	t      *testing.T
+	b      *boxtest.Box
+	backup *providertest.Server
+	chat   atomic.Value // the primary's chat fault: "", "cut" or "stall"
+}
+
+func newFallbackLine(t *testing.T) *fallbackLine {
+	l := &fallbackLine{t: t, backup: providertest.New(t)}
+	l.chat.Store("")
+	l.b = boxtest.New(t, fallbackAgents, boxtest.Tune(func(cfg *config.Config) {
+		p := cfg.Providers["openai"]
+		p.Circuit = config.Circuit{Failures: 1000} // every call meets the fault, not an open circuit
+		cfg.Providers["openai"] = p
+		cfg.Providers["backup"] = config.Provider{BaseURL: l.backup.URL()}
+	}))
+	for _, m := range []*providertest.Server{l.b.Model, l.backup} {
+		primary := m == l.b.Model
+		m.RespondTranscripts(func([]byte) string { return "What are your opening hours?" })
+		m.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+			if strings.Contains(req.Messages[0].Content, `"operations"`) {
+				return providertest.Reply{Content: `{"operations":[{"op":"add","content":"Asked for the hours."}],"summary":"Asked for the hours."}`}
+			}
+			if last := req.Messages[len(req.Messages)-1]; !primary && last.Role == "system" && strings.Contains(last.Content, "cut off") {
+				return providertest.Reply{Content: " at nine."}
+			}
+			switch l.chat.Load() {
+			case "cut":
+				if primary {
+					return providertest.Reply{Content: "We open", Cut: true}
+				}
+			case "stall":
+				if primary {
+					return providertest.Reply{Content: "We open", Stall: time.Minute}
+				}
+			}
+			return providertest.Reply{Content: "We open at nine."}
+		})
+	}
+	return l
+}
+
+// meet sets c's fault on the primary and returns a func that clears it
+// and fails the test when no request met it.
+func (l *fallbackLine) meet(c fallbackCase) (clear func()) {
+	if c.chat != "" {
+		before := len(l.backup.ChatRequests())
+		l.chat.Store(c.chat)
+		return func() {
+			l.chat.Store("")
+			if len(l.backup.ChatRequests()) == before {
+				l.t.Fatalf("%s: the backup was never asked", c)
+			}
+		}
+	}
+	if c.endpoint == "" {
+		return func() {}
+	}
+	faulted := l.b.Model.Faulted(c.endpoint)
+	l.b.Model.SetFault(c.endpoint, c.fault)
+	return func() {
+		l.b.Model.ClearFault(c.endpoint)
+		if l.b.Model.Faulted(c.endpoint) == faulted {
+			l.t.Fatalf("%s: the fault was never met", c)
+		}
+	}
+}
+
+// heard waits for the call from number to end saved and checks its heard
+// transcript and the model its turn's run names.
+func (l *fallbackLine) heard(number string, c fallbackCase) {
+	t := l.t
+	t.Helper()
+	var transcript string
+	poll.Until(t, "the call's save", 30*time.Second, func() bool {
+		err := l.b.Pool.QueryRow(t.Context(), `SELECT transcript::text FROM stackbone_platform.voice_calls WHERE phone_number = $1
+			AND status = 'ended' AND (memory->>'saved')::bool`, number).Scan(&transcript)
+		return err == nil
+	})
+	if !strings.Contains(transcript, "What are your opening hours?") || !strings.Contains(transcript, "We open at nine.") ||
+		strings.Count(transcript, "We open") != 1 {
+		t.Fatalf("%s: heard transcript %s", c, transcript)
+	}
+	if c.endpoint == "" {
+		return
+	}
+	var model string
+	if err := l.b.Pool.QueryRow(t.Context(), `SELECT r.model FROM stackbone_platform.runs r JOIN stackbone_platform.voice_calls c
+		ON c.metrics->0->>'runId' = r.id::text WHERE c.phone_number = $1`, number).Scan(&model); err != nil {
+		t.Fatalf("%s: the turn's run: %v", c, err)
+	}
+	if want := map[bool]string{true: "backup/chat", false: "openai/chat"}[c.endpoint == providertest.EndpointChat]; model != want {
+		t.Errorf("%s: the turn's run names %s, want %s", c, model, want)
+	}
+}
+
+// check fails the test when the caller's wait with c's fault exceeds the
+// wait with no failure by more than c's trip + 200 ms.
+func (c fallbackCase) check(t *testing.T, got, baseline time.Duration) {
+	t.Helper()
+	extra := got - baseline
+	t.Logf("%s: the answer came %s later than with no failure", c, extra.Round(time.Millisecond))
+	if extra > c.trip+200*time.Millisecond {
+		t.Errorf("%s: the caller waited %s, %s more than with no failure (allowed: %s + 200 ms)", c,
+			got.Round(time.Millisecond), extra.Round(time.Millisecond), c.trip)
+	}
+}
+
 // A phone call goes on when a provider of any of its parts fails, on a
 // real line: the caller (a SIP phone) hears the backup's answer, as late
 // as a call with no failure plus at most the timeout that tripped and
@@ -41,38 +201,20 @@ sip:
 // the model that answered.
 func TestPhoneCallsGoOnWhenAProviderFails(t *testing.T) {
 	t.Parallel()
-	backup := providertest.New(t)
-	b := boxtest.New(t, fallbackAgents, boxtest.Tune(func(cfg *config.Config) {
-		p := cfg.Providers["openai"]
-		p.Circuit = config.Circuit{Failures: 1000} // every call meets the fault, not an open circuit
-		cfg.Providers["openai"] = p
-		cfg.Providers["backup"] = config.Provider{BaseURL: backup.URL()}
-	}))
-	for _, m := range []*providertest.Server{b.Model, backup} {
-		m.RespondTranscripts(func([]byte) string { return "What are your opening hours?" })
-		m.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
-			if strings.Contains(req.Messages[0].Content, `"operations"`) {
-				return providertest.Reply{Content: `{"operations":[{"op":"add","content":"Asked for the hours."}],"summary":"Asked for the hours."}`}
-			}
-			return providertest.Reply{Content: "We open at nine."}
-		})
-	}
+	l := newFallbackLine(t)
 	caller := siptest.NewCaller(t)
-	// gap places a call, sets fault (if any) on the primary once the
-	// greeting was heard, speaks one sentence and returns how long the
-	// caller waited from the end of its words to the answer's first sound.
-	gap := func(number, endpoint string, fault providertest.Fault) time.Duration {
+	// gap places a call, meets c's fault once the greeting was heard,
+	// speaks one sentence and returns how long the caller waited from the
+	// end of its words to the answer's first sound.
+	gap := func(number string, c fallbackCase) time.Duration {
 		t.Helper()
 		ctx := context.Background()
-		call, err := caller.Call(ctx, "100", b.Phones.Addr(), number)
+		call, err := caller.Call(ctx, "100", l.b.Phones.Addr(), number)
 		if err != nil {
 			t.Fatalf("call: %v", err)
 		}
 		poll.Until(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
-		if endpoint != "" {
-			b.Model.SetFault(endpoint, fault)
-		}
-		faulted := b.Model.Faulted(endpoint)
+		clear := l.meet(c)
 		// Talk(1): 0.4 s of line noise, then 0.8 s of speech.
 		spoke := time.Now().Add(1200 * time.Millisecond)
 		call.Talk(1)
@@ -84,65 +226,96 @@ func TestPhoneCallsGoOnWhenAProviderFails(t *testing.T) {
 			}
 			return i >= 0
 		})
-		if endpoint != "" {
-			b.Model.ClearFault(endpoint)
-			if b.Model.Faulted(endpoint) == faulted {
-				t.Fatalf("%s: the fault was never met", endpoint)
-			}
-		}
 		poll.Until(t, "the answer to be heard through", 30*time.Second, func() bool {
 			var n int
-			err := b.Pool.QueryRow(ctx, `SELECT jsonb_array_length(transcript) FROM stackbone_platform.voice_calls
+			err := l.b.Pool.QueryRow(ctx, `SELECT jsonb_array_length(transcript) FROM stackbone_platform.voice_calls
 				WHERE phone_number = $1`, number).Scan(&n)
 			return err == nil && n >= 3
 		})
+		clear()
 		if err := call.Hangup(ctx); err != nil {
 			t.Fatal(err)
 		}
-		var transcript string
-		poll.Until(t, "the call's save", 30*time.Second, func() bool {
-			err := b.Pool.QueryRow(ctx, `SELECT transcript::text FROM stackbone_platform.voice_calls WHERE phone_number = $1
-				AND status = 'ended' AND (memory->>'saved')::bool`, number).Scan(&transcript)
-			return err == nil
-		})
-		if !strings.Contains(transcript, "What are your opening hours?") || !strings.Contains(transcript, "We open at nine.") {
-			t.Fatalf("%s: heard transcript %s", endpoint, transcript)
-		}
+		l.heard(number, c)
 		return answered.Sub(spoke)
 	}
-	baseline := min(gap("+34611000001", "", providertest.Fault{}), gap("+34611000002", "", providertest.Fault{}))
-	for i, tc := range []struct {
-		endpoint string
-		fault    providertest.Fault
-		trip     time.Duration // the timeout the fault trips
-	}{
-		{providertest.EndpointChat, providertest.Fault{Hang: time.Minute}, 1500 * time.Millisecond},
-		{providertest.EndpointChat, providertest.Fault{Status: 500}, 0},
-		{providertest.EndpointChat, providertest.Fault{Refuse: true}, 0},
-		{providertest.EndpointTranscriptions, providertest.Fault{Status: 503}, 0},
-		{providertest.EndpointTranscriptions, providertest.Fault{Hang: time.Minute}, 3 * time.Second},
-		{providertest.EndpointSpeech, providertest.Fault{Hang: time.Minute}, 1500 * time.Millisecond},
-		{providertest.EndpointTranscriptions, providertest.Fault{Garbage: true}, 0},
-		{providertest.EndpointSpeech, providertest.Fault{Refuse: true}, 0},
-		{providertest.EndpointSpeech, providertest.Fault{Garbage: true}, 0},
-	} {
-		number := "+3461100010" + string(rune('0'+i))
-		got := gap(number, tc.endpoint, tc.fault)
-		t.Logf("%s %+v: the caller waited %s", tc.endpoint, tc.fault, got.Round(time.Millisecond))
-		if extra := got - baseline; extra > tc.trip+200*time.Millisecond {
-			t.Errorf("%s %+v: the caller waited %s, %s more than with no failure (allowed: %s + 200 ms)", tc.endpoint, tc.fault,
-				got.Round(time.Millisecond), extra.Round(time.Millisecond), tc.trip)
-		}
-		var model string
-		if err := b.Pool.QueryRow(t.Context(), `SELECT r.model FROM stackbone_platform.runs r JOIN stackbone_platform.voice_calls c
-			ON c.metrics->0->>'runId' = r.id::text WHERE c.phone_number = $1`, number).Scan(&model); err != nil {
-			t.Fatalf("%s: the turn's run: %v", tc.endpoint, err)
-		}
-		if want := map[bool]string{true: "backup/chat", false: "openai/chat"}[tc.endpoint == providertest.EndpointChat]; model != want {
-			t.Errorf("%s: the turn's run names %s, want %s", tc.endpoint, model, want)
-		}
+	baseline := min(gap("+34611000001", fallbackCase{}), gap("+34611000002", fallbackCase{}))
+	for i, c := range fallbackCases {
+		c.check(t, gap(fmt.Sprintf("+346110001%02d", i), c), baseline)
 	}
 	t.Logf("the caller's wait with no failure: %s", baseline.Round(time.Millisecond))
+}
+
+// The same faults met by a real softphone: baresip calls the box, says one
+// sentence from a file and records what it hears; the answer's first sound
+// in its recording comes at most the tripped timeout + 200 ms later than
+// with no failure, and the heard transcript, the save and the run are
+// right.
+func TestBaresipCallsGoOnWhenAProviderFails(t *testing.T) {
+	t.Parallel()
+	siptest.NeedBaresip(t)
+	l := newFallbackLine(t)
+	words, err := os.ReadFile(siptest.SpeechFile(t, t.TempDir(), "What are your opening hours?", 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcm, err := siptest.WAVSamples(words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := time.Duration(len(pcm)) * time.Second / 8000
+	// gap is how long after the end of the caller's words the answer's
+	// first sound is in baresip's recording. The recording starts a little
+	// after the microphone's file does; that offset is the same in every
+	// call, so it cancels in the difference from a call with no failure.
+	gap := func(number string, c fallbackCase) time.Duration {
+		t.Helper()
+		lead := 2.5 // seconds of silence first, while the greeting plays
+		if c.endpoint == providertest.EndpointSpeech {
+			lead += c.trip.Seconds() // the greeting meets the voice's fault too
+		}
+		mic := siptest.SpeechFile(t, t.TempDir(), "What are your opening hours?", lead, 3+c.trip.Seconds())
+		spoken := time.Duration(lead*float64(time.Second)) + said
+		clear := l.meet(c) // before the call: the greeting may meet it too
+		ph := siptest.StartBaresip(t, number, mic, "sip:100@"+l.b.Phones.Addr())
+		// The fault ends once the answer was heard, before the call's save
+		// asks its extraction model (the primary's chat endpoint).
+		poll.Until(t, "the answer to be heard through", 30*time.Second, func() bool {
+			var n int
+			err := l.b.Pool.QueryRow(t.Context(), `SELECT jsonb_array_length(transcript) FROM stackbone_platform.voice_calls
+				WHERE phone_number = $1`, number).Scan(&n)
+			return err == nil && n >= 3
+		})
+		clear()
+		ph.CallEnded(t, 60*time.Second)
+		l.heard(number, c)
+		rec := ph.Recording(t)
+		// The answer is the first sound after a silence that starts before
+		// the caller's words end (the greeting is over by then).
+		i := int((spoken-time.Second).Seconds()*8000) / 160 * 160
+		for ; i+160 <= len(rec) && voicedWindow(rec[i:i+160]); i += 160 {
+		}
+		for ; i+160 <= len(rec); i += 160 {
+			if voicedWindow(rec[i : i+160]) {
+				return time.Duration(i)*time.Second/8000 - spoken
+			}
+		}
+		t.Fatalf("%s: baresip heard no answer (recording %s)", c, time.Duration(len(rec))*time.Second/8000)
+		return 0
+	}
+	baseline := min(gap("+34611000301", fallbackCase{}), gap("+34611000302", fallbackCase{}))
+	for i, c := range fallbackCases {
+		c.check(t, gap(fmt.Sprintf("+346110004%02d", i), c), baseline)
+	}
+}
+
+// voicedWindow is a 20 ms window louder than silence (RMS over 500).
+func voicedWindow(pcm []int16) bool {
+	var sum float64
+	for _, v := range pcm {
+		sum += float64(v) * float64(v)
+	}
+	return math.Sqrt(sum/float64(len(pcm))) > 500
 }
 
 // With every model provider down (its circuit open), the caller on a real
