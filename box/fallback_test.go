@@ -321,8 +321,9 @@ func voicedWindow(pcm []int16) bool {
 // With every model provider down (its circuit open), the caller on a real
 // line hears the agent's fallback sentence, then the box hangs up: the call ends as
 // provider_failed with its reason, and what was heard is saved.
-func TestPhoneCallWithEveryProviderDownEndsGracefully(t *testing.T) {
-	t.Parallel()
+// providersDownBox is a box whose receptionist has one model, down at its
+// first failure, which fails every answer.
+func providersDownBox(t *testing.T) *boxtest.Box {
 	b := boxtest.New(t, strings.Replace(fallbackAgents, "model: [openai/chat, backup/chat]", "model: openai/chat", 1),
 		boxtest.Tune(func(cfg *config.Config) {
 			p := cfg.Providers["openai"]
@@ -340,6 +341,44 @@ func TestPhoneCallWithEveryProviderDownEndsGracefully(t *testing.T) {
 		}
 		return providertest.Reply{Status: 503, Message: "overloaded"}
 	})
+	return b
+}
+
+// A real softphone hears the fallback sentence when every model provider
+// is down: baresip's recording has it after the caller's words, the box
+// hangs up, and the call ends provider_failed and saved.
+func TestBaresipHearsTheFallbackSentence(t *testing.T) {
+	t.Parallel()
+	siptest.NeedBaresip(t)
+	b := providersDownBox(t)
+	const lead = 2.5
+	mic := siptest.SpeechFile(t, t.TempDir(), "What are your opening hours?", lead, 10)
+	number := "+34611000201"
+	ph := siptest.StartBaresip(t, number, mic, "sip:100@"+b.Phones.Addr())
+	ph.CallEnded(t, 60*time.Second)
+	pcm := ph.Recording(t)
+	// The sentence is 54 characters of the scripted voice (2.2 s): far more
+	// than 25 voiced windows after the greeting, which is over by the
+	// caller's first word.
+	from := int(lead*8000) / 160 * 160
+	voiced := 0
+	for i := from; i+160 <= len(pcm); i += 160 {
+		if voicedWindow(pcm[i : i+160]) {
+			voiced++
+		}
+	}
+	if voiced < 25 {
+		t.Fatalf("baresip heard %d voiced windows after the greeting, want the fallback sentence", voiced)
+	}
+	if len(pcm) > int((lead+8)*8000) {
+		t.Fatalf("the call lasted %s of the phone's %g s: the box did not hang up", time.Duration(len(pcm))*time.Second/8000, lead+12.0)
+	}
+	checkProviderFailed(t, b, number)
+}
+
+func TestPhoneCallWithEveryProviderDownEndsGracefully(t *testing.T) {
+	t.Parallel()
+	b := providersDownBox(t)
 	ctx := context.Background()
 	caller := siptest.NewCaller(t)
 	number := "+34611000200"
@@ -363,12 +402,19 @@ func TestPhoneCallWithEveryProviderDownEndsGracefully(t *testing.T) {
 	if spoken := b.Model.SpeechRequests(); spoken[len(spoken)-1] != "Sorry, we are having trouble. Please call back later." {
 		t.Fatalf("spoken %q", spoken)
 	}
+	checkProviderFailed(t, b, number)
+}
+
+// checkProviderFailed waits for the call from number to end and fails the
+// test unless it ended provider_failed with its reason, saved.
+func checkProviderFailed(t *testing.T, b *boxtest.Box, number string) {
+	t.Helper()
 	var outcome, reason string
 	var saved bool
 	poll.Until(t, "the call's record", 30*time.Second, func() bool {
-		err := b.Pool.QueryRow(ctx, `SELECT outcome, coalesce(end_reason, ''), coalesce((memory->>'saved')::bool, false)
-			FROM stackbone_platform.voice_calls WHERE phone_number = $1 AND status = 'ended'`, number).Scan(&outcome, &reason, &saved)
-		return err == nil
+		err := b.Pool.QueryRow(t.Context(), `SELECT outcome, coalesce(end_reason, ''), coalesce((memory->>'saved')::bool, false)
+			FROM stackbone_platform.voice_calls WHERE phone_number = $1 AND status = 'ended' AND save_pending = false`, number).Scan(&outcome, &reason, &saved)
+		return err == nil && saved
 	})
 	if outcome != "provider_failed" || !strings.Contains(reason, "model provider is down") || !saved {
 		t.Fatalf("outcome %s, reason %q, saved %v", outcome, reason, saved)
