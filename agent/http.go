@@ -12,12 +12,18 @@ import (
 )
 
 // Register adds the runtime's routes to the API server: the agent catalog,
-// the models the config knows of, and the sessions the runtime keeps (list,
-// detail, and the decision on a held tool). cfg is the loaded
-// configuration.
+// each agent's provider chains with Studio's overrides (when the runtime
+// has ChainSettings), the models the config knows of, and the sessions the
+// runtime keeps (list, detail, and the decision on a held tool). cfg is
+// the loaded configuration.
 func Register(srv *api.Server, rt *Runtime, cfg *config.Config) {
 	h := &handlers{rt: rt, cfg: cfg}
 	srv.Route("GET /api/agents", auth.ScopeConfigRead, h.agentsList)
+	if rt.cfg.Chains != nil {
+		srv.Route("GET /api/agents/{name}/models", auth.ScopeConfigRead, h.chainsGet)
+		srv.Route("PUT /api/agents/{name}/models", auth.ScopeConfigWrite, h.chainsPut)
+		srv.Route("DELETE /api/agents/{name}/models", auth.ScopeConfigWrite, h.chainsDelete)
+	}
 	srv.Route("GET /api/system/models", auth.ScopeConfigRead, h.systemModels)
 	srv.Route("GET /api/sessions", auth.ScopeSessionsRead, h.sessionsList)
 	srv.Route("GET /api/sessions/{id}", auth.ScopeSessionsRead, h.sessionsGet)
@@ -30,23 +36,99 @@ type handlers struct {
 }
 
 type agentView struct {
-	Name  string `json:"name"`
-	Model string `json:"model"`
-	// Fallbacks are the models tried after Model, in order.
+	Name string `json:"name"`
+	// Model is the primary model in force; Fallbacks are the models tried
+	// after it, in order.
+	Model     string   `json:"model"`
 	Fallbacks []string `json:"fallbacks"`
+	// STT and TTS are the call's speech chains in force.
+	STT []string `json:"stt"`
+	TTS []string `json:"tts"`
+	// Origins say where each chain comes from: studio, code or default.
+	Origins ChainOrigins `json:"origins"`
 }
 
+// agentsList serves GET /api/agents: every declared agent with its chains
+// in force (Studio's overrides over the config's).
 func (h *handlers) agentsList(w http.ResponseWriter, r *http.Request) error {
 	out := []agentView{}
 	for _, name := range h.cfg.AgentNames() {
-		chain := h.cfg.Agents[name].Model
+		v := resolveChains(name, h.cfg.Agents[name], stored{}, nil)
+		if c := h.rt.cfg.Chains; c != nil {
+			var err error
+			if v, err = c.Get(r.Context(), name); err != nil {
+				return err
+			}
+		}
+		chain := v.Value.Model
 		fallbacks := []string{}
 		if len(chain) > 1 {
 			fallbacks = chain[1:]
 		}
-		out = append(out, agentView{Name: name, Model: chain.Primary(), Fallbacks: fallbacks})
+		out = append(out, agentView{Name: name, Model: config.ModelChain(chain).Primary(), Fallbacks: fallbacks,
+			STT: v.Value.STT, TTS: v.Value.TTS, Origins: v.Origins})
 	}
 	api.WriteData(w, http.StatusOK, out)
+	return nil
+}
+
+func (h *handlers) chainsGet(w http.ResponseWriter, r *http.Request) error {
+	v, err := h.rt.cfg.Chains.Get(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	api.WriteData(w, http.StatusOK, v)
+	return nil
+}
+
+// chainsPut sets the chains the body names, each a list of ids tried in
+// order; the others stay as they are.
+func (h *handlers) chainsPut(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		Model api.Field[[]string] `json:"model"`
+		STT   api.Field[[]string] `json:"stt"`
+		TTS   api.Field[[]string] `json:"tts"`
+	}
+	if err := api.Decode(w, r, 16<<10, &b); err != nil {
+		return err
+	}
+	var p ChainsPatch
+	for _, f := range []struct {
+		name  string
+		field api.Field[[]string]
+		to    *[]string
+	}{{ChainModel, b.Model, &p.Model}, {ChainSTT, b.STT, &p.STT}, {ChainTTS, b.TTS, &p.TTS}} {
+		v, err := f.field.Value(f.name)
+		if err != nil {
+			return fmt.Errorf("%w: %v; DELETE ?field=%s goes back to the config's chain", ErrInvalidRequest, err, f.name)
+		}
+		if v != nil {
+			*f.to = *v
+		}
+	}
+	v, err := h.rt.cfg.Chains.Put(r.Context(), api.Actor(r), r.PathValue("name"), p)
+	if err != nil {
+		return err
+	}
+	api.WriteData(w, http.StatusOK, v)
+	return nil
+}
+
+// chainsDelete removes the override of one chain (?field=model, stt or
+// tts) or of all three.
+func (h *handlers) chainsDelete(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	field := ""
+	if q.Has("field") {
+		if field = q.Get("field"); field == "" {
+			return fmt.Errorf("%w: field must be model, stt or tts", ErrInvalidRequest)
+		}
+	}
+	v, err := h.rt.cfg.Chains.Reset(r.Context(), api.Actor(r), r.PathValue("name"), field)
+	if err != nil {
+		return err
+	}
+	api.WriteData(w, http.StatusOK, v)
 	return nil
 }
 

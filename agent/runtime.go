@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -31,6 +33,9 @@ type Config struct {
 	Settings *memory.Settings
 	// Tools gives each agent's declared server tools (nil: none beyond memory).
 	Tools ToolSource
+	// Chains holds Studio's overrides of the agents' provider chains (nil:
+	// the config's chains).
+	Chains *ChainSettings
 	// Logger receives ids, codes and timings, never message text.
 	// Defaults to slog.Default().
 	Logger *slog.Logger
@@ -80,6 +85,20 @@ func New(cfg Config) *Runtime {
 	r.leases.r = r
 	r.history.max = historyCacheBytes
 	return r
+}
+
+// Agent returns the declared agent name with its provider chains in force
+// (Studio's overrides over the config's, see ChainSettings), as the next
+// turn or call uses it. Errors: ErrUnknownAgent, ErrStorage.
+func (r *Runtime) Agent(ctx context.Context, name string) (config.Agent, error) {
+	if r.cfg.Chains != nil {
+		return r.cfg.Chains.Agent(ctx, name)
+	}
+	ag, ok := r.cfg.Agents[name]
+	if !ok {
+		return config.Agent{}, fmt.Errorf("%w: %q", ErrUnknownAgent, clip(name, 64))
+	}
+	return ag, nil
 }
 
 // AgentInfo describes a declared agent for model lists.

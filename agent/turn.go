@@ -82,9 +82,12 @@ var errClientGone = fmt.Errorf("agent: the client stopped the turn: %w", context
 // ErrInvalidRequest, ErrSessionBusy, ErrDecisionPending, ErrProvider,
 // ErrMemory, ErrStorage, or the context's error.
 func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result, error) {
-	ag, ok := r.cfg.Agents[req.Agent]
-	if !ok {
-		return Result{}, fmt.Errorf("%w: %q", ErrUnknownAgent, clip(req.Agent, 64))
+	ag, err := r.Agent(ctx, req.Agent)
+	if err != nil {
+		return Result{}, err
+	}
+	if req.Models != nil {
+		ag.Model = req.Models
 	}
 	if req.SessionKey != "" && req.ConversationKey != "" {
 		return Result{}, fmt.Errorf("%w: send a session key or a conversation key, not both", ErrInvalidRequest)
@@ -258,9 +261,12 @@ func (r *Runtime) Decide(ctx context.Context, sessionID string, d Decision, emit
 	if err != nil {
 		return Result{}, ErrSessionNotFound
 	}
-	ag, ok := r.cfg.Agents[agentName]
-	if !ok {
+	ag, err := r.Agent(ctx, agentName)
+	if errors.Is(err, ErrUnknownAgent) {
 		return Result{}, fmt.Errorf("%w: the session's agent %q is no longer declared", ErrUnknownAgent, agentName)
+	}
+	if err != nil {
+		return Result{}, err
 	}
 	turns, err := r.claim(ctx, sessionID, kind, agentName, true)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
 )
@@ -142,6 +143,10 @@ type TurnRequest struct {
 	FirstByte time.Duration
 	// Tools of this turn only (a call's transfer_call), run by the box.
 	ServerTools []ServerTool
+	// Models is the chain this turn tries instead of the agent's chain in
+	// force: a call's, taken when it opened, so an edit in Studio applies
+	// to the next call and not to the rest of this one. Nil: the agent's.
+	Models config.ModelChain
 	// Whole asks the model for each step's answer in one piece instead of
 	// a stream: the client takes the answer whole, so nothing is relayed
 	// as it comes. Events still arrive, each step's at once.

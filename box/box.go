@@ -96,6 +96,7 @@ type Box struct {
 	Runs     *runs.Store
 	Memory   *memory.Service
 	Settings *memory.Settings
+	Chains   *agent.ChainSettings
 	Stores   *stores.Service
 	RAG      *rag.Service
 	Runtime  *agent.Runtime
@@ -168,6 +169,8 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	b.listener = notify.New(pool, log)
 	b.listener.Subscribe("auth", b.Keys.Invalidate)
 	b.listener.Subscribe("settings", b.Settings.Invalidate)
+	b.Chains = agent.NewChainSettings(agent.ChainSettingsConfig{Pool: pool, Agents: cfg.Agents, Providers: b.Models.Configured(), Logger: log})
+	b.listener.Subscribe(agent.NotifyChains, b.Chains.Invalidate)
 	b.Stores.Subscribe(b.listener)
 	// HTTP and MCP tools (Start lists the MCP servers; one that is down
 	// does not stop the box: its tools are left out until it is back).
@@ -176,7 +179,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 		return nil, err
 	}
 	b.Runtime = agent.New(agent.Config{Metrics: metrics, Pool: pool, Agents: cfg.Agents, Models: b.Models, Memory: b.Memory,
-		Settings: b.Settings, Logger: log, Runs: runs.NewWriter(pool), Tools: agent.Sources(b.Stores.Tools(), b.RAG.Tools(cfg.Agents), b.Tools.Tools())})
+		Settings: b.Settings, Chains: b.Chains, Logger: log, Runs: runs.NewWriter(pool), Tools: agent.Sources(b.Stores.Tools(), b.RAG.Tools(cfg.Agents), b.Tools.Tools())})
 	speech := voice.ProviderSpeech(b.Models, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) })
 	if opt.Speech != nil {
 		speech = opt.Speech(b.Models)

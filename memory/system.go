@@ -327,6 +327,16 @@ func readSetting(ctx context.Context, q querier, key string, v any) (bool, error
 	return true, nil
 }
 
+// LogActivity records an operator's change in the activity log that GET
+// /api/activity shows, inside tx so it commits with the change: the actor
+// ("key:NAME"), the action, the subject ("agent:NAME") and the names of the
+// fields changed, never their values. The log is this package's table;
+// other packages' settings (an agent's provider chains) write through here.
+// It returns ErrUnavailable or ErrSchemaMissing.
+func LogActivity(ctx context.Context, tx pgx.Tx, actor, action, subject string, fields []string) error {
+	return logActivity(ctx, tx, actor, action, subject, fields)
+}
+
 func logActivity(ctx context.Context, tx pgx.Tx, actor, action, subject string, fields []string) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO stackbone_platform.activity_log (actor, action, subject, fields) VALUES ($1, $2, $3, $4)`,
 		actor, action, subject, fields); err != nil {

@@ -167,6 +167,18 @@ func (m Model) Cost(inputTokens, outputTokens int) *float64 {
 	return &c
 }
 
+// Configured lists the names of the providers that have an endpoint or a
+// key, sorted: the ones a model id may name.
+func (r *Registry) Configured() []string {
+	out := []string{}
+	for _, name := range r.names() {
+		if r.providers[name].configured {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func (r *Registry) names() []string {
 	var n []string
 	for k := range r.providers {

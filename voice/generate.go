@@ -143,7 +143,7 @@ func (g *generation) run(messages []agent.Message) {
 	firstToken := true
 	res, err := c.m.cfg.Runtime.Turn(g.ctx, agent.TurnRequest{
 		Agent: c.info.Agent, Messages: messages, System: c.recall, NoMemoryTools: true, Wire: "voice",
-		ServerTools: c.callTools(), FirstByte: c.firstByte(),
+		ServerTools: c.callTools(), FirstByte: c.firstByte(), Models: c.agent.Model,
 	}, func(ev agent.Event) error {
 		switch ev.Kind {
 		case agent.EventToolRunning:

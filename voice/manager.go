@@ -3,6 +3,7 @@ package voice
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -229,9 +230,14 @@ type MemoryReport struct {
 // (End). Errors: ErrUnknownAgent, or a memory error (the call cannot open
 // without its memory, never silently).
 func (m *Manager) Open(ctx context.Context, info CallInfo) (*Call, error) {
-	ag, ok := m.cfg.Agents[info.Agent]
-	if !ok {
+	// The agent as it is now, its provider chains as edited in Studio
+	// included: the call keeps this snapshot to its end.
+	ag, err := m.cfg.Runtime.Agent(ctx, info.Agent)
+	if errors.Is(err, agent.ErrUnknownAgent) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownAgent, info.Agent)
+	}
+	if err != nil {
+		return nil, err
 	}
 	// A call started through a restricted key acts only for the person the
 	// key allows: every identity it names, and on an outbound call the

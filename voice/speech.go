@@ -426,8 +426,8 @@ func (s *sentenceSplitter) Flush() string {
 
 // Default speech models when an agent's voice settings name none.
 const (
-	DefaultSTT = "openai/whisper-1"
-	DefaultTTS = "openai/tts-1"
+	DefaultSTT = config.DefaultSTT
+	DefaultTTS = config.DefaultTTS
 )
 
 // Models resolves provider/model ids (*provider.Registry).
