@@ -353,6 +353,52 @@ type AgentVoice struct {
 	// 1.2s). A turn with nothing known of its words ends after the box's
 	// VAD delay (600 ms by default), kept between the two.
 	MaxEndpointDelay time.Duration `yaml:"maxEndpointDelay"`
+	// Interruption is how the agent treats the caller's sound while it
+	// speaks (see Interruption).
+	Interruption *Interruption `yaml:"interruption"`
+}
+
+// Interruption modes.
+const (
+	// InterruptionWords pauses the agent at the caller's first sound and
+	// yields only to words: a backchannel, a cough or a noise burst
+	// resumes the playout where it paused (the default).
+	InterruptionWords = "words"
+	// InterruptionImmediate stops the agent for good after
+	// ImmediateAfter of the caller's voiced sound, whatever it was.
+	InterruptionImmediate = "immediate"
+)
+
+// Interruption tunes how a call treats the caller's sound while the agent
+// speaks. In the default mode (words) the playout pauses at the caller's
+// first sound; the agent yields (its answer is cut where the caller heard
+// it stop) when MinWords words that are not backchannels arrive, or when
+// the caller has been voiced for MinVoiced and nothing of it is known to be
+// a backchannel; otherwise, once the caller is quiet and their words are
+// only backchannels (or no words came within ResumeAfter), the playout
+// resumes where it paused and the sound is no turn of the caller.
+type Interruption struct {
+	// Mode is words (default) or immediate (the agent stops after
+	// ImmediateAfter of voiced sound, backchannels included).
+	Mode string `yaml:"mode"`
+	// MinWords is how many words, not counting backchannels, make the
+	// agent yield (default 2).
+	MinWords int `yaml:"minWords"`
+	// MinVoiced is how long the caller may talk over the agent, with none
+	// of it known to be a backchannel, before the agent yields even though
+	// no words arrived yet (slow speech-to-text; default 900ms).
+	MinVoiced time.Duration `yaml:"minVoiced"`
+	// ResumeAfter is how long a paused agent waits for words before it
+	// goes on where it paused once the caller is quiet (default 1s).
+	ResumeAfter time.Duration `yaml:"resumeAfter"`
+	// Backchannels are the words and phrases that never interrupt ("mm-hm",
+	// "yeah", "okay", "right", "uh-huh"...); they replace the default list,
+	// which covers English, Spanish, French, German, Italian and
+	// Portuguese.
+	Backchannels []string `yaml:"backchannels"`
+	// ImmediateAfter is the voiced sound that stops the agent in mode
+	// immediate (default 300ms).
+	ImmediateAfter time.Duration `yaml:"immediateAfter"`
 }
 
 // AgentMemory is an agent's declared memory defaults. A nil field is not

@@ -52,9 +52,6 @@ type Config struct {
 	MaxDuration time.Duration
 	// VAD tunes voice activity detection and endpointing.
 	VAD VADConfig
-	// BargeInFrames is how many voiced caller frames stop the agent's
-	// speech (default 15, 300 ms), so a cough does not.
-	BargeInFrames int
 	// Clock is the controller's time (default the real clock).
 	Clock Clock
 	// SaveTimeout bounds the memory save after a call (default 2 minutes).
@@ -129,9 +126,6 @@ func NewManager(cfg Config) *Manager {
 	}
 	if cfg.MaxDuration == 0 {
 		cfg.MaxDuration = time.Hour
-	}
-	if cfg.BargeInFrames == 0 {
-		cfg.BargeInFrames = 15
 	}
 	if cfg.SaveTimeout == 0 {
 		cfg.SaveTimeout = 2 * time.Minute

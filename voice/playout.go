@@ -58,6 +58,7 @@ type playout struct {
 	pos     int        // samples of cur already written
 	played  []Segment  // segments of the turn that fully played
 	done    bool       // the turn's producer finished enqueuing
+	paused  bool       // the caller is talking over the turn: hold its place
 	silence []int16
 }
 
@@ -96,7 +97,28 @@ func (p *playout) signal(wasStarved bool) {
 func (p *playout) Start(id int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.turn, p.queue, p.cur, p.pos, p.played, p.done = id, nil, nil, 0, nil, false
+	p.turn, p.queue, p.cur, p.pos, p.played, p.done, p.paused = id, nil, nil, 0, nil, false, false
+}
+
+// Pause holds the playout where it is: silence plays and the turn keeps
+// its place (and cannot finish) until Resume, Interrupt or the next Start.
+func (p *playout) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paused = true
+}
+
+// Resume goes on from where Pause held the playout.
+func (p *playout) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.paused {
+		return
+	}
+	p.paused = false
+	if p.wake != nil && !p.starved() {
+		p.wake() // a talkspurt again, on its own grid
+	}
 }
 
 // Enqueue adds a segment to turn id.
@@ -167,6 +189,10 @@ func (p *playout) Close(id int) {
 func (p *playout) Tick(w FrameWriter) (speech, finished bool, err error) {
 	p.mu.Lock()
 	out := p.silence
+	if p.paused {
+		p.mu.Unlock()
+		return false, false, w.WriteFrame(out)
+	}
 	for {
 		if p.cur != nil && !p.cur.open && p.pos >= len(p.cur.PCM) {
 			// A streamed segment sealed after its audio had all played.
@@ -249,7 +275,7 @@ func (p *playout) Interrupt() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := p.heard(true)
-	p.turn, p.queue, p.cur, p.pos, p.played, p.done = 0, nil, nil, 0, nil, false
+	p.turn, p.queue, p.cur, p.pos, p.played, p.done, p.paused = 0, nil, nil, 0, nil, false, false
 	return h
 }
 
@@ -258,7 +284,7 @@ func (p *playout) Finish() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := p.heard(false)
-	p.turn, p.queue, p.cur, p.pos, p.played, p.done = 0, nil, nil, 0, nil, false
+	p.turn, p.queue, p.cur, p.pos, p.played, p.done, p.paused = 0, nil, nil, 0, nil, false, false
 	return h
 }
 

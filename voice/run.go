@@ -129,6 +129,7 @@ func (c *Call) carry(a attachment) End {
 // counted as wasted.
 func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 	ep := newEndpointing(c.agent, c.m.cfg.VAD)
+	in := newInterruption(c.agent)
 	vadCfg := c.m.cfg.VAD
 	vadCfg.EndFrames = int((ep.max + FrameDuration - 1) / FrameDuration)
 	det := newVAD(vadCfg)
@@ -150,6 +151,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 		draft     *generation  // the answer started before the endpoint
 		wasted    []map[string]any
 		span      trace.Span // the turn's, from the start of speech
+		ov        *overlap   // the utterance in progress talks over the agent
 	)
 	drop := func() { // the utterance in progress was noise
 		if span != nil {
@@ -205,6 +207,46 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			return false
 		}
 	}
+	yield := func(words int) { // the caller takes the turn from the agent
+		ov.yielded = true
+		if c.agentTurn() == ov.t {
+			c.recordOverlap(ov, overlapYielded, words)
+			c.bargeIn()
+		}
+	}
+	// kept decides, as the utterance in progress ends, whether it is a turn
+	// of the caller: not when it talked over the agent without making it
+	// yield (a backchannel, a cough, a noise burst), which resumes the
+	// agent and is dropped.
+	kept := func() bool {
+		o := ov
+		ov = nil
+		if o == nil || o.yielded {
+			return true
+		}
+		if in.immediate {
+			c.recordOverlap(o, overlapIgnored, 0)
+			return true
+		}
+		text, _ := c.words(live, spec, voicedAt)
+		if w := in.substantive(text); w >= in.minWords {
+			ov = o
+			yield(w)
+			ov = nil
+			return true
+		}
+		if !o.pausedAt.IsZero() {
+			c.resume(o)
+			c.recordOverlap(o, overlapResumed, in.substantive(text))
+		}
+		discard()
+		abandon("the caller did not take the turn")
+		drop()
+		if live != nil && !live.failed() {
+			live.finalize() // its words are no part of the next utterance
+		}
+		return false
+	}
 	var frame []int16
 	for {
 		// The last frame is done with: the VAD copied what it keeps, the
@@ -227,9 +269,34 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			if det.LastLevel() > -45 {
 				lastVoice = now
 			}
-			speaking, n := det.Speaking()
-			if speaking && n >= c.m.cfg.BargeInFrames {
-				c.bargeIn()
+			speaking, _ := det.Speaking()
+			if speaking && ov == nil {
+				if t := c.agentTurn(); t != nil {
+					ov = &overlap{t: t}
+					if !in.immediate {
+						c.pause(ov)
+					}
+				}
+			}
+			if ov != nil && !ov.yielded {
+				if speaking && det.Silent() == 0 {
+					ov.voiced++
+				}
+				voiced := time.Duration(ov.voiced) * FrameDuration
+				text, known := c.words(live, spec, voicedAt)
+				words := in.substantive(text)
+				quiet := !speaking || det.Silent() >= overlapQuietFrames
+				switch {
+				case in.immediate:
+					if voiced >= in.immediateAfter {
+						yield(0)
+					}
+				case words >= in.minWords || (voiced >= in.minVoiced && (text == "" || words > 0)):
+					yield(words)
+				case !ov.pausedAt.IsZero() && quiet && ((known && words < in.minWords) || now.Sub(ov.pausedAt) >= in.resumeAfter):
+					c.resume(ov)
+					c.recordOverlap(ov, overlapResumed, words)
+				}
 			}
 			if live != nil && (speaking || wasSpeaking) {
 				pcm := frame
@@ -246,6 +313,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 				_, span = telemetry.Tracer("voice").Start(ctx, "turn")
 				voicedAt = now
 			case ev == vadDiscard:
+				kept()
 				discard()
 				abandon("noise")
 				drop()
@@ -254,6 +322,9 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 				_, reason := ep.delay(c.words(live, spec, voicedAt))
 				if reason != endTrailing {
 					reason = endSilence
+				}
+				if !kept() {
+					continue
 				}
 				if !emit(utterance{pcm: det.Utterance(), lastVoice: lastVoice, endpoint: now, reason: reason}) {
 					return
@@ -287,9 +358,13 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 		if now.Sub(voicedAt) >= d {
 			pcm, ok := det.Cut()
 			if !ok {
+				kept()
 				discard() // a click or a cough
 				abandon("noise")
 				drop()
+				continue
+			}
+			if !kept() {
 				continue
 			}
 			if !emit(utterance{pcm: pcm, lastVoice: lastVoice, endpoint: now, reason: reason}) {

@@ -54,7 +54,10 @@ type turn struct {
 	cancel     context.CancelFunc // stops generation (barge-in)
 	committed  chan struct{}      // closed once the assistant side committed
 	firstAudio time.Time          // the first voiced frame played (under c.mu)
-	metrics    map[string]any
+	// interruptions are the caller's overlaps of this turn's speech
+	// (under c.mu; see overlap).
+	interruptions []map[string]any
+	metrics       map[string]any
 }
 
 func (c *Call) newTurn(u utterance) *turn {
@@ -293,6 +296,9 @@ func (t *turn) record(res agent.Result) {
 	c.mu.Lock()
 	if !t.firstAudio.IsZero() && !t.u.lastVoice.IsZero() {
 		t.metrics["wireToWireMs"] = t.firstAudio.Sub(t.u.lastVoice).Milliseconds()
+	}
+	if len(t.interruptions) > 0 {
+		t.metrics["interruptions"] = t.interruptions
 	}
 	c.metrics = append(c.metrics, t.metrics)
 	c.mu.Unlock()

@@ -1,0 +1,146 @@
+package voice
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/provider/providertest"
+)
+
+// longAnswer is about 5 s of the scripted voice: long enough to talk over.
+const longAnswer = "First sentence is short. Second sentence is a little longer than that. Third sentence goes on and on for quite a while. Fourth sentence ends it."
+
+// overlapRun starts a call on the talker agent, asks for the long answer
+// and steps until about a second of it played.
+func overlapRun(t *testing.T, overlapTranscript string) (*env, *run) {
+	t.Helper()
+	e := newEnv(t)
+	e.model.ScriptTranscripts("Tell me everything.", overlapTranscript)
+	e.model.Script(providertest.Reply{Content: longAnswer}, providertest.Reply{Content: "Okay, Tuesday it is."})
+	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
+	r.say(800)
+	r.stepUntil("the answer to start playing", 1000, func() bool { return r.line.voicedOut() > 50 })
+	return e, r
+}
+
+// interruptions is what the call's metrics recorded of the overlaps of
+// its agent turns.
+func interruptions(rec CallRecord) []map[string]any {
+	var out []map[string]any
+	for _, m := range rec.Metrics {
+		if list, ok := m["interruptions"].([]any); ok {
+			for _, x := range list {
+				out = append(out, x.(map[string]any))
+			}
+		}
+	}
+	return out
+}
+
+// A backchannel while the agent speaks pauses the playout at once and
+// resumes it where it paused: the caller hears every sample of the answer,
+// the heard transcript has the whole answer once (not cut), the
+// backchannel is no turn (the model is not asked again), and the turn
+// records the overlap as resumed.
+func TestBackchannelPausesAndResumes(t *testing.T) {
+	t.Parallel()
+	e, r := overlapRun(t, "Mm-hmm.")
+	before := r.line.voicedOut()
+	r.say(400)
+	r.step(len(r.in))
+	if grew := r.line.voicedOut() - before; grew > 4 {
+		t.Fatalf("the agent went on over the caller's backchannel: %d voiced frames played during it", grew)
+	}
+	r.stepUntil("the answer to play through", 1500, func() bool { return len(r.call.Entries()) >= 2 })
+	entries := r.call.Entries()
+	if len(entries) != 2 || entries[1].Text != longAnswer || entries[1].Cut {
+		t.Fatalf("heard transcript %+v, want the whole answer once", entries)
+	}
+	// 2 frames of the scripted voice per character of each of the four
+	// sentences (the spaces between them are not spoken): every one was
+	// heard.
+	if want := 2 * (len(longAnswer) - 3); r.line.voicedOut() < want {
+		t.Fatalf("the caller heard %d voiced frames of the answer's %d", r.line.voicedOut(), want)
+	}
+	r.step(100)
+	if n := len(e.model.ChatRequests()); n != 1 {
+		t.Fatalf("the model was asked %d times: the backchannel was taken as a turn", n)
+	}
+	r.call.End(OutcomeCompleted, "")
+	got := interruptions(r.end())
+	if len(got) != 1 || got[0]["outcome"] != overlapResumed || got[0]["pausedMs"] == nil {
+		t.Fatalf("interruptions recorded %v", got)
+	}
+}
+
+// A noise burst (a click, a cough too short to be speech) pauses and
+// resumes the agent the same way.
+func TestNoiseBurstDoesNotInterrupt(t *testing.T) {
+	t.Parallel()
+	e, r := overlapRun(t, "")
+	r.say(100)
+	r.step(len(r.in) + 20)
+	r.stepUntil("the answer to play through", 1500, func() bool { return len(r.call.Entries()) >= 2 })
+	if entries := r.call.Entries(); len(entries) != 2 || entries[1].Text != longAnswer || entries[1].Cut {
+		t.Fatalf("heard transcript %+v, want the whole answer once", entries)
+	}
+	r.step(100)
+	if n := len(e.model.ChatRequests()); n != 1 {
+		t.Fatalf("the model was asked %d times", n)
+	}
+	r.call.End(OutcomeCompleted, "")
+	if got := interruptions(r.end()); len(got) != 1 || got[0]["outcome"] != overlapResumed {
+		t.Fatalf("interruptions recorded %v", got)
+	}
+}
+
+// A real barge-in ("No, wait, I meant Tuesday.") pauses the agent at the
+// caller's first sound and makes it yield once the words arrive: the
+// answer is cut where the caller heard it stop (nothing played after the
+// pause), the caller's words are their turn, and the model's next request
+// holds only what was heard.
+func TestBargeInYieldsWhereItPaused(t *testing.T) {
+	t.Parallel()
+	e, r := overlapRun(t, "No, wait, I meant Tuesday.")
+	r.say(600)
+	r.step(3) // the VAD's start of speech
+	paused := r.line.voicedOut()
+	r.stepUntil("the interruption to be answered", 1000, func() bool {
+		return len(e.model.ChatRequests()) >= 2 && len(r.call.Entries()) >= 3
+	})
+	entries := r.call.Entries()
+	if len(entries) < 3 || entries[2].Role != "user" || entries[2].Text != "No, wait, I meant Tuesday." {
+		t.Fatalf("transcript %+v", entries)
+	}
+	heard := entries[1].Text
+	if !entries[1].Cut || !strings.HasPrefix(longAnswer, heard) || heard == longAnswer || strings.Contains(heard, "Fourth") {
+		t.Fatalf("committed %q: not the part heard before the pause", heard)
+	}
+	// What the caller heard of the answer is what played before the pause:
+	// the committed sentences are no longer than the frames played.
+	if 2*len(heard) > paused {
+		t.Fatalf("committed %d characters, but only %d frames played before the pause", len(heard), paused)
+	}
+	for _, m := range e.model.ChatRequests()[1].Messages {
+		if strings.Contains(m.Content, "Fourth sentence") {
+			t.Fatal("unheard text reached the model")
+		}
+	}
+	r.call.End(OutcomeCompleted, "")
+	if got := interruptions(r.end()); len(got) != 1 || got[0]["outcome"] != overlapYielded || got[0]["words"] != float64(5) {
+		t.Fatalf("interruptions recorded %v", got)
+	}
+}
+
+func TestBackchannelWords(t *testing.T) {
+	in := newInterruption(config.Agent{})
+	for text, want := range map[string]int{
+		"Mm-hmm.": 0, "Yeah, yeah.": 0, "Okay.": 0, "Uh huh": 0, "All right!": 0, "Sí, vale.": 0, "D'accord.": 0,
+		"No, wait.": 2, "I meant Tuesday": 3, "Yeah, but Tuesday.": 2, "": 0, "(cough)": 1,
+	} {
+		if got := in.substantive(text); got != want {
+			t.Errorf("substantive(%q) = %d, want %d", text, got, want)
+		}
+	}
+}
