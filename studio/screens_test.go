@@ -137,7 +137,8 @@ func TestCallsScreen(t *testing.T) {
 		`[{"turn":1,"role":"user","text":"<script>window.pwned=1</script> call me back","at":"2026-11-30T10:00:00Z"},
 		  {"turn":1,"role":"assistant","text":"Sure, after 16:00.","at":"2026-11-30T10:00:02Z"}]`,
 		`{"read":true,"save":true,"identityKey":"phoneNumber","identity":"+34600111222","recalledFacts":2,"recalledCalls":1,"saved":false,"saveError":"memory_model_failed"}`,
-		`[{"turn":1,"endOfUtteranceMs":300,"speechToTextMs":120,"timeToFirstTokenMs":400,"textToSpeechFirstByteMs":90,"wireToWireMs":930}]`)
+		`[{"turn":1,"endOfUtteranceMs":300,"speechToTextMs":120,"timeToFirstTokenMs":400,"textToSpeechFirstByteMs":90,"wireToWireMs":930,
+		   "endpoint":"complete","interruptions":[{"outcome":"resumed","pausedMs":640,"words":0},{"outcome":"yielded","words":4}]}]`)
 
 	p := b.open(t)
 	p.signIn(adminKey)
@@ -180,6 +181,12 @@ func TestCallsScreen(t *testing.T) {
 	p.js(`[...document.querySelectorAll("#latency .bar span")].map(s => s.style.width)`, &widths)
 	if strings.Join(widths, " ") != "32.26% 12.9% 43.01% 9.68%" {
 		t.Fatalf("latency segments %v", widths)
+	}
+	// Each turn says how the caller's turn ended and what the caller's
+	// sound over the agent did.
+	if got := p.text("#latency tr[data-turn='1']"); !strings.Contains(got, "ended by a question") ||
+		!strings.Contains(got, "paused 640 ms, resumed") || !strings.Contains(got, "yielded to the caller") {
+		t.Fatalf("turn row %q", got)
 	}
 }
 

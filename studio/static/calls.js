@@ -176,6 +176,14 @@ const stages = [
   ["textToSpeechFirstByteMs", "text-to-speech: first audio"],
 ];
 
+// How a caller's turn ended, as the metrics' endpoint names it.
+const endReasons = {
+  complete: "a question (short silence)",
+  sentence: "a statement",
+  trailing: "the longest wait (trailing word)",
+  silence: "silence",
+};
+
 function latency(metrics) {
   if (!metrics.length) return h("p", { class: "empty" }, "No spoken turn yet.");
   const max = Math.max(1, ...metrics.map((m) => Math.max(m.wireToWireMs || 0, stages.reduce((a, [k]) => a + (m[k] || 0), 0))));
@@ -190,6 +198,9 @@ function latency(metrics) {
         bar.append(seg);
       });
       return h("tr", { dataset: { turn: m.turn } }, h("th", {}, "turn " + m.turn), h("td", {}, bar),
-        h("td", { class: "num" }, m.wireToWireMs !== undefined ? m.wireToWireMs + " ms to first audio" : "—"));
+        h("td", { class: "num" }, m.wireToWireMs !== undefined ? m.wireToWireMs + " ms to first audio" : "—"),
+        h("td", { class: "turn-end" }, m.endpoint ? "ended by " + (endReasons[m.endpoint] || m.endpoint) : ""),
+        h("td", { class: "interruptions" }, (m.interruptions || []).map((x) => h("span", { class: "badge", dataset: { outcome: x.outcome } },
+          x.outcome === "yielded" ? "yielded to the caller" : x.outcome === "resumed" ? "paused " + (x.pausedMs || 0) + " ms, resumed" : "talked over, ignored"))));
     }))));
 }
