@@ -47,6 +47,29 @@ func SpeechFile(t testing.TB, dir, text string, lead, tail float64) string {
 	return out
 }
 
+// Spoken is one part of a SpeechScript: Pause seconds of silence, then Text.
+type Spoken struct {
+	Pause float64
+	Text  string
+}
+
+// SpeechScript is SpeechFile for a caller who says several things: each
+// part's text after its pause, then tail seconds of silence.
+func SpeechScript(t testing.TB, dir string, tail float64, parts ...Spoken) string {
+	t.Helper()
+	var files []string
+	for i, p := range parts {
+		raw := filepath.Join(dir, fmt.Sprintf("part-%d-raw.wav", i))
+		out := filepath.Join(dir, fmt.Sprintf("part-%d.wav", i))
+		run(t, "espeak-ng", "-w", raw, p.Text)
+		run(t, "sox", raw, "-r", "8000", "-c", "1", "-b", "16", out, "pad", fmt.Sprint(p.Pause), "0")
+		files = append(files, out)
+	}
+	out := filepath.Join(dir, "script.wav")
+	run(t, "sox", append(files, out, "pad", "0", fmt.Sprint(tail))...)
+	return out
+}
+
 func run(t testing.TB, name string, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
