@@ -1,4 +1,5 @@
-// Agents: each agent's memory settings with the value in force and where it
+// Agents: each agent's memory settings and provider chains (model,
+// speech-to-text, text-to-speech) with the value in force and where it
 // comes from (studio, code, default), toggles, instructions, the identity
 // key's binding, resets and the activity log.
 import { h, api, can, badge, fmtTime, field, explain, notice, readOnlyNote, clear, ask } from "./lib.js";
@@ -6,8 +7,8 @@ import { h, api, can, badge, fmtTime, field, explain, notice, readOnlyNote, clea
 export async function agentsScreen(main) {
   const agents = await api("GET", "/api/agents");
   main.append(h("h1", {}, "Agents"),
-    h("p", { class: "hint" }, "Memory settings resolve from Studio, then the agent's code (the config), then the platform default. A call takes a snapshot when it opens: changes apply to the next call."));
-  if (!can("config:write")) main.append(readOnlyNote("config:write", "change memory settings"));
+    h("p", { class: "hint" }, "Memory settings and models resolve from Studio, then the agent's code (the config), then the platform default. A call takes a snapshot when it opens: changes apply to the next call."));
+  if (!can("config:write")) main.append(readOnlyNote("config:write", "change memory settings and models"));
   const cards = h("div", { class: "cards" });
   main.append(cards);
   await Promise.all(agents.map(async (a) => {
@@ -19,7 +20,7 @@ export async function agentsScreen(main) {
 
 async function renderAgent(card, a) {
   const path = "/api/memory/settings/" + encodeURIComponent(a.name);
-  const v = await api("GET", path);
+  const [v, chains] = await Promise.all([api("GET", path), api("GET", "/api/agents/" + encodeURIComponent(a.name) + "/models")]);
   const write = can("config:write");
   const status = h("p", { class: "status", role: "status" });
   const act = async (method, url, body, done) => {
@@ -39,7 +40,7 @@ async function renderAgent(card, a) {
     box.addEventListener("change", () => act("PUT", path, { [name]: box.checked }, name + " is now " + (box.checked ? "on." : "off.")));
     return h("div", { class: "setting", dataset: { field: name } },
       h("label", {}, box, " ", name === "read" ? "Read (recall the person before answering)" : "Save (remember after the conversation)"),
-      " ", badge(v.origins[name], "origin"),
+      " ", badge(v.origins[name], "origin " + v.origins[name]),
       write && v.origins[name] === "studio" ? h("button", { type: "button", class: "link reset", onclick: () => act("DELETE", path + "?field=" + name, undefined, name + " reset to the " + "code or default value.") }, "reset") : null);
   };
   const instr = h("textarea", { name: "instructions", rows: 4, maxlength: 20000, disabled: !write, placeholder: "(generic person-memory policy)" });
@@ -65,12 +66,13 @@ async function renderAgent(card, a) {
       } }, "Fix identity key")) : null);
   }
   const log = h("ol", { class: "activity" });
-  card.append(h("h2", {}, a.name, " ", h("small", {}, a.model || "")), toggle("read"), toggle("save"),
-    field("Instructions", instr), h("div", { class: "row" }, badge(v.origins.instructions, "origin"), " ", write ? saveInstr : null,
+  card.append(h("h2", {}, a.name, " ", h("small", {}, chains.value.model[0] || "")), toggle("read"), toggle("save"),
+    field("Instructions", instr), h("div", { class: "row" }, badge(v.origins.instructions, "origin " + v.origins.instructions), " ", write ? saveInstr : null,
       write && v.origins.instructions === "studio" ? h("button", { type: "button", class: "link reset", onclick: () => act("DELETE", path + "?field=instructions", undefined, "Instructions reset.") }, "reset") : null),
     binding,
-    write ? h("button", { type: "button", class: "danger reset-all", onclick: (ev) => ask(ev.target, "Remove every Studio override of " + a.name + "? The code or default values apply again.", "Reset all",
-      () => act("DELETE", path, undefined, "Every override removed.")) }, "Reset all") : null,
+    write ? h("button", { type: "button", class: "danger reset-all", onclick: (ev) => ask(ev.target, "Remove every Studio override of " + a.name + "'s memory settings? The code or default values apply again.", "Reset memory settings",
+      () => act("DELETE", path, undefined, "Every memory override removed.")) }, "Reset memory settings") : null,
+    models(a, chains, write, act, status),
     status, h("details", { class: "log" }, h("summary", {}, "Activity"), log));
   card.querySelector("details").addEventListener("toggle", async (ev) => {
     if (!ev.target.open) return;
@@ -80,4 +82,47 @@ async function renderAgent(card, a) {
       if (!entries.length) log.append(h("li", { class: "empty" }, "No change yet."));
     } catch (e) { clear(log).append(h("li", { class: "error" }, explain(e))); }
   });
+}
+
+// The chains an operator can override, in the order shown.
+const CHAINS = [
+  ["model", "Model", "text turns and calls"],
+  ["stt", "Speech-to-text", "calls"],
+  ["tts", "Text-to-speech", "calls; espeak is the offline voice"],
+];
+
+// models is the agent's provider chains: each an ordered list (the first
+// is tried first) with its origin; with config:write, a comma-separated
+// input per chain, one Save for the chains that changed, and a reset per
+// chain overridden in Studio.
+function models(a, chains, write, act, status) {
+  const path = "/api/agents/" + encodeURIComponent(a.name) + "/models";
+  const inputs = {};
+  const rows = CHAINS.map(([name, label, hint]) => {
+    const value = chains.value[name];
+    const origin = chains.origins[name];
+    const list = h("ol", { class: "chain", "aria-label": label + " chain, in the order tried" },
+      value.length ? value.map((id) => h("li", {}, h("code", {}, id))) : h("li", { class: "empty" }, "none"));
+    const input = h("input", { name: "chain-" + name, value: value.join(", "), maxlength: 1200,
+      "aria-label": label + " chain, ids separated by commas", disabled: !write });
+    inputs[name] = input;
+    return h("div", { class: "setting chain", dataset: { chain: name } },
+      h("div", { class: "row" }, h("strong", {}, label), " ", h("small", { class: "hint" }, hint), " ", badge(origin, "origin " + origin),
+        write && origin === "studio" ? h("button", { type: "button", class: "link reset", onclick: () => act("DELETE", path + "?field=" + name, undefined, label + " reset to the code or default chain.") }, "reset") : null),
+      list, write ? input : null);
+  });
+  const save = h("button", { type: "button", class: "save-models", onclick: () => {
+    const body = {};
+    for (const [name, label] of CHAINS) {
+      const ids = inputs[name].value.split(",").map((x) => x.trim()).filter((x) => x);
+      if (!ids.length) { status.textContent = label + ": list at least one id, or use reset to go back to the code or default chain."; return; }
+      if (ids.join(",") !== chains.value[name].join(",")) body[name] = ids;
+    }
+    if (!Object.keys(body).length) { status.textContent = "No model chain changed."; return; }
+    act("PUT", path, body, "Models saved.");
+  } }, "Save models");
+  return h("section", { class: "models", "aria-label": "Models" }, h("h3", {}, "Models"),
+    h("p", { class: "hint" }, "Each chain is tried in order: the next answers when one fails. Ids are provider/model on a configured provider (",
+      chains.providers.length ? chains.providers.join(", ") : "none configured", "), at most 5 per chain."),
+    rows, write ? h("div", { class: "row" }, save) : null);
 }
