@@ -2,8 +2,11 @@ package voice
 
 import (
 	"strings"
+	"sync"
 	"time"
 	"unicode"
+
+	"github.com/benbjohnson/clock"
 
 	"github.com/stackbone/box/config"
 )
@@ -157,23 +160,36 @@ const (
 	overlapIgnored = "ignored" // mode immediate: too short to stop the agent
 )
 
-// overlap is the caller's utterance over an agent's turn.
+// overlap is the caller's utterance over an agent's turn. The listener
+// owns it until the utterance ends; one handed to its turn to settle
+// (pending words) is shared with a resume timer, under mu.
 type overlap struct {
-	t        *turn     // the agent's turn it is over
-	pausedAt time.Time // when the playout paused (zero: it is not paused)
-	pausedMs int64     // the pause's length, once it resumed
-	voiced   int       // the caller's voiced frames since it began
-	yielded  bool
-	resumed  bool
+	t       *turn // the agent's turn it is over
+	voiced  int   // the caller's voiced frames since it began
+	yielded bool
+
+	mu       sync.Mutex
+	pausedAt time.Time    // when the playout paused (zero: it is not paused)
+	pausedMs int64        // the pause's length, once it resumed
+	timer    *clock.Timer // resumes the agent if the words are late
 }
 
-// record adds the overlap's outcome to its agent turn's metrics, with the
-// words' count (never the words).
+// paused reports whether the overlap holds the agent's playout.
+func (o *overlap) paused() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return !o.pausedAt.IsZero()
+}
+
+// recordOverlap adds the overlap's outcome to its agent turn's metrics,
+// with the words' count (never the words).
 func (c *Call) recordOverlap(o *overlap, outcome string, words int) {
 	entry := map[string]any{"outcome": outcome, "voicedMs": int64(o.voiced) * FrameDuration.Milliseconds(), "words": words}
+	o.mu.Lock()
 	if o.pausedMs > 0 {
 		entry["pausedMs"] = o.pausedMs
 	}
+	o.mu.Unlock()
 	c.mu.Lock()
 	o.t.interruptions = append(o.t.interruptions, entry)
 	c.mu.Unlock()
@@ -190,16 +206,66 @@ func (c *Call) agentTurn() *turn {
 // pause holds the agent's playout for an overlap.
 func (c *Call) pause(o *overlap) {
 	c.playout.Pause()
+	o.mu.Lock()
 	o.pausedAt = c.clk.Now()
+	o.mu.Unlock()
 }
 
-// resume lets the paused playout go on where it stopped.
-func (c *Call) resume(o *overlap) {
+// resume lets the paused playout go on where it stopped and records the
+// overlap as resumed (words: how many words of it were not backchannels).
+func (c *Call) resume(o *overlap, words int) {
+	o.mu.Lock()
 	if o.pausedAt.IsZero() {
+		o.mu.Unlock()
 		return
 	}
-	c.playout.Resume()
+	if o.timer != nil {
+		o.timer.Stop()
+		o.timer = nil
+	}
 	o.pausedMs = c.clk.Since(o.pausedAt).Milliseconds()
 	o.pausedAt = time.Time{}
-	o.resumed = true
+	o.mu.Unlock()
+	if c.agentTurn() == o.t {
+		c.playout.Resume()
+	}
+	c.recordOverlap(o, overlapResumed, words)
+}
+
+// waitForWords keeps the agent paused while the words of an overlap that
+// ended are transcribed, at most until ResumeAfter from the pause.
+func (c *Call) waitForWords(o *overlap, in interruption) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.pausedAt.IsZero() {
+		return // it went on already: the words can still make it yield
+	}
+	wait := max(in.resumeAfter-c.clk.Since(o.pausedAt), 0)
+	o.timer = c.clk.AfterFunc(wait, func() { c.resume(o, 0) })
+}
+
+// settleOverlap decides, on its transcript, an overlap whose utterance
+// ended before its words were known: enough words that are not
+// backchannels make the agent yield and the utterance is the caller's
+// turn (true); otherwise the agent goes on where it paused and the
+// utterance is no turn (false).
+func (c *Call) settleOverlap(o *overlap, text string) bool {
+	in := newInterruption(c.agent)
+	w := in.substantive(text)
+	if w < in.minWords {
+		c.resume(o, w)
+		return false
+	}
+	o.mu.Lock()
+	if o.timer != nil {
+		o.timer.Stop()
+		o.timer = nil
+	}
+	o.mu.Unlock()
+	o.yielded = true
+	if c.agentTurn() == o.t {
+		c.recordOverlap(o, overlapYielded, w)
+		c.bargeIn()
+	}
+	return true
 }

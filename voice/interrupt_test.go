@@ -3,6 +3,7 @@ package voice
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/provider/providertest"
@@ -142,5 +143,58 @@ func TestBackchannelWords(t *testing.T) {
 		if got := in.substantive(text); got != want {
 			t.Errorf("substantive(%q) = %d, want %d", text, got, want)
 		}
+	}
+}
+
+// When no words come for the caller's sound over the agent (its
+// transcription hangs), the playout resumes ResumeAfter after the pause,
+// once the caller is quiet, and the sound is no turn.
+func TestPausedAgentResumesWithoutWords(t *testing.T) {
+	t.Parallel()
+	e, r := overlapRun(t, "")
+	e.model.SetFault(providertest.EndpointTranscriptions, providertest.Fault{Hang: time.Minute})
+	before := r.line.voicedOut()
+	r.say(300)
+	r.step(len(r.in))
+	paused := r.line.voicedOut()
+	if paused-before > 4 {
+		t.Fatalf("the agent went on over the caller: %d voiced frames", paused-before)
+	}
+	// Quiet, still no words: paused until a second after the pause began.
+	r.step(30)
+	if r.line.voicedOut() != paused {
+		t.Fatalf("the agent resumed %d ms after the pause, before resumeAfter", 20*(15+30))
+	}
+	r.stepUntil("the agent to resume", 100, func() bool { return r.line.voicedOut() > paused })
+	e.model.ClearFault(providertest.EndpointTranscriptions)
+	r.stepUntil("the answer to play through", 1500, func() bool { return len(r.call.Entries()) >= 2 })
+	if entries := r.call.Entries(); len(entries) != 2 || entries[1].Text != longAnswer {
+		t.Fatalf("heard transcript %+v", entries)
+	}
+	r.call.End(OutcomeCompleted, "")
+	if got := interruptions(r.end()); len(got) != 1 || got[0]["outcome"] != overlapResumed || got[0]["pausedMs"].(float64) < 1000 {
+		t.Fatalf("interruptions recorded %v", got)
+	}
+}
+
+// Words that arrive after the caller's overlapping utterance ended (a slow
+// transcription) still make the agent yield when they are more than
+// backchannels: the utterance is the caller's turn and is answered.
+func TestLateWordsStillYield(t *testing.T) {
+	t.Parallel()
+	e, r := overlapRun(t, "No, wait, I meant Tuesday.")
+	e.model.SetAudioLatency(providertest.AudioLatency{Transcription: 400 * time.Millisecond})
+	r.say(600)
+	r.stepUntil("the interruption to be answered", 3000, func() bool {
+		return len(e.model.ChatRequests()) >= 2 && len(r.call.Entries()) >= 3
+	})
+	entries := r.call.Entries()
+	if len(entries) < 3 || !entries[1].Cut || entries[2].Text != "No, wait, I meant Tuesday." {
+		t.Fatalf("transcript %+v", entries)
+	}
+	r.call.End(OutcomeCompleted, "")
+	got := interruptions(r.end())
+	if len(got) == 0 || got[len(got)-1]["outcome"] != overlapYielded {
+		t.Fatalf("interruptions recorded %v", got)
 	}
 }

@@ -152,6 +152,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 		wasted    []map[string]any
 		span      trace.Span // the turn's, from the start of speech
 		ov        *overlap   // the utterance in progress talks over the agent
+		pending   *overlap   // the overlap the next emitted utterance settles
 	)
 	drop := func() { // the utterance in progress was noise
 		if span != nil {
@@ -187,6 +188,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 	}
 	defer discard()
 	emit := func(u utterance) bool {
+		u.overlap, pending = pending, nil
 		u.span, span = span, nil
 		u.draft, draft = draft, nil
 		u.wasted, wasted = wasted, nil
@@ -217,8 +219,11 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 	// kept decides, as the utterance in progress ends, whether it is a turn
 	// of the caller: not when it talked over the agent without making it
 	// yield (a backchannel, a cough, a noise burst), which resumes the
-	// agent and is dropped.
-	kept := func() bool {
+	// agent and is dropped. When its words are not known yet, the paused
+	// agent waits for them: the utterance goes to the turn, which settles
+	// the overlap on its transcript (settleOverlap). noise says the VAD
+	// found no utterance in it.
+	kept := func(noise bool) bool {
 		o := ov
 		ov = nil
 		if o == nil || o.yielded {
@@ -228,17 +233,19 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			c.recordOverlap(o, overlapIgnored, 0)
 			return true
 		}
-		text, _ := c.words(live, spec, voicedAt)
+		text, known := c.words(live, spec, voicedAt)
 		if w := in.substantive(text); w >= in.minWords {
 			ov = o
 			yield(w)
 			ov = nil
 			return true
 		}
-		if !o.pausedAt.IsZero() {
-			c.resume(o)
-			c.recordOverlap(o, overlapResumed, in.substantive(text))
+		if !noise && !known {
+			pending = o
+			c.waitForWords(o, in)
+			return true
 		}
+		c.resume(o, in.substantive(text))
 		discard()
 		abandon("the caller did not take the turn")
 		drop()
@@ -293,9 +300,8 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 					}
 				case words >= in.minWords || (voiced >= in.minVoiced && (text == "" || words > 0)):
 					yield(words)
-				case !ov.pausedAt.IsZero() && quiet && ((known && words < in.minWords) || now.Sub(ov.pausedAt) >= in.resumeAfter):
-					c.resume(ov)
-					c.recordOverlap(ov, overlapResumed, words)
+				case ov.paused() && quiet && ((known && words < in.minWords) || now.Sub(ov.pausedAt) >= in.resumeAfter):
+					c.resume(ov, words)
 				}
 			}
 			if live != nil && (speaking || wasSpeaking) {
@@ -313,7 +319,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 				_, span = telemetry.Tracer("voice").Start(ctx, "turn")
 				voicedAt = now
 			case ev == vadDiscard:
-				kept()
+				kept(true)
 				discard()
 				abandon("noise")
 				drop()
@@ -323,7 +329,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 				if reason != endTrailing {
 					reason = endSilence
 				}
-				if !kept() {
+				if !kept(false) {
 					continue
 				}
 				if !emit(utterance{pcm: det.Utterance(), lastVoice: lastVoice, endpoint: now, reason: reason}) {
@@ -358,13 +364,13 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 		if now.Sub(voicedAt) >= d {
 			pcm, ok := det.Cut()
 			if !ok {
-				kept()
+				kept(true)
 				discard() // a click or a cough
 				abandon("noise")
 				drop()
 				continue
 			}
-			if !kept() {
+			if !kept(false) {
 				continue
 			}
 			if !emit(utterance{pcm: pcm, lastVoice: lastVoice, endpoint: now, reason: reason}) {

@@ -39,6 +39,9 @@ type utterance struct {
 	// span is the turn's trace span, begun when the caller started
 	// speaking (nil for a keypad digit).
 	span trace.Span
+	// overlap, when set, is the utterance's talking over the agent, to be
+	// settled on its transcript: it may be no turn (see settleOverlap).
+	overlap *overlap
 }
 
 // turn is one spoken exchange: the caller's utterance, its commit, the
@@ -99,6 +102,9 @@ func (t *turn) run(ctx context.Context) {
 		var err error
 		text, err = t.transcribe(ctx)
 		t.metrics["speechToTextMs"] = c.clk.Since(start).Milliseconds()
+		if o := t.u.overlap; o != nil && !c.settleOverlap(o, text) {
+			return // a backchannel or a noise: the agent went on
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				c.m.log.Warn("voice: speech-to-text", "call", c.info.ID, "error", err)

@@ -1,6 +1,7 @@
 package providertest
 
 import (
+	"io"
 	"net/http"
 	"time"
 )
@@ -91,7 +92,11 @@ func (s *Server) faulty(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 			h(w, r)
 			return
 		}
-		s.record(r, nil)
+		// The body is read whole first, as a provider does before it
+		// answers: until then the server does not notice a client that
+		// went away, and a held request would outlive its caller.
+		body, _ := io.ReadAll(r.Body)
+		s.record(r, body)
 		switch {
 		case fault.Refuse:
 			drop(w)
