@@ -230,7 +230,7 @@ func (s *ChainSettings) Put(ctx context.Context, actor, name string, p ChainsPat
 			name, p.Model, p.STT, p.TTS, actor); err != nil {
 			return storageErr("save chains", err)
 		}
-		return memory.LogActivity(ctx, tx, actor, "agent.models.saved", "agent:"+name, fields)
+		return logActivity(ctx, tx, actor, "agent.models.saved", name, fields)
 	})
 }
 
@@ -264,7 +264,7 @@ func (s *ChainSettings) Reset(ctx context.Context, actor, name, field string) (C
 			AND ($2 OR (model IS NULL AND stt IS NULL AND tts IS NULL))`, name, field == ""); err != nil {
 			return storageErr("reset chains", err)
 		}
-		return memory.LogActivity(ctx, tx, actor, "agent.models.reset", "agent:"+name, fields)
+		return logActivity(ctx, tx, actor, "agent.models.reset", name, fields)
 	})
 }
 
@@ -285,7 +285,7 @@ func (s *ChainSettings) change(ctx context.Context, name string, write func(pgx.
 		return err
 	})
 	if err != nil {
-		if !errors.Is(err, ErrStorage) && !errors.Is(err, memory.ErrUnavailable) && !errors.Is(err, memory.ErrSchemaMissing) {
+		if !errors.Is(err, ErrStorage) {
 			err = storageErr("commit chains", err)
 		}
 		return ChainsView{}, err
@@ -294,6 +294,15 @@ func (s *ChainSettings) change(ctx context.Context, name string, write func(pgx.
 	// notification.
 	s.Invalidate("")
 	return s.view(name, row), nil
+}
+
+// logActivity records a change of name's chains in the operator activity
+// log, which memory keeps.
+func logActivity(ctx context.Context, tx pgx.Tx, actor, action, name string, fields []string) error {
+	if err := memory.LogActivity(ctx, tx, actor, action, "agent:"+name, fields); err != nil {
+		return storageErr("activity log", err)
+	}
+	return nil
 }
 
 // Invalidate drops the cached overrides (the notify subscriber of
