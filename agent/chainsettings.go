@@ -160,7 +160,22 @@ func (s *ChainSettings) Agent(ctx context.Context, name string) (config.Agent, e
 	if err != nil {
 		return config.Agent{}, err
 	}
-	return withChains(ag, rows[name].ChainOverrides), nil
+	ov := rows[name].ChainOverrides
+	ov.Model, ov.STT, ov.TTS = s.usable(ov.Model), s.usable(ov.STT), s.usable(ov.TTS)
+	return withChains(ag, ov), nil
+}
+
+// usable is an override's chain without the entries whose provider is no
+// longer configured (the config changed since it was saved); nil, so the
+// config's chain applies, when none is left.
+func (s *ChainSettings) usable(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if p, _, err := config.SplitModel(id); id == config.Espeak || (err == nil && slices.Contains(s.providers, p)) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // withChains is ag with the chains ov overrides.

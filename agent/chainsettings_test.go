@@ -91,3 +91,26 @@ func TestChainOverridesAreCachedAndReachEveryBox(t *testing.T) {
 		t.Fatalf("an unknown agent: %v", err)
 	}
 }
+
+// An override saved while a provider was configured outlives it only as
+// far as it can: a box whose config no longer has the provider leaves its
+// entries out, and uses the config's chain when none is left.
+func TestChainOverridesSkipProvidersNoLongerConfigured(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	agents := map[string]config.Agent{"support": {Model: config.ModelChain{"openai/chat"}}}
+	before := agent.NewChainSettings(agent.ChainSettingsConfig{Pool: pool, Agents: agents, Providers: []string{"openai", "backup"}, Logger: pgtest.Logger(t)})
+	if _, err := before.Put(ctx, "key:ops", "support", agent.ChainsPatch{Model: []string{"backup/chat", "openai/chat"},
+		STT: []string{"backup/whisper-1"}, TTS: []string{"backup/tts-1", "espeak"}}); err != nil {
+		t.Fatal(err)
+	}
+	after := agent.NewChainSettings(agent.ChainSettingsConfig{Pool: pool, Agents: agents, Providers: []string{"openai"}, Logger: pgtest.Logger(t)})
+	ag, err := after.Agent(ctx, "support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(ag.Model, ",") + "|" + strings.Join(ag.Voice.STT, ",") + "|" + strings.Join(ag.Voice.TTS, ","); got != "openai/chat||espeak" {
+		t.Fatalf("chains in force %s", got)
+	}
+}
