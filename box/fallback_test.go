@@ -62,6 +62,10 @@ func (c fallbackCase) String() string {
 		return c.endpoint + " refuses"
 	case f.Garbage:
 		return c.endpoint + " answers garbage"
+	case f.Cut:
+		return c.endpoint + " cuts its answer"
+	case f.Stall > 0:
+		return c.endpoint + " stalls mid-answer"
 	}
 	return "no failure"
 }
@@ -82,6 +86,8 @@ var fallbackCases = []fallbackCase{
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Refuse: true}},
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Garbage: true}},
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Status: 500}},
+	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Cut: true}},
+	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Stall: time.Minute}, trip: 1500 * time.Millisecond},
 }
 
 // fallbackLine is a box whose receptionist has a primary and a backup for

@@ -83,9 +83,8 @@ func (s sttChain) Transcribe(ctx context.Context, pcm []int16, rate int) (string
 		if !allow(e.circuit) {
 			continue
 		}
-		actx, arrived, done := bound(ctx, s.firstByte, i < len(s.entries)-1)
+		actx, _, done := bound(ctx, s.firstByte, i < len(s.entries)-1)
 		text, err := e.stt.Transcribe(actx, pcm, rate)
-		arrived()
 		err = done(err)
 		verdict(ctx, e.circuit, err)
 		if err == nil || ctx.Err() != nil {
@@ -149,9 +148,8 @@ func (t ttsChain) Synthesize(ctx context.Context, text string, rate int) (Segmen
 		if !allow(e.circuit) {
 			continue
 		}
-		actx, arrived, done := bound(ctx, t.firstByte, i < len(t.entries)-1)
+		actx, _, done := bound(ctx, t.firstByte, i < len(t.entries)-1)
 		seg, err := e.tts.Synthesize(actx, text, rate)
-		arrived()
 		err = done(err)
 		verdict(ctx, e.circuit, err)
 		if err == nil || ctx.Err() != nil {
@@ -163,9 +161,13 @@ func (t ttsChain) Synthesize(ctx context.Context, text string, rate int) (Segmen
 }
 
 // SynthesizeStream implements StreamingSynthesizer: an engine that fails
-// before any of the sentence's audio arrived hands it to the next; one
-// that fails after stops the sentence short (its start played, and no
-// engine can go on from the middle of a sentence without word timings).
+// before any of the sentence's audio arrived hands it to the next. One that
+// fails after (its stream cut, or silent between two pieces of audio for
+// the first-byte bound) stops the sentence short where it was: with no
+// word timings, no engine can go on from the middle of a sentence, so the
+// next engine says the whole sentence again, as a person cut off repeats
+// theirs; the caller hears its start twice, and the heard transcript holds
+// it once.
 func (t streamingTTSChain) SynthesizeStream(ctx context.Context, text string, rate int, emit func(pcm []int16)) error {
 	var last error
 	for i, e := range t.entries {
@@ -174,13 +176,9 @@ func (t streamingTTSChain) SynthesizeStream(ctx context.Context, text string, ra
 		}
 		actx, arrived, done := bound(ctx, t.firstByte, i < len(t.entries)-1)
 		var err error
-		emitted := false
 		if st, ok := e.tts.(StreamingSynthesizer); ok {
 			err = st.SynthesizeStream(actx, text, rate, func(pcm []int16) {
-				if !emitted {
-					emitted = true
-					arrived()
-				}
+				arrived() // the bound starts again: a stall fails the engine too
 				emit(pcm)
 			})
 		} else {
@@ -189,10 +187,9 @@ func (t streamingTTSChain) SynthesizeStream(ctx context.Context, text string, ra
 				emit(seg.PCM)
 			}
 		}
-		arrived()
 		err = done(err)
 		verdict(ctx, e.circuit, err)
-		if err == nil || emitted || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil {
 			return err
 		}
 		last = fmt.Errorf("%s: %w", e.id, err)
@@ -205,16 +202,18 @@ func (t streamingTTSChain) SynthesizeStream(ctx context.Context, text string, ra
 var errNoFirstByte = errors.New("voice: no first byte in time")
 
 // bound gives an engine that is not a chain's last (more) firstByte to
-// start answering: arrived stops the clock; done turns the cancellation it
-// caused into a timeout of the engine (so the chain moves on) and frees
-// the bound's context.
+// start answering: arrived starts the clock again (a streamed answer calls
+// it on each piece, so a stall between two pieces is bounded too; a whole
+// answer once it came); done stops it, turns the cancellation it caused
+// into a timeout of the engine (so the chain moves on) and frees the
+// bound's context.
 func bound(ctx context.Context, firstByte time.Duration, more bool) (actx context.Context, arrived func(), done func(error) error) {
 	if firstByte <= 0 || !more {
 		return ctx, func() {}, func(err error) error { return err }
 	}
 	actx, cancel := context.WithCancelCause(ctx)
 	timer := time.AfterFunc(firstByte, func() { cancel(errNoFirstByte) })
-	return actx, func() { timer.Stop() }, func(err error) error {
+	return actx, func() { timer.Reset(firstByte) }, func(err error) error {
 		timer.Stop()
 		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errNoFirstByte) {
 			err = fmt.Errorf("%w after %s", errNoFirstByte, firstByte)

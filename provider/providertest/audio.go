@@ -164,6 +164,14 @@ func wavData(wav []byte) []byte {
 	return wav[44:]
 }
 
+// makeTone computes one period of the scripted voice's tone.
+func (s *Server) makeTone() {
+	s.tone = make([]byte, 2*toneSamples)
+	for i := range toneSamples {
+		binary.LittleEndian.PutUint16(s.tone[2*i:], uint16(int16(8000*math.Sin(2*math.Pi*440*float64(i)/SpeechRate))))
+	}
+}
+
 // speak answers a 440 Hz tone lasting SpeechMsPerChar per character.
 func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
@@ -183,12 +191,7 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 	// The tone repeats every toneSamples; a load run asks for thousands of
 	// answers, so each is cut from one period computed once instead of a
 	// sine per sample.
-	s.toneOnce.Do(func() {
-		s.tone = make([]byte, 2*toneSamples)
-		for i := range toneSamples {
-			binary.LittleEndian.PutUint16(s.tone[2*i:], uint16(int16(8000*math.Sin(2*math.Pi*440*float64(i)/SpeechRate))))
-		}
-	})
+	s.toneOnce.Do(s.makeTone)
 	pcm := make([]byte, 0, 2*n)
 	for len(pcm) < 2*n {
 		pcm = append(pcm, s.tone[:min(len(s.tone), 2*n-len(pcm))]...)

@@ -31,6 +31,10 @@ type Fault struct {
 	// Cut answers 200 and the first bytes of a body, then drops the
 	// connection.
 	Cut bool
+	// Stall answers 200 and the first 100 ms of a speech answer's audio
+	// (raw PCM), then holds the rest this long, or until the client goes
+	// away (a voice that hangs mid-sentence).
+	Stall time.Duration
 	// Times is how many requests the fault applies to; 0: every request
 	// until ClearFault.
 	Times int
@@ -109,6 +113,16 @@ func (s *Server) faulty(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 		case fault.Garbage:
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte("<html><body>502 Bad Gateway</body></html>"))
+		case fault.Stall > 0:
+			w.Header().Set("Content-Type", "audio/pcm")
+			s.toneOnce.Do(s.makeTone)
+			for range 4 { // 100 ms
+				_, _ = w.Write(s.tone)
+			}
+			if fl, ok := w.(http.Flusher); ok {
+				fl.Flush()
+			}
+			hold(r, fault.Stall)
 		case fault.Cut:
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Length", "4096")
