@@ -66,6 +66,8 @@ func (c fallbackCase) String() string {
 		return c.endpoint + " cuts its answer"
 	case f.Stall > 0:
 		return c.endpoint + " stalls mid-answer"
+	case f.Trickle > 0:
+		return c.endpoint + " trickles its answer"
 	}
 	return "no failure"
 }
@@ -76,18 +78,21 @@ var fallbackCases = []fallbackCase{
 	{endpoint: providertest.EndpointChat, fault: providertest.Fault{Status: 500}},
 	{endpoint: providertest.EndpointChat, fault: providertest.Fault{Refuse: true}},
 	{endpoint: providertest.EndpointChat, fault: providertest.Fault{Garbage: true}},
+	{endpoint: providertest.EndpointChat, fault: providertest.Fault{Trickle: 2 * time.Second}, trip: 1500 * time.Millisecond},
 	{endpoint: providertest.EndpointChat, chat: "cut"},
 	{endpoint: providertest.EndpointChat, chat: "stall", trip: 1500 * time.Millisecond},
 	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Status: 503}},
 	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Hang: time.Minute}, trip: 3 * time.Second},
 	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Garbage: true}},
 	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Refuse: true}},
+	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Trickle: 2 * time.Second}, trip: 3 * time.Second},
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Hang: time.Minute}, trip: 1500 * time.Millisecond},
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Refuse: true}},
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Garbage: true}},
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Status: 500}},
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Cut: true}},
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Stall: time.Minute}, trip: 1500 * time.Millisecond},
+	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Trickle: 2 * time.Second}, trip: 1500 * time.Millisecond},
 }
 
 // fallbackLine is a box whose receptionist has a primary and a backup for

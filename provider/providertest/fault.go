@@ -35,6 +35,9 @@ type Fault struct {
 	// (raw PCM), then holds the rest this long, or until the client goes
 	// away (a voice that hangs mid-sentence).
 	Stall time.Duration
+	// Trickle answers normally but slowly: the body goes out in pieces of
+	// 16 bytes, this long apart (a provider that trickles its answer).
+	Trickle time.Duration
 	// Times is how many requests the fault applies to; 0: every request
 	// until ClearFault.
 	Times int
@@ -123,6 +126,8 @@ func (s *Server) faulty(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 				fl.Flush()
 			}
 			hold(r, fault.Stall)
+		case fault.Trickle > 0:
+			h(&trickleWriter{ResponseWriter: w, r: r, every: fault.Trickle}, r)
 		case fault.Cut:
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Length", "4096")
@@ -146,4 +151,37 @@ func drop(w http.ResponseWriter) {
 		}
 	}
 	panic(http.ErrAbortHandler)
+}
+
+// trickleWriter sends a body in pieces of 16 bytes, every apart, flushing
+// each (the first at once); it stops when the client goes away.
+type trickleWriter struct {
+	http.ResponseWriter
+	r     *http.Request
+	every time.Duration
+	sent  bool
+}
+
+func (t *trickleWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		if t.sent && !hold(t.r, t.every) {
+			return n, http.ErrHandlerTimeout
+		}
+		k := min(16, len(p))
+		m, err := t.ResponseWriter.Write(p[:k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		t.Flush()
+		t.sent, p = true, p[k:]
+	}
+	return n, nil
+}
+
+func (t *trickleWriter) Flush() {
+	if fl, ok := t.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
 }
