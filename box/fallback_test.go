@@ -183,13 +183,29 @@ func (l *fallbackLine) heard(number string, c fallbackCase) {
 	if c.endpoint == "" {
 		return
 	}
-	var model string
-	if err := l.b.Pool.QueryRow(t.Context(), `SELECT r.model FROM stackbone_platform.runs r JOIN stackbone_platform.voice_calls c
-		ON c.metrics->0->>'runId' = r.id::text WHERE c.phone_number = $1`, number).Scan(&model); err != nil {
-		t.Fatalf("%s: the turn's run: %v", c, err)
+	// The turn's run names the engine of each part that served it.
+	var model, stt, tts string
+	poll.Until(t, "the turn's run", 30*time.Second, func() bool {
+		err := l.b.Pool.QueryRow(t.Context(), `SELECT r.model, coalesce(r.metadata->'voice'->'speechToTextBy'->>'servedBy', ''),
+			coalesce(r.metadata->'voice'->'textToSpeechBy'->>'servedBy', '')
+			FROM stackbone_platform.runs r JOIN stackbone_platform.voice_calls c
+			ON c.metrics->0->>'runId' = r.id::text WHERE c.phone_number = $1`, number).Scan(&model, &stt, &tts)
+		return err == nil && tts != ""
+	})
+	backup := func(part, primary, second string) string {
+		if c.endpoint == part {
+			return second
+		}
+		return primary
 	}
-	if want := map[bool]string{true: "backup/chat", false: "openai/chat"}[c.endpoint == providertest.EndpointChat]; model != want {
-		t.Errorf("%s: the turn's run names %s, want %s", c, model, want)
+	if want := backup(providertest.EndpointChat, "openai/chat", "backup/chat"); model != want {
+		t.Errorf("%s: the turn's run names the model %s, want %s", c, model, want)
+	}
+	if want := backup(providertest.EndpointTranscriptions, `["openai/whisper-1"]`, `["backup/whisper-1"]`); stt != want {
+		t.Errorf("%s: the turn's run names the speech-to-text %s, want %s", c, stt, want)
+	}
+	if want := backup(providertest.EndpointSpeech, `["openai/tts-1"]`, `["backup/tts-1"]`); tts != want {
+		t.Errorf("%s: the turn's run names the voice %s, want %s", c, tts, want)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/stackbone/box/provider"
@@ -79,17 +81,23 @@ type sttChain struct {
 // request through and that answers.
 func (s sttChain) Transcribe(ctx context.Context, pcm []int16, rate int) (string, error) {
 	var last error
+	rep := reportOf(ctx, partSTT)
 	for i, e := range s.entries {
 		if !allow(e.circuit) {
+			rep.skip(e.id, skipReason(nil))
 			continue
 		}
 		actx, _, done := bound(ctx, s.firstByte, i < len(s.entries)-1)
 		text, err := e.stt.Transcribe(actx, pcm, rate)
 		err = done(err)
 		verdict(ctx, e.circuit, err)
+		if err == nil {
+			rep.serve(e.id)
+		}
 		if err == nil || ctx.Err() != nil {
 			return text, err
 		}
+		rep.skip(e.id, skipReason(err))
 		last = fmt.Errorf("%s: %w", e.id, err)
 	}
 	return "", chainFailed(last, sttDown(s.entries))
@@ -144,17 +152,23 @@ type streamingTTSChain struct{ ttsChain }
 // Synthesize implements Synthesizer.
 func (t ttsChain) Synthesize(ctx context.Context, text string, rate int) (Segment, error) {
 	var last error
+	rep := reportOf(ctx, partTTS)
 	for i, e := range t.entries {
 		if !allow(e.circuit) {
+			rep.skip(e.id, skipReason(nil))
 			continue
 		}
 		actx, _, done := bound(ctx, t.firstByte, i < len(t.entries)-1)
 		seg, err := e.tts.Synthesize(actx, text, rate)
 		err = done(err)
 		verdict(ctx, e.circuit, err)
+		if err == nil {
+			rep.serve(e.id)
+		}
 		if err == nil || ctx.Err() != nil {
 			return seg, err
 		}
+		rep.skip(e.id, skipReason(err))
 		last = fmt.Errorf("%s: %w", e.id, err)
 	}
 	return Segment{}, chainFailed(last, false)
@@ -170,8 +184,10 @@ func (t ttsChain) Synthesize(ctx context.Context, text string, rate int) (Segmen
 // it once.
 func (t streamingTTSChain) SynthesizeStream(ctx context.Context, text string, rate int, emit func(pcm []int16)) error {
 	var last error
+	rep := reportOf(ctx, partTTS)
 	for i, e := range t.entries {
 		if !allow(e.circuit) {
+			rep.skip(e.id, skipReason(nil))
 			continue
 		}
 		actx, arrived, done := bound(ctx, t.firstByte, i < len(t.entries)-1)
@@ -189,9 +205,13 @@ func (t streamingTTSChain) SynthesizeStream(ctx context.Context, text string, ra
 		}
 		err = done(err)
 		verdict(ctx, e.circuit, err)
+		if err == nil {
+			rep.serve(e.id)
+		}
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
+		rep.skip(e.id, skipReason(err))
 		last = fmt.Errorf("%s: %w", e.id, err)
 	}
 	return chainFailed(last, false)
@@ -283,4 +303,82 @@ func DecodeWAV(b []byte) (pcm []int16, rate int, err error) {
 		i += size + size%2
 	}
 	return nil, 0, errors.New("voice: the WAV file has no 16-bit mono PCM data")
+}
+
+// Parts whose engines a turn reports (engineReport).
+const (
+	partSTT = "speechToText"
+	partTTS = "textToSpeech"
+)
+
+// engineReport is which engines of a chain served a turn's part, and why
+// the others were skipped, as the turn's metrics show them (the run's
+// voice metadata): {"servedBy": [...], "skipped": [{"engine", "reason"}]}.
+type engineReport struct {
+	mu      sync.Mutex
+	served  []string
+	skipped []map[string]string
+}
+
+type reportKey string
+
+// withReport gives ctx a report of part's engines.
+func withReport(ctx context.Context, part string) (context.Context, *engineReport) {
+	r := &engineReport{}
+	return context.WithValue(ctx, reportKey(part), r), r
+}
+
+// reportOf is ctx's report of part, or nil.
+func reportOf(ctx context.Context, part string) *engineReport {
+	r, _ := ctx.Value(reportKey(part)).(*engineReport)
+	return r
+}
+
+func (r *engineReport) serve(id string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.served, id) {
+		r.served = append(r.served, id)
+	}
+}
+
+func (r *engineReport) skip(id, reason string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.skipped = append(r.skipped, map[string]string{"engine": id, "reason": reason})
+}
+
+// view is the report for the turn's metrics; nil when no chain reported.
+func (r *engineReport) view() map[string]any {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.served) == 0 && len(r.skipped) == 0 {
+		return nil
+	}
+	v := map[string]any{"servedBy": slices.Clone(r.served)}
+	if len(r.skipped) > 0 {
+		v["skipped"] = slices.Clone(r.skipped)
+	}
+	return v
+}
+
+// skipReason names why an engine did not serve: its circuit was open, it
+// timed out, or it failed.
+func skipReason(err error) string {
+	switch {
+	case err == nil:
+		return "circuit open"
+	case errors.Is(err, errNoFirstByte), errors.Is(err, provider.ErrTimeout):
+		return "provider_timeout"
+	}
+	return "provider_error"
 }

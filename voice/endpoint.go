@@ -128,6 +128,7 @@ func classify(text string) string {
 // short silence while endpointing goes on: kept if the turn ends there,
 // cancelled if the caller goes on.
 type speculation struct {
+	report  *engineReport // the engines of its transcription
 	cancel  context.CancelFunc
 	done    chan struct{} // closed once text and err are set
 	text    string
@@ -139,7 +140,8 @@ type speculation struct {
 // answers.
 func (c *Call) speculate(ctx context.Context, pcm []int16, wake chan<- struct{}) *speculation {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &speculation{cancel: cancel, done: make(chan struct{}), started: c.clk.Now()}
+	ctx, report := withReport(ctx, partSTT)
+	s := &speculation{report: report, cancel: cancel, done: make(chan struct{}), started: c.clk.Now()}
 	go func() {
 		s.text, s.err = c.stt.Transcribe(ctx, pcm, c.info.SampleRate)
 		// Answered before the wake: a listener woken by it finds the

@@ -36,13 +36,16 @@ type generation struct {
 	res     agent.Result
 	err     error
 	metrics map[string]any // written before done closes
+	// voices reports which text-to-speech engines spoke the answer.
+	voices *engineReport
 }
 
 // generate starts the answer to text after messages (the heard
 // conversation before it).
 func (c *Call) generate(ctx context.Context, text string, messages []agent.Message) *generation {
 	gctx, cancel := context.WithCancel(ctx)
-	g := &generation{c: c, text: text, history: len(c.transcript.Entries()), ctx: gctx, cancel: cancel,
+	gctx, voices := withReport(gctx, partTTS)
+	g := &generation{c: c, text: text, history: len(c.transcript.Entries()), ctx: gctx, cancel: cancel, voices: voices,
 		gate: make(chan struct{}), started: c.clk.Now(), done: make(chan struct{}), metrics: map[string]any{}}
 	msgs := append(append([]agent.Message(nil), messages...), agent.Message{Role: RoleUser, Content: text})
 	go g.run(msgs)

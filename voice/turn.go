@@ -60,7 +60,10 @@ type turn struct {
 	// interruptions are the caller's overlaps of this turn's speech
 	// (under c.mu; see overlap).
 	interruptions []map[string]any
-	metrics       map[string]any
+	// voices reports the engines that spoke the answer (read once it
+	// committed: sentences are spoken after the model is done).
+	voices  *engineReport
+	metrics map[string]any
 }
 
 func (c *Call) newTurn(u utterance) *turn {
@@ -140,7 +143,7 @@ func (t *turn) run(ctx context.Context) {
 	c.endAssistant(true)
 	c.transcript.Commit(c.nextTurn(), RoleUser, text, c.clk.Now())
 	t.id = c.nextTurn() // after the caller's side
-	t.cancel = g.cancel
+	t.cancel, t.voices = g.cancel, g.voices
 	c.startSpeaking(t)
 	g.confirm(t)
 	<-g.done
@@ -204,6 +207,7 @@ func (t *turn) transcribe(ctx context.Context) (string, error) {
 		select {
 		case <-t.u.spec.done:
 			if t.u.spec.err == nil {
+				t.engines(partSTT, t.u.spec.report)
 				return t.u.spec.text, nil
 			}
 			if ctx.Err() == nil {
@@ -215,7 +219,18 @@ func (t *turn) transcribe(ctx context.Context) (string, error) {
 		}
 	}
 	t.metrics["transcription"] = "request"
-	return c.stt.Transcribe(ctx, t.u.pcm, c.info.SampleRate)
+	ctx, report := withReport(ctx, partSTT)
+	text, err := c.stt.Transcribe(ctx, t.u.pcm, c.info.SampleRate)
+	t.engines(partSTT, report)
+	return text, err
+}
+
+// engines puts which engines of part served the turn into its metrics
+// ("speechToTextBy", "textToSpeechBy"), when a chain reported.
+func (t *turn) engines(part string, r *engineReport) {
+	if v := r.view(); v != nil {
+		t.metrics[part+"By"] = v
+	}
 }
 
 // spoken is a sentence for synthesis; a filler is said while a tool runs.
@@ -306,6 +321,7 @@ func (t *turn) record(res agent.Result) {
 	if len(t.interruptions) > 0 {
 		t.metrics["interruptions"] = t.interruptions
 	}
+	t.engines(partTTS, t.voices)
 	c.metrics = append(c.metrics, t.metrics)
 	c.mu.Unlock()
 	for key, stage := range map[string]string{"endOfUtteranceMs": "end_of_speech", "speechToTextMs": "speech_to_text",
