@@ -1,0 +1,360 @@
+package voice
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/stackbone/box/telemetry"
+)
+
+// listen reads caller frames: voice activity, endpointing and
+// interruptions. While the caller speaks, their audio goes to the
+// streaming transcriber (when the agent's has one) or, after a short
+// silence, the utterance so far is sent for a speculative transcription;
+// what comes back feeds endpointing (see endpointing.delay), and the turn
+// takes the transcript of the endpoint. A speculation the caller talked
+// past is cancelled and counted as wasted.
+func (c *Call) listen(ctx context.Context, out chan<- utterance) {
+	l := c.newListener(ctx, out)
+	defer l.close()
+	var frame []int16
+	for {
+		// The last frame is done with: the VAD copied what it keeps, the
+		// live transcription encoded what it sent.
+		if frame != nil {
+			c.inbox.recycle(frame)
+		}
+		var err error
+		frame, err = c.inbox.read(ctx, l.wake)
+		if err != nil {
+			if errors.Is(err, ErrMediaTimeout) {
+				c.End(OutcomeMediaTimeout, "")
+			}
+			return
+		}
+		if !l.step(frame, c.clk.Now()) {
+			return
+		}
+	}
+}
+
+// listener is the caller's side of a call, one frame at a time: it is
+// owned by the call's listen goroutine.
+type listener struct {
+	c    *Call
+	ctx  context.Context
+	out  chan<- utterance
+	ep   endpointing
+	in   interruption
+	det  *vad
+	wake chan struct{} // a transcript arrived: look at the endpoint again
+
+	stream TranscriptStream // the call's live stream, nil without one
+	live   *liveSTT         // its reader, nil once it failed
+
+	lastVoice time.Time    // the last frame loud enough to be speech, for wire-to-wire
+	voicedAt  time.Time    // the last frame the VAD counted as voiced
+	spec      *speculation // of the utterance in progress
+	draft     *generation  // the answer started before the endpoint
+	wasted    []map[string]any
+	span      trace.Span // the turn's, from the start of speech
+	ov        *overlap   // the utterance in progress talks over the agent
+	pending   *overlap   // the overlap the next emitted utterance settles
+}
+
+func (c *Call) newListener(ctx context.Context, out chan<- utterance) *listener {
+	l := &listener{c: c, ctx: ctx, out: out, ep: newEndpointing(c.agent, c.m.cfg.VAD), in: newInterruption(c.agent),
+		wake: make(chan struct{}, 1)}
+	vadCfg := c.m.cfg.VAD
+	vadCfg.EndFrames = int((l.ep.max + FrameDuration - 1) / FrameDuration)
+	l.det = newVAD(vadCfg)
+	if st, ok := c.stt.(StreamingTranscriber); ok {
+		stream, err := st.Listen(ctx, c.info.SampleRate)
+		if err != nil {
+			c.m.log.Warn("voice: speech-to-text stream", "call", c.info.ID, "error", err)
+		} else {
+			l.stream = stream
+			l.live = newLiveSTT(stream, c.clk, c.info.SampleRate, l.wake)
+		}
+	}
+	return l
+}
+
+// close lets go of the utterance in progress as the call ends.
+func (l *listener) close() {
+	l.discard()
+	l.abandon("the call ended")
+	l.dropSpan()
+	if l.stream != nil {
+		l.stream.Close()
+	}
+}
+
+// step takes one caller frame (nil: only a transcript arrived) and ends
+// the utterance when its endpoint came; false when the call ended while
+// the turn was handed over.
+func (l *listener) step(frame []int16, now time.Time) bool {
+	if frame != nil {
+		ended, ok := l.hear(frame, now)
+		if ended || !ok {
+			return ok
+		}
+	}
+	return l.endpoint(now)
+}
+
+// hear runs a frame through voice activity detection, the overlap with
+// the agent's speech and the live stream; ended says the VAD's longest
+// delay ended the utterance (handed over unless it was no turn).
+func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
+	det := l.det
+	wasSpeaking, _ := det.Speaking()
+	ev := det.Process(frame)
+	if det.LastLevel() > -45 {
+		l.lastVoice = now
+	}
+	speaking, _ := det.Speaking()
+	l.overlapStep(speaking, now)
+	if l.live != nil && (speaking || wasSpeaking) {
+		pcm := frame
+		if ev == vadSpeechStart {
+			pcm = det.Snapshot() // the onset frames too
+		}
+		l.live.send(pcm, speaking && det.Silent() == 0)
+	}
+	switch {
+	case ev == vadSpeechStart:
+		l.discard()
+		l.abandon("the caller went on")
+		l.dropSpan()
+		_, l.span = telemetry.Tracer("voice").Start(l.ctx, "turn")
+		l.voicedAt = now
+	case ev == vadDiscard:
+		l.noise()
+	case ev == vadSpeechEnd:
+		// The longest delay passed without a decision.
+		_, reason := l.ep.delay(l.words())
+		if reason != endTrailing {
+			reason = endSilence
+		}
+		if !l.kept(false) {
+			return true, true
+		}
+		return true, l.emit(utterance{pcm: det.Utterance(), lastVoice: l.lastVoice, endpoint: now, reason: reason})
+	case speaking && det.Silent() == 0:
+		l.voicedAt = now
+		l.discard() // the caller went on
+		l.abandon("the caller went on")
+	case speaking && l.live == nil && l.spec == nil && now.Sub(l.voicedAt) >= speculateAfter:
+		l.spec = l.c.speculate(l.inTurn(), det.Snapshot(), l.wake)
+	}
+	return false, true
+}
+
+// endpoint ends the utterance in progress once the silence after it is as
+// long as its words ask for (see endpointing.delay), and may start the
+// answer before that (preemptive generation).
+func (l *listener) endpoint(now time.Time) bool {
+	if speaking, _ := l.det.Speaking(); !speaking || l.det.Silent() == 0 {
+		return true
+	}
+	text, known := l.words()
+	d, reason := l.ep.delay(text, known)
+	if (reason == endComplete || reason == endSentence) && (l.draft == nil || l.draft.text != text) &&
+		now.Sub(l.voicedAt)+l.c.m.answerLeadOf(l.c.info.Agent) >= d && l.c.canDraft() {
+		// Likely the end: start the answer now, held until the endpoint
+		// is confirmed, as early as its usual time to the first playable
+		// audio (the model's first token and the first speech bytes)
+		// makes it ready by the endpoint, and no earlier: a pause the
+		// caller talks past costs an abandoned model run (the turn's
+		// wasted work), so it is not spent where it cannot shorten the
+		// wait.
+		l.abandon("the words changed")
+		l.draft = l.c.generate(l.inTurn(), text, l.c.messages())
+	}
+	if now.Sub(l.voicedAt) < d {
+		return true
+	}
+	pcm, ok := l.det.Cut()
+	if !ok {
+		l.noise() // a click or a cough
+		return true
+	}
+	if !l.kept(false) {
+		return true
+	}
+	return l.emit(utterance{pcm: pcm, lastVoice: l.lastVoice, endpoint: now, reason: reason})
+}
+
+// overlapStep follows the caller's sound over the agent's speech: the
+// first sound pauses the agent; words (or long speech) make it yield; a
+// quiet caller whose words are only backchannels, or none in time, lets
+// it go on (see Interruptions in interrupt.go).
+func (l *listener) overlapStep(speaking bool, now time.Time) {
+	c, in, det := l.c, l.in, l.det
+	if speaking && l.ov == nil {
+		if t := c.agentTurn(); t != nil {
+			l.ov = &overlap{t: t}
+			if !in.immediate {
+				c.pause(l.ov)
+			}
+		}
+	}
+	ov := l.ov
+	if ov == nil || ov.yielded {
+		return
+	}
+	if speaking && det.Silent() == 0 {
+		ov.voiced++
+	}
+	voiced := time.Duration(ov.voiced) * FrameDuration
+	text, known := l.words()
+	words := in.substantive(text)
+	quiet := !speaking || det.Silent() >= overlapQuietFrames
+	switch {
+	case in.immediate:
+		if voiced >= in.immediateAfter {
+			l.yield(0)
+		}
+	case words >= in.minWords || (voiced >= in.minVoiced && (text == "" || words > 0)):
+		l.yield(words)
+	case ov.paused() && quiet && ((known && words < in.minWords) || now.Sub(ov.pausedAt) >= in.resumeAfter):
+		c.resume(ov, words)
+	}
+}
+
+// yield gives the caller the turn: the agent's is cut where it paused.
+func (l *listener) yield(words int) {
+	l.ov.yielded = true
+	if l.c.agentTurn() == l.ov.t {
+		l.c.recordOverlap(l.ov, overlapYielded, words)
+		l.c.bargeIn()
+	}
+}
+
+// kept decides, as the utterance in progress ends, whether it is a turn of
+// the caller: not when it talked over the agent without making it yield (a
+// backchannel, a cough, a noise burst), which resumes the agent and is
+// dropped. When its words are not known yet, the paused agent waits for
+// them: the utterance goes to the turn, which settles the overlap on its
+// transcript (settleOverlap). noise says the VAD found no utterance in it.
+func (l *listener) kept(noise bool) bool {
+	c, in := l.c, l.in
+	o := l.ov
+	l.ov = nil
+	if o == nil || o.yielded {
+		return true
+	}
+	if in.immediate {
+		c.recordOverlap(o, overlapIgnored, 0)
+		return true
+	}
+	text, known := l.words()
+	if w := in.substantive(text); w >= in.minWords {
+		l.ov = o
+		l.yield(w)
+		l.ov = nil
+		return true
+	}
+	if !noise && !known {
+		l.pending = o
+		c.waitForWords(o, in)
+		return true
+	}
+	c.resume(o, in.substantive(text))
+	l.discard()
+	l.abandon("the caller did not take the turn")
+	l.dropSpan()
+	if l.live != nil && !l.live.failed() {
+		l.live.finalize() // its words are no part of the next utterance
+	}
+	return false
+}
+
+// noise lets go of an utterance too short to be speech.
+func (l *listener) noise() {
+	l.kept(true)
+	l.discard()
+	l.abandon("noise")
+	l.dropSpan()
+}
+
+// emit hands the utterance that ended to the conversation, with what was
+// started for it; false when the call ended first.
+func (l *listener) emit(u utterance) bool {
+	u.overlap, l.pending = l.pending, nil
+	u.span, l.span = l.span, nil
+	u.draft, l.draft = l.draft, nil
+	u.wasted, l.wasted = l.wasted, nil
+	if l.live != nil {
+		if l.live.failed() {
+			l.live = nil
+		} else {
+			u.final = l.live.finalize()
+		}
+	}
+	if l.live == nil && l.spec != nil {
+		u.spec, l.spec = l.spec, nil
+	}
+	select {
+	case l.out <- u:
+		return true
+	case <-l.ctx.Done():
+		return false
+	}
+}
+
+// words is what is known of the words of the utterance in progress, and
+// whether it covers all of its speech (it arrived after the silence
+// began).
+func (l *listener) words() (string, bool) {
+	if l.live != nil {
+		return l.live.words(l.voicedAt)
+	}
+	if l.spec != nil {
+		return l.spec.answer()
+	}
+	return "", false
+}
+
+// dropSpan ends the trace span of an utterance that was no turn.
+func (l *listener) dropSpan() {
+	if l.span != nil {
+		l.span.SetAttributes(attribute.Bool("turn.discarded", true))
+		l.span.End()
+		l.span = nil
+	}
+}
+
+// inTurn is the context of the turn's provider requests.
+func (l *listener) inTurn() context.Context {
+	if l.span == nil {
+		return l.ctx
+	}
+	return trace.ContextWithSpan(l.ctx, l.span)
+}
+
+// abandon drops the answer started before the endpoint.
+func (l *listener) abandon(why string) {
+	if l.draft != nil {
+		l.c.abandon(l.draft, why)
+		l.wasted = append(l.wasted, l.draft.wasted(why))
+		l.draft = nil
+	}
+}
+
+// discard cancels the speculative transcription of the utterance.
+func (l *listener) discard() {
+	if l.spec == nil {
+		return
+	}
+	l.spec.cancel()
+	_, answered := l.spec.answer()
+	l.wasted = append(l.wasted, map[string]any{"kind": "transcription", "answered": answered,
+		"ms": l.c.clk.Since(l.spec.started).Milliseconds()})
+	l.spec = nil
+}
