@@ -173,7 +173,7 @@ func TestCallsScreen(t *testing.T) {
 	if pwned != nil {
 		t.Fatal("the caller's words ran as script")
 	}
-	if got := p.text("#memory-report"); !strings.Contains(got, "save failed: memory_model_failed") || !strings.Contains(got, "2 facts, 1 calls") ||
+	if got := p.text("#memory-report"); !strings.Contains(got, "save failed: memory_model_failed") || !strings.Contains(got, "2 facts, 1 call") || strings.Contains(got, "1 calls") ||
 		!strings.Contains(got, "phoneNumber = +34600111222") {
 		t.Fatalf("memory report %q", got)
 	}

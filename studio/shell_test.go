@@ -2,7 +2,9 @@ package studio_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -35,6 +37,21 @@ func TestServedWithStrictPolicy(t *testing.T) {
 	}
 	if !strings.Contains(studio.CSP, "script-src 'self';") || strings.Contains(studio.CSP, "unsafe") {
 		t.Fatalf("the policy allows inline script: %s", studio.CSP)
+	}
+	// The page names its icon, and the icon is served (a browser asks for
+	// one on every page).
+	page, err := http.Get(b.url + "/studio/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, _ := io.ReadAll(page.Body)
+	page.Body.Close()
+	icon := regexp.MustCompile(`<link rel="icon"[^>]* href="([^"]+)"`).FindSubmatch(html)
+	if icon == nil {
+		t.Fatal("the page names no icon")
+	}
+	if resp, err := http.Get(b.url + string(icon[1])); err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/svg+xml" {
+		t.Fatalf("the icon %s: %v %v", icon[1], err, resp)
 	}
 	if resp, _ := http.Get(b.url + "/studio/nothing.js"); resp.StatusCode != 404 {
 		t.Fatalf("a missing asset answered %d", resp.StatusCode)

@@ -1,6 +1,6 @@
 // Calls: every phone and browser call, a call's heard transcript, what
 // memory did and where each turn's time went; a form to dial out.
-import { h, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear, agentFilter } from "./lib.js";
+import { h, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear, agentFilter, count } from "./lib.js";
 
 const outcomes = ["completed", "caller_hangup", "transferred", "media_timeout", "max_duration", "cancelled", "failed", "shutdown", "no_answer", "box_lost", "provider_failed"];
 
@@ -151,7 +151,7 @@ export function memoryReport(m, status) {
     h("dt", {}, "Settings snapshot"), h("dd", {}, "read ", yes(m.read), ", save ", yes(m.save)),
     h("dt", {}, "Identity"), h("dd", {}, m.identityKey ? [h("code", {}, m.identityKey), " = ", m.identity || "—"] : (m.off || "none")),
     m.off ? [h("dt", {}, "Without memory"), h("dd", {}, m.off)] : null,
-    h("dt", {}, "Recalled"), h("dd", {}, String(m.recalledFacts || 0), " facts, ", String(m.recalledCalls || 0), " calls"),
+    h("dt", {}, "Recalled"), h("dd", {}, count(m.recalledFacts, "fact"), ", ", count(m.recalledCalls, "call")),
     h("dt", {}, "After the call"), h("dd", { id: "saved" }, saved));
 }
 

@@ -1,6 +1,6 @@
 // People: look a person up by agent and identity, see their facts and
 // recent calls, erase them with a confirmation that shows what goes.
-import { h, api, can, fmtAge, fmtTime, fmtSeconds, field, explain, readOnlyNote, ask, clear, agentFilter } from "./lib.js";
+import { h, api, can, fmtAge, fmtTime, fmtSeconds, field, explain, readOnlyNote, ask, clear, agentFilter, count } from "./lib.js";
 
 export async function peopleScreen(main, params) {
   const agent = await agentFilter("agent", params.get("agent") || "");
@@ -33,7 +33,7 @@ async function show(out, agentId, userId, message) {
   if (!can("memory:write")) { out.append(readOnlyNote("memory:write", "erase a person's memory"), result); return; }
   const erase = h("button", { type: "button", class: "danger", id: "erase", onclick: () =>
     ask(erase, [h("p", {}, "Erase everything ", h("b", {}, agentId), " remembers about ", h("code", {}, userId), "?"),
-      h("p", {}, p.facts.length + " facts and every call record (" + p.calls.length + " shown here) will be deleted for good. The agent's identity key stays.")],
+      h("p", {}, count(p.facts.length, "fact") + " and every call record (" + p.calls.length + " shown here) will be deleted for good. The agent's identity key stays.")],
     "Erase", async () => {
       try {
         const r = await api("POST", "/api/memory/delete-all", { agentId, userId });

@@ -1,7 +1,7 @@
 // RAG: collections with their stats, upload with progress, the documents
 // with their ingest status (updating by itself), a JSONB filter, and the
 // Search panel that runs the query an agent's tool would run.
-import { h, api, qs, can, session, badge, fmtInt, field, explain, notice, readOnlyNote, ask, clear, table, row, poll, ApiError, markPainted } from "./lib.js";
+import { h, api, qs, can, session, badge, fmtInt, field, explain, notice, readOnlyNote, ask, clear, table, row, poll, ApiError, markPainted, count } from "./lib.js";
 
 const maxUpload = 25 << 20;
 const allowed = /\.(txt|md|pdf)$/i;
@@ -14,7 +14,7 @@ export async function collectionScreen(main, name, params) {
   const cols = await api("GET", "/api/rag/collections");
   const current = cols.find((c) => c.name === name) || (name ? null : cols[0]);
   const rail = h("nav", { class: "rail", id: "collections" }, cols.map((c) => h("a", { href: "#/rag/" + encodeURIComponent(c.name), class: current && c.name === current.name ? "active" : "", dataset: { name: c.name } },
-    h("b", {}, c.name), h("small", {}, fmtInt(c.documents) + " docs · " + fmtInt(c.chunks) + " chunks"))));
+    h("b", {}, c.name), h("small", {}, count(c.documents, "doc") + " · " + count(c.chunks, "chunk")))));
   const body = h("div", { class: "rag-body" });
   main.append(h("h1", {}, "RAG"), h("div", { class: "rag" }, h("div", {}, rail, newCollection()), body));
   if (!current) {

@@ -4,7 +4,7 @@ import { h, api, qs, pager, badge, fmtTime, fmtInt, field, select, agentFilter }
 
 export async function runsScreen(main, params) {
   const f = { kind: params.get("kind") || "", agent: params.get("agent") || "", status: params.get("status") || "" };
-  const kind = h("input", { name: "kind", value: f.kind, placeholder: "turn, memory_extraction…", maxlength: 64 });
+  const kind = h("input", { name: "kind", value: f.kind, placeholder: "agent_turn, memory_extraction, rag_ingest…", maxlength: 64 });
   const list = pager(runCols, (before, limit) => api("GET", "/api/runs" + qs({ ...f, before, limit })), { class: "runs", empty: "No run matches.", href: (r) => "#/runs/" + r.id });
   const first = list.first(); // at once, beside the filter's agents
   const form = h("form", { class: "filters", id: "run-filters" }, field("Kind", kind), field("Agent", await agentFilter("agent", f.agent)),
