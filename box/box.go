@@ -185,7 +185,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 		speech = opt.Speech(b.Models)
 	}
 	vcfg := voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: b.Runtime, Memory: b.Memory, Settings: b.Settings,
-		Metrics: metrics, BoxID: b.ID, MaxDuration: cfg.SIP.MaxCallDuration, Runs: b.Runs, Speech: speech, Logger: log,
+		Metrics: metrics, BoxID: b.ID, Runs: b.Runs, Speech: speech, Logger: log,
 		Realtime: cfg.Media.Realtime()}
 	if opt.TuneCalls != nil {
 		opt.TuneCalls(&vcfg)

@@ -13,6 +13,8 @@ const (
 	DefaultRoomsMaxRooms     = 50
 	DefaultRoomsJoinTimeout  = time.Minute
 	DefaultRoomsMediaTimeout = 30 * time.Second
+	// DefaultRoomsMaxCallDuration is a browser call's longest length.
+	DefaultRoomsMaxCallDuration = time.Hour
 )
 
 // Rooms holds browser test calls (package rooms): POST /api/voice/rooms.
@@ -33,6 +35,9 @@ type Rooms struct {
 	// MediaTimeout ends a call when no caller audio arrived for this long
 	// (default 30s).
 	MediaTimeout time.Duration `yaml:"mediaTimeout"`
+	// MaxCallDuration ends a browser call that lasts longer (default 1h;
+	// phone calls have sip.maxCallDuration).
+	MaxCallDuration time.Duration `yaml:"maxCallDuration"`
 }
 
 // LiveKit is a LiveKit server (self-hosted or cloud).
@@ -147,6 +152,9 @@ func (r Rooms) validate() []string {
 	}
 	if r.MediaTimeout != 0 && r.MediaTimeout < time.Second {
 		add("mediaTimeout must be at least 1s (write units: 30s)")
+	}
+	if r.MaxCallDuration != 0 && r.MaxCallDuration < 10*time.Second {
+		add("maxCallDuration must be at least 10s (write units: 1h, 90m)")
 	}
 	return problems
 }

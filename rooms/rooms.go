@@ -102,6 +102,9 @@ func New(cfg Config) (*Service, error) {
 	if r.MediaTimeout == 0 {
 		r.MediaTimeout = config.DefaultRoomsMediaTimeout
 	}
+	if r.MaxCallDuration == 0 {
+		r.MaxCallDuration = config.DefaultRoomsMaxCallDuration
+	}
 	s := &Service{cfg: cfg, log: cfg.Logger.With("component", "rooms"), rooms: map[string]*room{}}
 	var err error
 	if r.LiveKit.Configured() {
@@ -260,7 +263,7 @@ func (s *Service) Open(ctx context.Context, agent string, ids identity.Set) (Vie
 
 	started := time.Now()
 	call, err := s.cfg.Manager.Open(ctx, voice.CallInfo{ID: callID, Direction: voice.Browser, Agent: agent, Identities: ids,
-		SampleRate: s.backend.rate(), MediaTimeout: s.cfg.Rooms.MediaTimeout})
+		SampleRate: s.backend.rate(), MediaTimeout: s.cfg.Rooms.MediaTimeout, MaxDuration: s.cfg.Rooms.MaxCallDuration})
 	if err != nil {
 		release()
 		return View{}, err

@@ -373,3 +373,31 @@ func checkTalkspurts(t *testing.T, got []roomstest.Arrival) {
 		t.Fatalf("no packet of %d began a talkspurt (marker bit), though the agent answered", len(got))
 	}
 }
+
+// A browser call ends at the rooms' own maximum length
+// (rooms.maxCallDuration), not at the phone calls' (sip.maxCallDuration,
+// an hour here).
+func TestRoomCallEndsAtItsOwnMaximumLength(t *testing.T) {
+	t.Parallel()
+	b := newBox(t, config.Rooms{MaxCallDuration: 10 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var room rooms.View
+	if st, code := b.do("POST", "/api/voice/rooms", map[string]any{"agent": "frontdesk"}, &room); st != 201 {
+		t.Fatalf("open: %d %s", st, code)
+	}
+	c, err := roomstest.Join(ctx, roomstest.Options{BaseURL: b.url, Key: devKey, OfferURL: room.Join.OfferURL, Direct: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	began := time.Now()
+	var rec voice.CallRecord
+	poll.Until(t, "the call to reach its maximum length", 40*time.Second, func() bool {
+		b.do("GET", "/api/voice/calls/"+room.CallID, nil, &rec)
+		return rec.Status == "ended"
+	})
+	if took := time.Since(began); rec.Outcome == nil || *rec.Outcome != voice.OutcomeMaxDuration || took > 30*time.Second {
+		t.Fatalf("the call ended %v after %s", rec.Outcome, took)
+	}
+}
