@@ -191,6 +191,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 		opt.TuneCalls(&vcfg)
 	}
 	b.Calls = voice.NewManager(vcfg)
+	b.listener.Subscribe(voice.NotifyHangup, func(id string) { b.Calls.HangupLocal(id) })
 	b.Rooms, err = rooms.New(rooms.Config{Manager: b.Calls, Rooms: cfg.Rooms, Logger: log, DevKey: opt.DevKey})
 	if err != nil {
 		return nil, err

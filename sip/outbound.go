@@ -125,6 +125,8 @@ func (s *Server) place(c *call, trunk config.OutboundTrunk, to string) {
 		select {
 		case <-c.ended: // shutdown while ringing
 			cancel()
+		case <-ctl.Done(): // ended from outside while ringing: CANCEL
+			cancel()
 		case <-ringCtx.Done():
 		}
 	}()
@@ -152,6 +154,12 @@ func (s *Server) place(c *call, trunk config.OutboundTrunk, to string) {
 			outcome = voice.OutcomeNoAnswer
 			if c.isEnded() {
 				outcome = voice.OutcomeShutdown
+			}
+			select {
+			case <-ctl.Done():
+				log.Info("sip: outbound call ended from outside while ringing")
+				return // its outcome is decided
+			default:
 			}
 			log.Info("sip: outbound call not answered", "outcome", outcome)
 		default:

@@ -88,3 +88,29 @@ func TestDialFormRefusesHostileInput(t *testing.T) {
 		t.Fatalf("%d calls recorded by refused dials", n)
 	}
 }
+
+// An operator places a call to a trunk that never answers (it would ring
+// for 32 s) and ends it from the call's page: the Hang up button ends the
+// ringing call, which shows as ended by the operator; an ended call has no
+// button.
+func TestHangUpARingingCall(t *testing.T) {
+	b := newBox(t)
+	p := b.open(t)
+	p.signIn(adminKey)
+	p.goTo("#/calls")
+	p.waitFor(`!!document.querySelector("#dial select[name=agent] option[value=frontdesk]")`, "the dial form's agents")
+	p.set("#dial select[name=agent]", "frontdesk")
+	p.set("#dial input[name=to]", "+34 600 555 666")
+	p.js(`document.getElementById("dial").requestSubmit()`)
+	p.waitFor(`location.hash.startsWith("#/calls/call_") && !!document.getElementById("hangup")`, "the ringing call's page with its Hang up button")
+	p.click("#hangup")
+	p.waitFor(`document.getElementById("main").dataset.callStatus === "ended"`, "the call to end")
+	if got := p.text("h1"); !strings.Contains(got, "operator_hangup") {
+		t.Fatalf("the call's heading says %q", got)
+	}
+	var buttons int
+	p.js(`document.querySelectorAll("#hangup").length`, &buttons)
+	if buttons != 0 {
+		t.Fatal("an ended call still offers Hang up")
+	}
+}

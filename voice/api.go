@@ -15,6 +15,7 @@ import (
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
+	"github.com/stackbone/box/postgres/notify"
 )
 
 // CallRecord is one call as the API shows it.
@@ -41,6 +42,63 @@ type CallRecord struct {
 func (m *Manager) Register(srv *api.Server) {
 	srv.Route("GET /api/voice/calls", auth.ScopeVoice, m.list)
 	srv.Route("GET /api/voice/calls/{id}", auth.ScopeVoice, m.get)
+	srv.Route("POST /api/voice/calls/{id}/hangup", auth.ScopeVoice, m.hangupRoute)
+}
+
+// NotifyHangup is the notify topic that asks the box carrying a call to
+// end it (its detail: the call's id).
+const NotifyHangup = "hangup"
+
+// Hangup ends call id from outside, ringing or running, as
+// operator_hangup: at once when this box carries it, else through the box
+// that does (NotifyHangup). Errors: ErrNotFound, ErrCallEnded,
+// ErrUnavailable.
+func (m *Manager) Hangup(ctx context.Context, id string) error {
+	if m.HangupLocal(id) {
+		return nil
+	}
+	var status string
+	err := m.cfg.Pool.QueryRow(ctx, `SELECT status FROM stackbone_platform.voice_calls WHERE id = $1`, id).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if status == "ended" {
+		return ErrCallEnded
+	}
+	if err := notify.Send(ctx, m.cfg.Pool, NotifyHangup, id); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// HangupLocal ends call id as operator_hangup when this box carries it,
+// and reports whether it does (the NotifyHangup subscriber).
+func (m *Manager) HangupLocal(id string) bool {
+	m.mu.Lock()
+	c := m.calls[id]
+	m.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.End(OutcomeOperatorHangup, "ended from outside")
+	return true
+}
+
+func (m *Manager) hangupRoute(w http.ResponseWriter, r *http.Request) error {
+	err := m.Hangup(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("%w: no call with that id", ErrNotFound)
+	case errors.Is(err, ErrCallEnded):
+		return fmt.Errorf("%w: the call has ended", ErrCallEnded)
+	case err != nil:
+		return fault.Hide(ErrUnavailable, err)
+	}
+	api.WriteData(w, http.StatusAccepted, map[string]string{"id": r.PathValue("id"), "status": "ending"})
+	return nil
 }
 
 // Get reads one call, or ErrNotFound.

@@ -17,6 +17,8 @@ var (
 	ErrSpeechStream = fault.New(fault.Unavailable, "speech_stream_ended", "voice: the speech-to-text stream ended")
 	// ErrNotFound: no call with that id.
 	ErrNotFound = fault.New(fault.NotFound, "call_not_found", "voice: call not found")
+	// ErrCallEnded: the call has already ended.
+	ErrCallEnded = fault.New(fault.Conflict, "call_ended", "voice: the call has ended")
 	// ErrInvalidRequest: a calls query breaks a rule.
 	ErrInvalidRequest = fault.New(fault.Invalid, "voice_invalid_request", "voice: invalid request")
 	// ErrUnavailable: the calls table could not be read.

@@ -91,6 +91,9 @@ const (
 	// OutcomeProviderFailed: every provider of a part (speech-to-text, the
 	// model) failed; the agent said its fallback sentence and hung up.
 	OutcomeProviderFailed Outcome = "provider_failed"
+	// OutcomeOperatorHangup: someone ended the call from outside
+	// (POST /api/voice/calls/{id}/hangup), ringing or running.
+	OutcomeOperatorHangup Outcome = "operator_hangup"
 )
 
 // End is a report that a call ended or must end: its outcome and, for

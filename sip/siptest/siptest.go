@@ -59,8 +59,9 @@ type Phone struct {
 	*Caller
 	// Addr is where it listens (host:port).
 	Addr  string
-	calls chan *Call
-	rang  atomic.Int32
+	calls     chan *Call
+	rang      atomic.Int32
+	cancelled atomic.Int32
 }
 
 // NewPhone starts an answering phone on a free loopback port; it stops
@@ -88,6 +89,29 @@ func NewPhone(t testing.TB) *Phone {
 	t.Cleanup(c.Close)
 	return p
 }
+
+// NewRingingPhone starts a phone that rings and never answers: the far end
+// of a call nobody picks up, until the caller cancels it.
+func NewRingingPhone(t testing.TB) *Phone {
+	t.Helper()
+	port := freeport.Get(t, freeport.UDP)
+	p := &Phone{Addr: "127.0.0.1:" + strconv.Itoa(port), calls: make(chan *Call, 16)}
+	c, err := serve(port, func(d *diago.DialogServerSession) {
+		p.rang.Add(1)
+		_ = d.Ringing()
+		<-d.Context().Done() // a CANCEL (or the phone's end)
+		p.cancelled.Add(1)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Caller = c
+	t.Cleanup(c.Close)
+	return p
+}
+
+// Cancelled is how many calls that rang at a ringing phone were given up.
+func (p *Phone) Cancelled() int { return int(p.cancelled.Load()) }
 
 // Rang is how many calls reached the phone.
 func (p *Phone) Rang() int { return int(p.rang.Load()) }

@@ -104,8 +104,21 @@ export async function callScreen(main, id) {
   main.append(h("p", { class: "crumbs" }, h("a", { href: "#/calls" }, "Calls"), " / ", c.id), head,
     h("h2", {}, "Heard transcript"), h("p", { class: "hint" }, "What the caller actually heard, and what speech-to-text made of their words."), tr,
     h("h2", {}, "Memory"), mem, h("h2", {}, "Per-turn latency"), bars, h("h2", {}, "Tool calls"), toolList);
+  // A ringing or running call can be ended from here (operator_hangup).
+  const hangStatus = h("p", { class: "status", role: "status", id: "hangup-status" });
+  const hangup = h("button", { type: "button", class: "danger", id: "hangup", onclick: async () => {
+    hangup.disabled = true;
+    hangStatus.textContent = "Hanging up…";
+    try {
+      await api("POST", "/api/voice/calls/" + encodeURIComponent(id) + "/hangup");
+      hangStatus.textContent = "Hanging up: the call ends in a moment.";
+    } catch (e) { hangup.disabled = false; hangStatus.textContent = "Not hung up: " + explain(e); }
+  } }, "Hang up");
   const paint = (c) => {
+    const live = c.status !== "ended" && can("voice");
+    if (!live) hangStatus.textContent = "";
     clear(head).append(h("h1", {}, c.direction, " call with ", c.agent, " ", badge(c.status), c.outcome ? badge(c.outcome, "outcome") : null),
+      live ? h("div", { class: "inline" }, hangup, hangStatus) : null,
       h("dl", { class: "facts" },
         h("dt", {}, "Number"), h("dd", {}, c.phoneNumber || "—"),
         h("dt", {}, "Trunk"), h("dd", {}, c.trunk || "—"),
