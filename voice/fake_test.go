@@ -49,6 +49,7 @@ type env struct {
 	mgr   *Manager
 	clock *clock.Mock
 	ends  *endCounter
+	vc    Config // the manager's, for another box on the same database
 }
 
 func newEnv(t *testing.T, tune ...func(*Config)) *env {
@@ -83,7 +84,7 @@ func newEnvWith(t *testing.T, agents string, providers map[string]config.Provide
 	for _, f := range tune {
 		f(&vc)
 	}
-	return &env{t: t, model: model, mem: mem, mgr: NewManager(vc), clock: clk, ends: ends}
+	return &env{t: t, model: model, mem: mem, mgr: NewManager(vc), clock: clk, ends: ends, vc: vc}
 }
 
 // endCounter counts the "call ended" records per call: one per completion.
