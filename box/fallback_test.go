@@ -86,6 +86,7 @@ var fallbackCases = []fallbackCase{
 	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Garbage: true}},
 	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Refuse: true}},
 	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Trickle: 2 * time.Second}, trip: 3 * time.Second},
+	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Cut: true}},
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Hang: time.Minute}, trip: 1500 * time.Millisecond},
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Refuse: true}},
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Garbage: true}},
