@@ -58,7 +58,7 @@ func NewCaller(t testing.TB) *Caller {
 type Phone struct {
 	*Caller
 	// Addr is where it listens (host:port).
-	Addr  string
+	Addr      string
 	calls     chan *Call
 	rang      atomic.Int32
 	cancelled atomic.Int32
@@ -66,13 +66,24 @@ type Phone struct {
 
 // NewPhone starts an answering phone on a free loopback port; it stops
 // when the test ends.
-func NewPhone(t testing.TB) *Phone {
+func NewPhone(t testing.TB) *Phone { return startPhone(t, true) }
+
+// NewRingingPhone starts a phone that rings and never answers: the far end
+// of a call nobody picks up, until the caller cancels it.
+func NewRingingPhone(t testing.TB) *Phone { return startPhone(t, false) }
+
+func startPhone(t testing.TB, answer bool) *Phone {
 	t.Helper()
 	port := freeport.Get(t, freeport.UDP)
 	p := &Phone{Addr: "127.0.0.1:" + strconv.Itoa(port), calls: make(chan *Call, 16)}
 	c, err := serve(port, func(d *diago.DialogServerSession) {
 		p.rang.Add(1)
 		_ = d.Ringing()
+		if !answer {
+			<-d.Context().Done() // a CANCEL (or the phone's end)
+			p.cancelled.Add(1)
+			return
+		}
 		med, err := d.Answer(diago.AnswerOptions{})
 		if err != nil {
 			return
@@ -81,26 +92,6 @@ func NewPhone(t testing.TB) *Phone {
 		go call.hear()
 		p.calls <- call
 		<-d.Context().Done() // the dialog lives while the handler runs
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Caller = c
-	t.Cleanup(c.Close)
-	return p
-}
-
-// NewRingingPhone starts a phone that rings and never answers: the far end
-// of a call nobody picks up, until the caller cancels it.
-func NewRingingPhone(t testing.TB) *Phone {
-	t.Helper()
-	port := freeport.Get(t, freeport.UDP)
-	p := &Phone{Addr: "127.0.0.1:" + strconv.Itoa(port), calls: make(chan *Call, 16)}
-	c, err := serve(port, func(d *diago.DialogServerSession) {
-		p.rang.Add(1)
-		_ = d.Ringing()
-		<-d.Context().Done() // a CANCEL (or the phone's end)
-		p.cancelled.Add(1)
 	})
 	if err != nil {
 		t.Fatal(err)
