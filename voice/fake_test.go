@@ -177,6 +177,7 @@ type run struct {
 	call *Call
 	line *line
 	in   [][]int16 // caller frames still to send; line noise when empty
+	said int       // frames of speech said so far: each utterance sounds new
 	done chan error
 	stop context.CancelFunc
 }
@@ -258,8 +259,13 @@ func (r *run) stepUntil(what string, max int, cond func() bool) {
 func (r *run) say(ms int) {
 	rate := r.call.info.SampleRate
 	n := rate / 50
-	for i := 0; i < ms/20; i++ {
-		if i%10 >= 8 {
+	// The tone goes on from where the last utterance left it, so no
+	// utterance's audio is another's beginning (the scripted transcriber
+	// takes a longer copy of an utterance it answered for the same one).
+	start := r.said
+	r.said += ms / 20
+	for i := start; i < r.said; i++ {
+		if (i-start)%10 >= 8 {
 			r.in = append(r.in, noise(n, 30))
 			continue
 		}
