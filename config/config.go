@@ -320,6 +320,10 @@ type AgentVoice struct {
 	// TransferTo is where the transfer_call tool sends the call (a SIP URI);
 	// empty offers no transfer tool.
 	TransferTo string `yaml:"transferTo"`
+	// Keypad offers the send_dtmf tool on calls whose line carries keypad
+	// tones (RFC 4733 telephone-event on SIP): the agent can press keys of
+	// an automated menu, an extension or a code the person gave it.
+	Keypad bool `yaml:"keypad"`
 	// FallbackSentence is what the agent says before it hangs up when
 	// every provider of its speech-to-text or of its model is down (each
 	// provider's circuit open; a single failure is an apology instead)

@@ -49,6 +49,7 @@ type rtpMedia struct {
 	marker    bool
 	talkspurt bool // the next frame starts a talkspurt (Talkspurt)
 	enc       []byte
+	keys      keypad // digits to send in place of frames (keypad.go)
 	lastWrite time.Time
 	// pacing records each packet's interval error (Server.Stats).
 	pacing func(time.Duration)
@@ -181,6 +182,14 @@ func (m *rtpMedia) WriteFrame(pcm []int16) error {
 	}
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
+	if sent, err := m.keyFrame(); sent {
+		now := time.Now()
+		if m.pacing != nil && !m.lastWrite.IsZero() {
+			m.pacing(now.Sub(m.lastWrite) - voice.FrameDuration)
+		}
+		m.lastWrite = now
+		return m.writeErr(err)
+	}
 	pt := uint8(m.sendPT.Load())
 	m.enc = m.enc[:0]
 	if pt == ptPCMA {
@@ -208,16 +217,22 @@ func (m *rtpMedia) WriteFrame(pcm []int16) error {
 		m.pacing(now.Sub(m.lastWrite) - voice.FrameDuration)
 	}
 	m.lastWrite = now
-	if err != nil {
-		select {
-		case <-m.stopped:
-			return nil
-		default:
-		}
-		if errors.Is(err, net.ErrClosed) {
-			return nil
-		}
-		return err
+	return m.writeErr(err)
+}
+
+// writeErr is a packet write's error as the controller sees it: none once
+// the media stopped or its socket closed.
+func (m *rtpMedia) writeErr(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	select {
+	case <-m.stopped:
+		return nil
+	default:
+	}
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
 }

@@ -8,6 +8,11 @@ var (
 	ErrMediaTimeout = fault.New(fault.Timeout, "media_timeout", "voice: media timeout")
 	// ErrNoTransfer: the transport cannot transfer this call.
 	ErrNoTransfer = fault.New(fault.Unavailable, "transfer_unavailable", "voice: transfer not available")
+	// ErrNoKeypad: the call's line cannot carry keypad tones (no RFC 4733
+	// telephone-event negotiated, or a browser call).
+	ErrNoKeypad = fault.New(fault.Unavailable, "keypad_unavailable", "voice: keypad tones not available on this call")
+	// ErrBadDigits: keypad digits other than 0-9, *, #, A-D and w (a pause).
+	ErrBadDigits = fault.New(fault.Invalid, "bad_digits", "voice: keypad digits are 0-9, *, #, A-D and w")
 	// ErrUnknownAgent: the call names no declared agent.
 	ErrUnknownAgent = fault.New(fault.NotFound, "agent_not_found", "voice: unknown agent")
 	// ErrDraining: the box is stopping and takes no new calls.

@@ -2,6 +2,7 @@ package voice
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -40,6 +41,34 @@ type Transport interface {
 // so a receiver sees a new talkspurt and not a packet out of time.
 type Talkspurter interface {
 	Talkspurt()
+}
+
+// Keypad is a Transport that can press keys on the line: RFC 4733
+// telephone-events sent in place of the agent's audio frames, on the
+// call's 20 ms schedule.
+type Keypad interface {
+	// SendDigits sends digits (0-9, *, #, A-D; w is a 500 ms pause) and
+	// returns once the last went out; ErrNoKeypad where the line has no
+	// telephone-event.
+	SendDigits(ctx context.Context, digits string) error
+}
+
+// MaxDigits bounds the digits of one SendDigits (a menu path, a PIN, an
+// extension; not a data channel).
+const MaxDigits = 64
+
+// ValidDigits reports ErrBadDigits unless digits is 1 to MaxDigits keys
+// of 0-9, *, #, A-D and w.
+func ValidDigits(digits string) error {
+	if digits == "" || len(digits) > MaxDigits {
+		return ErrBadDigits
+	}
+	for _, d := range digits {
+		if !strings.ContainsRune("0123456789*#ABCDw", d) {
+			return ErrBadDigits
+		}
+	}
+	return nil
 }
 
 // Directions of a call.

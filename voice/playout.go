@@ -59,6 +59,7 @@ type playout struct {
 	played  []Segment  // segments of the turn that fully played
 	done    bool       // the turn's producer finished enqueuing
 	paused  bool       // the caller is talking over the turn: hold its place
+	keying  int        // keypad tones are sounding in place of the frames
 	silence []int16
 }
 
@@ -118,6 +119,25 @@ func (p *playout) Resume() {
 	p.paused = false
 	if p.wake != nil && !p.starved() {
 		p.wake() // a talkspurt again, on its own grid
+	}
+}
+
+// holdForKeys holds the playout's place while keypad tones take the
+// frames (the transport sends them in place of the silence it writes), so
+// no speech is counted as heard that the tones covered; release with
+// releaseKeys.
+func (p *playout) holdForKeys() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keying++
+}
+
+func (p *playout) releaseKeys() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keying--
+	if p.keying == 0 && !p.paused && p.wake != nil && !p.starved() {
+		p.wake()
 	}
 }
 
@@ -189,7 +209,7 @@ func (p *playout) Close(id int) {
 func (p *playout) Tick(w FrameWriter) (speech, finished bool, err error) {
 	p.mu.Lock()
 	out := p.silence
-	if p.paused {
+	if p.paused || p.keying > 0 {
 		p.mu.Unlock()
 		return false, false, w.WriteFrame(out)
 	}

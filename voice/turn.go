@@ -349,13 +349,21 @@ func (c *Call) messages() []agent.Message {
 func (c *Call) Entries() []Entry { return c.transcript.Entries() }
 
 // callTools are the tools of this call: transfer_call when the agent has a
-// transfer target.
+// transfer target, send_dtmf when it may press keys and the line can carry
+// them.
 func (c *Call) callTools() []agent.ServerTool {
-	if c.agent.Voice == nil || c.agent.Voice.TransferTo == "" {
-		return nil
+	var out []agent.ServerTool
+	if v := c.agent.Voice; v != nil && v.TransferTo != "" {
+		out = append(out, c.transferTool(v.TransferTo))
 	}
-	target := c.agent.Voice.TransferTo
-	return []agent.ServerTool{{
+	if kp, ok := c.t.(Keypad); ok && c.agent.Voice != nil && c.agent.Voice.Keypad {
+		out = append(out, c.keypadTool(kp))
+	}
+	return out
+}
+
+func (c *Call) transferTool(target string) agent.ServerTool {
+	return agent.ServerTool{
 		Def: agent.Tool{Name: "transfer_call", Description: "Transfer the caller to a person. Use when the caller asks for a human or you cannot help.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string"}},"additionalProperties":false}`)},
 		Run: func(ctx context.Context, _ agent.ToolCall, _ agent.Scope) (string, error) {
@@ -365,5 +373,44 @@ func (c *Call) callTools() []agent.ServerTool {
 			c.End(OutcomeTransferred, "")
 			return `{"transferred":true}`, nil
 		},
-	}}
+	}
+}
+
+// pressKeys sends digits once what the agent said before has played (a
+// person finishes "I'll press one" before pressing), holding the playout
+// while they sound: a filler or the next sentence waits for the tones.
+func (c *Call) pressKeys(ctx context.Context, kp Keypad, digits string) error {
+	for c.playout.Playing() {
+		select {
+		case <-c.clk.After(FrameDuration):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	c.playout.holdForKeys()
+	defer c.playout.releaseKeys()
+	return kp.SendDigits(ctx, digits)
+}
+
+// keypadTool presses keys on the line (an automated menu, an extension, a
+// PIN the person gave): the tones go out in place of the agent's voice and
+// the tool returns once the last one did.
+func (c *Call) keypadTool(kp Keypad) agent.ServerTool {
+	return agent.ServerTool{
+		Def: agent.Tool{Name: "send_dtmf", Description: "Press keys on the phone's keypad, for example to choose an option of an automated menu or dial an extension. " +
+			"digits: 0-9, * and #; w waits half a second.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"digits":{"type":"string","pattern":"^[0-9*#A-Dw]{1,64}$"}},"required":["digits"],"additionalProperties":false}`)},
+		Run: func(ctx context.Context, call agent.ToolCall, _ agent.Scope) (string, error) {
+			var args struct {
+				Digits string `json:"digits"`
+			}
+			if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil || ValidDigits(args.Digits) != nil {
+				return fmt.Sprintf(`{"sent":false,"error":%q}`, ErrBadDigits.Error()), nil
+			}
+			if err := c.pressKeys(ctx, kp, args.Digits); err != nil {
+				return fmt.Sprintf(`{"sent":false,"error":%q}`, err.Error()), nil
+			}
+			return fmt.Sprintf(`{"sent":%q}`, args.Digits), nil
+		},
+	}
 }

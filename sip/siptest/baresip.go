@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -203,3 +204,23 @@ func WAVSamples(b []byte) ([]int16, error) {
 	pcm, _, err := voice.DecodeWAV(b)
 	return pcm, err
 }
+
+// Keys are the keypad digits baresip decoded from the call's RFC 4733
+// telephone-events, in order: each counted at its end, once baresip saw
+// it start.
+func (p *Baresip) Keys() string {
+	var out []byte
+	started := byte(0)
+	for _, ev := range keyEventRe.FindAllStringSubmatch(p.out.String(), -1) {
+		switch {
+		case ev[2] == "0":
+			started = ev[1][0]
+		case started == ev[1][0]:
+			out = append(out, started)
+			started = 0
+		}
+	}
+	return string(out)
+}
+
+var keyEventRe = regexp.MustCompile(`received event: '(.)' \(end=([01])\)`)
