@@ -114,6 +114,7 @@ func (s *Server) routes() {
 		// never personal data).
 		s.handle("GET /metrics", auth.ScopeRunsRead, false, s.Authed(auth.ScopeRunsRead, s.cfg.Metrics.Handler().ServeHTTP))
 	}
+	s.Handle("GET /api/openapi.json", http.HandlerFunc(s.openAPIDoc))
 	s.PersonRoute("GET /api/capabilities", "", s.capabilities)
 	s.Route("GET /api/keys/self", "", s.keysSelf)
 	s.Route("GET /api/keys", auth.ScopeKeysAdmin, s.keysList)

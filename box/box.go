@@ -81,6 +81,9 @@ type Options struct {
 	// Getenv reads the secrets the configuration names by variable (tools'
 	// ${NAME} and tokenEnv, object store keys); default os.Getenv.
 	Getenv func(string) string
+	// Middleware, when set, wraps the box's HTTP handler (tests: the check
+	// of every /api answer against the OpenAPI document).
+	Middleware func(http.Handler) http.Handler
 }
 
 // Box is every part of one box. Fields are for the command, tests and load
@@ -222,6 +225,9 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	var front http.Handler = wire.CORS(cfg.HTTP.CORS.AllowedOrigins, b.API)
 	if opt.Tracing {
 		front = telemetry.Handler(front)
+	}
+	if opt.Middleware != nil {
+		front = opt.Middleware(front)
 	}
 	b.handler = front
 	return b, nil

@@ -57,7 +57,7 @@ sip:
 // publicRoutes answer without a key (health, pages, a wire's unknown-route
 // answer). Every other route must authenticate: a new route that does not
 // is caught here.
-var publicRoutes = []string{"GET /healthz", "GET /readyz", "GET /call", "GET /call/", "GET /studio", "GET /studio/",
+var publicRoutes = []string{"GET /healthz", "GET /readyz", "GET /api/openapi.json", "GET /call", "GET /call/", "GET /studio", "GET /studio/",
 	"GET /{$}", "/openai/v1/", "/anthropic/v1/"}
 
 // forNoOne are person routes that read or write nothing of any person.

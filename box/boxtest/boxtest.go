@@ -2,6 +2,9 @@
 // test's own PostgreSQL database, the scripted provider as the "openai"
 // provider, a key that holds every scope, served over HTTP on loopback.
 // It is the one way tests outside a package's own unit tests build a box.
+// Every /api answer the box gives is checked against the OpenAPI document
+// (api/openapi.json): an answer the contract does not describe fails the
+// test.
 //
 //	b := boxtest.New(t, agentsYAML)
 //	resp, err := http.Post(b.URL+"/openai/v1/chat/completions", ...)
@@ -13,6 +16,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -116,7 +120,8 @@ func New(t testing.TB, configYAML string, opts ...Option) *Box {
 		o.tune(cfg)
 	}
 	b, err := box.New(ctx, cfg, box.Options{Pool: pool, Logger: log, Speech: o.speech, DevKey: o.devKey,
-		DataDir: t.TempDir(), Getenv: o.getenv, TuneCalls: o.calls})
+		DataDir: t.TempDir(), Getenv: o.getenv, TuneCalls: o.calls,
+		Middleware: func(h http.Handler) http.Handler { return contract(t, h) }})
 	if err != nil {
 		t.Fatal(err)
 	}
