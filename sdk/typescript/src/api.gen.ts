@@ -1,0 +1,1343 @@
+// Generated from api/openapi.json by scripts/generate.mjs. Do not edit.
+
+export type ApiError = {
+  /** A stable, machine-readable code such as memory_conflict. */
+  code: string;
+  /** What went wrong, for a person. */
+  message: string;
+};
+
+export type Call = {
+  agent: string;
+  answeredAt: string | null;
+  direction: string;
+  durationSeconds: number | null;
+  endReason?: string | null;
+  endedAt: string | null;
+  id: string;
+  memory?: CallMemoryReport | null;
+  metrics?: Array<{
+    [key: string]: unknown;
+  }>;
+  outcome: string | null;
+  phoneNumber: string | null;
+  startedAt: string;
+  status: string;
+  transcript?: Array<TranscriptEntry>;
+  trunk: string | null;
+};
+
+export type CallMemoryReport = {
+  identity?: string;
+  identityKey?: string;
+  notSavedReason?: string;
+  off?: string;
+  read: boolean;
+  recalledCalls: number;
+  recalledFacts: number;
+  save: boolean;
+  saveError?: string;
+  savePending?: boolean;
+  saved: boolean;
+};
+
+export type Fact = {
+  content: string;
+  createdAt: string;
+  id: string;
+  updatedAt: string;
+};
+
+export type HeldToolCall = {
+  arguments: string;
+  id: string;
+  name: string;
+};
+
+export type Key = {
+  createdAt: string;
+  id: string;
+  identities?: {
+    [key: string]: string;
+  };
+  name: string;
+  revokedAt: string | null;
+  scopes: Array<string>;
+};
+
+export type MemoryAddResult = {
+  call: MemoryCall;
+  facts: Array<Fact>;
+};
+
+export type MemoryCall = {
+  durationSeconds: number | null;
+  id: string;
+  outcome: string | null;
+  runId: string | null;
+  startedAt: string;
+  summary: string;
+};
+
+export type MemoryIdentityBinding = {
+  fixedAt: string;
+  identityKey: string;
+  source: string;
+};
+
+export type MemoryRecallResult = {
+  calls: Array<MemoryCall>;
+  facts: Array<Fact>;
+};
+
+export type MemorySettings = {
+  agentId: string;
+  binding: MemoryIdentityBinding | null;
+  origins: MemorySettingsOrigins;
+  overrides: MemorySettingsOverrides;
+  value: MemorySettingsValue;
+};
+
+export type MemorySettingsOrigins = {
+  instructions: string;
+  read: string;
+  save: string;
+};
+
+export type MemorySettingsOverrides = {
+  instructions?: string | null;
+  read?: boolean | null;
+  save?: boolean | null;
+};
+
+export type MemorySettingsValue = {
+  identityKey: string | null;
+  instructions: string | null;
+  read: boolean;
+  save: boolean;
+};
+
+export type MemoryStore = {
+  agent_id: string | null;
+  archived_at: string | null;
+  created_at: string;
+  description: string;
+  memory_count: number;
+  memory_store_id: string;
+  name: string;
+  origin: string;
+  revision: number;
+  slug: string;
+  status: string;
+  total_bytes: number;
+  updated_at: string;
+};
+
+export type MemoryStorePage = {
+  memory_stores: Array<MemoryStore>;
+  next_cursor: string | null;
+};
+
+export type RagChunk = {
+  content: string;
+  metadata?: {
+    [key: string]: unknown;
+  };
+};
+
+export type RagCollection = {
+  chunks: number;
+  createdAt: string;
+  description: string;
+  dimensions: number;
+  documents: number;
+  model: string;
+  name: string;
+};
+
+export type RagCreateCollection = {
+  description?: string;
+  dimensions?: number;
+  model?: string;
+  name: string;
+};
+
+export type RagDocument = {
+  attempts: number;
+  chunks: number;
+  collection: string;
+  contentType?: string;
+  createdAt: string;
+  error: RagItemError | null;
+  filename?: string;
+  id: string;
+  jobId: number | null;
+  metadata: {
+    [key: string]: unknown;
+  };
+  preview?: string;
+  runId: string | null;
+  sha256?: string;
+  sizeBytes?: number | null;
+  source: string;
+  status: string;
+  updatedAt: string;
+};
+
+export type RagHit = {
+  chunkId: number;
+  chunkIndex: number;
+  collection: string;
+  content: string;
+  documentId: string;
+  metadata: {
+    [key: string]: unknown;
+  };
+  model: string;
+  score: number;
+};
+
+export type RagIngestRequest = {
+  chunks: Array<RagChunk>;
+  collection?: string;
+  id: string;
+  metadata?: {
+    [key: string]: unknown;
+  };
+  model?: string;
+};
+
+export type RagItemError = {
+  code: string;
+  message: string;
+};
+
+export type RagJob = {
+  attempt: number;
+  attemptedAt: string | null;
+  collection?: string;
+  createdAt: string;
+  documentId: string;
+  documentStatus?: string;
+  errors: Array<RagJobError>;
+  filename?: string;
+  finalizedAt: string | null;
+  id: number;
+  maxAttempts: number;
+  state: string;
+};
+
+export type RagJobError = {
+  at: string;
+  attempt: number;
+  error: string;
+};
+
+export type RagRetrieveRequest = {
+  filter?: {
+    [key: string]: unknown;
+  };
+  hybrid?: boolean | null;
+  model?: string;
+  namespace?: string;
+  text: string;
+  topK?: number;
+};
+
+export type RagUploadResult = {
+  document: RagDocument;
+  job: RagJob | null;
+};
+
+export type Room = {
+  agent: string;
+  backend?: string;
+  callId: string;
+  createdAt: string;
+  durationSeconds: number | null;
+  endReason?: string | null;
+  id: string;
+  join?: RoomJoin | null;
+  memory?: CallMemoryReport | null;
+  outcome: string | null;
+  status: string;
+  transcript: Array<TranscriptEntry>;
+};
+
+export type RoomJoin = {
+  expiresAt: string;
+  identity?: string;
+  offerUrl?: string;
+  token?: string;
+  url?: string;
+};
+
+export type Run = {
+  agentId?: string;
+  costUsd: number | null;
+  durationMs: number | null;
+  errorCode?: string;
+  finishedAt: string | null;
+  id: string;
+  inputTokens: number;
+  kind: string;
+  metadata: {
+    [key: string]: unknown;
+  };
+  model?: string;
+  outputTokens: number;
+  startedAt: string;
+  status: string;
+};
+
+export type Session = {
+  agent: string;
+  createdAt: string;
+  id: string;
+  inputTokens: number;
+  kind: string;
+  lastActivityAt: string;
+  outputTokens: number;
+  preview: string;
+  status: string;
+  turns: number;
+};
+
+export type SessionDetail = {
+  agent: string;
+  createdAt: string;
+  id: string;
+  inputTokens: number;
+  kind: string;
+  lastActivityAt: string;
+  outputTokens: number;
+  pending: HeldToolCall | null;
+  preview: string;
+  status: string;
+  transcript: Array<SessionTurn>;
+  turns: number;
+};
+
+export type SessionTurn = {
+  at: string;
+  durationMs: number;
+  inputTokens: number;
+  outputTokens: number;
+  reply: string;
+  runId: string;
+  status: string;
+  turn: number;
+  user: string;
+};
+
+export type StoreEntry = {
+  byte_size?: number | null;
+  count?: number | null;
+  memory_id?: string | null;
+  path: string;
+  summary?: string | null;
+  type: string;
+  updated_at?: string | null;
+};
+
+export type StoreHit = {
+  byte_size: number;
+  memory_id: string;
+  memory_store_id: string;
+  path: string;
+  rank: number;
+  summary: string;
+  updated_at: string;
+};
+
+export type StoreListing = {
+  entries: Array<StoreEntry>;
+  next_cursor: string | null;
+};
+
+export type StoreMemory = {
+  byte_size: number;
+  content: string;
+  content_sha256: string;
+  created_at: string;
+  head_version_id: string;
+  memory_id: string;
+  memory_store_id: string;
+  path: string;
+  status: string;
+  summary: string;
+  updated_at: string;
+};
+
+export type StoresAgentMemories = {
+  memories: Array<StoresMemoryItem>;
+  next_cursor: string | null;
+  topics: Array<StoresTopic>;
+};
+
+export type StoresAgentMemory = {
+  agent_id: string;
+  agent_name: string;
+  effective_model: string;
+  failed_session_count: number;
+  last_checked_at: string | null;
+  last_updated_at: string | null;
+  memory_count: number;
+  memory_store_id: string;
+  next_retry_at: string | null;
+  pending_session_count: number;
+  revision: number;
+  state: string;
+  total_bytes: number;
+};
+
+export type StoreSearchResult = {
+  memories: Array<StoreHit>;
+  next_cursor: string | null;
+};
+
+export type StoresErrorInfo = {
+  code: string;
+  message: string;
+};
+
+export type StoresLearning = {
+  memory_model_ref: string | null;
+};
+
+export type StoresMemoryItem = {
+  byte_size: number;
+  created_at: string;
+  memory_id: string;
+  path: string;
+  summary: string;
+  topic: string | null;
+  updated_at: string;
+};
+
+export type StoresReflection = {
+  added: number;
+  agent_id: string;
+  attempt: number;
+  changes: unknown;
+  driver_session_id: string | null;
+  error: StoresErrorInfo | null;
+  finished_at: string | null;
+  learned_from_session_ids: Array<string>;
+  memory_store_id: string;
+  merged: number;
+  model: string;
+  reason: string;
+  reflection_id: string;
+  report_count: number;
+  reports_read?: Array<StoresReportInfo>;
+  retired: number;
+  run_id: string;
+  started_at: string;
+  status: string;
+  summary: string | null;
+  triggered_by: string;
+  updated: number;
+};
+
+export type StoresReflectionPage = {
+  next_cursor: string | null;
+  reflections: Array<StoresReflection>;
+};
+
+export type StoresReportInfo = {
+  created_at: string;
+  from_turn: number;
+  report: string;
+  report_id: string;
+  session_id: string;
+  through_turn: number;
+  useful: boolean;
+};
+
+export type StoresTopic = {
+  count: number;
+  topic: string;
+};
+
+export type StoreVersion = {
+  author_id: string;
+  author_kind: string;
+  byte_size: number | null;
+  content_sha256: string | null;
+  created_at: string;
+  evidence_session_ids: Array<string>;
+  memory_id: string;
+  memory_store_id: string;
+  memory_version_id: string;
+  operation: string;
+  path: string;
+  rationale: string | null;
+  redacted: boolean;
+  redacted_at: string | null;
+  redacted_by: string | null;
+  reflection_id: string | null;
+  restored_from_version_id: string | null;
+  summary: string;
+};
+
+export type StoreVersionDetail = {
+  author_id: string;
+  author_kind: string;
+  byte_size: number | null;
+  content: string | null;
+  content_sha256: string | null;
+  created_at: string;
+  evidence_session_ids: Array<string>;
+  memory_id: string;
+  memory_store_id: string;
+  memory_version_id: string;
+  operation: string;
+  path: string;
+  rationale: string | null;
+  redacted: boolean;
+  redacted_at: string | null;
+  redacted_by: string | null;
+  reflection_id: string | null;
+  restored_from_version_id: string | null;
+  summary: string;
+};
+
+export type StoreVersionPage = {
+  memory_versions: Array<StoreVersion>;
+  next_cursor: string | null;
+};
+
+export type TranscriptEntry = {
+  at: string;
+  cut?: boolean;
+  role: string;
+  text: string;
+  turn: number;
+};
+
+/** Every operation of the API: its route, request body, query and the data of its success answer. */
+export interface Operations {
+  /** POST /api/memory_stores/{store}/archive: Make a curated store read-only. */
+  archiveStore: {
+    method: "POST";
+    path: "/api/memory_stores/{store}/archive";
+    body: never;
+    query: never;
+    data: void;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/rag/jobs/{id}/cancel: Cancel an ingest job. */
+  cancelIngestJob: {
+    method: "POST";
+    path: "/api/rag/jobs/{id}/cancel";
+    body: never;
+    query: never;
+    data: RagJob;
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_ingest_unavailable" | "rag_invalid_request" | "rag_job_not_found" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/rag/collections: Create a collection. */
+  createCollection: {
+    method: "POST";
+    path: "/api/rag/collections";
+    body: RagCreateCollection;
+    query: never;
+    data: RagCollection;
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_collection_exists" | "rag_invalid_request" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/keys: Create a key; its secret is shown once. A key grants only scopes it holds. */
+  createKey: {
+    method: "POST";
+    path: "/api/keys";
+    body: {
+      anyIdentity?: boolean;
+      /** Identity field name to value. */
+      identities?: {
+        [key: string]: string;
+      };
+      /** 1 to 100 printable characters; names stay taken after a revoke. */
+      name: string;
+      scopes: Array<string>;
+    };
+    query: never;
+    data: {
+      key: Key;
+      secret: string;
+    };
+    codes: "forbidden" | "internal" | "invalid_request" | "key_exists" | "key_identity_required" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/memory_stores/{store}/memories: Add a memory; an existing path is refused. */
+  createMemory: {
+    method: "POST";
+    path: "/api/memory_stores/{store}/memories";
+    body: {
+      content: string;
+      path: string;
+      summary: string;
+    };
+    query: never;
+    data: StoreMemory;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/voice/rooms: Open a browser test call for an agent. */
+  createRoom: {
+    method: "POST";
+    path: "/api/voice/rooms";
+    body: {
+      agent: string;
+      /** Identity field name to value. */
+      identities?: {
+        [key: string]: string;
+      };
+    };
+    query: never;
+    data: Room;
+    codes: "agent_not_found" | "forbidden" | "identity_forbidden" | "internal" | "invalid_identities" | "invalid_request" | "rooms_at_capacity" | "rooms_backend_failed" | "rooms_invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/memory_stores: Create a curated memory store. */
+  createStore: {
+    method: "POST";
+    path: "/api/memory_stores";
+    body: {
+      agent_id?: string | null;
+      description?: string;
+      name: string;
+    };
+    query: never;
+    data: MemoryStore;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/sessions/{id}/decision: Approve or reject the held tool call; the rest of the turn runs. */
+  decideSession: {
+    method: "POST";
+    path: "/api/sessions/{id}/decision";
+    body: {
+      decision: "approve" | "reject";
+      reason?: string;
+    };
+    query: never;
+    data: Record<string, unknown>;
+    codes: "forbidden" | "internal" | "invalid_request" | "no_decision_pending" | "provider_failed" | "provider_timeout" | "session_busy" | "session_not_found" | "storage_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** DELETE /api/rag/documents/{id}: Delete a document and its chunks. */
+  deleteDocument: {
+    method: "DELETE";
+    path: "/api/rag/documents/{id}";
+    body: never;
+    query: never;
+    data: {
+      deleted: boolean;
+      id: string;
+    };
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_document_not_found" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** DELETE /api/memory_stores/{store}/memories/{memory}: Remove a memory from every read path. */
+  deleteMemory: {
+    method: "DELETE";
+    path: "/api/memory_stores/{store}/memories/{memory}";
+    body: never;
+    query: never;
+    data: void;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** DELETE /api/memory_stores/{store}: Delete a curated store and its memories. */
+  deleteStore: {
+    method: "DELETE";
+    path: "/api/memory_stores/{store}";
+    body: never;
+    query: never;
+    data: void;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/voice/calls: Place an outbound phone call through a trunk. */
+  dialCall: {
+    method: "POST";
+    path: "/api/voice/calls";
+    body: {
+      agent: string;
+      /** Identity field name to value. */
+      identities?: {
+        [key: string]: string;
+      };
+      /** E.164 number. */
+      to: string;
+      trunk?: string;
+    };
+    query: never;
+    data: {
+      callId: string;
+    };
+    codes: "agent_not_found" | "forbidden" | "identity_forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable" | "voice_at_capacity" | "voice_dial_failed" | "voice_invalid_request" | "voice_no_trunk" | "voice_unavailable";
+  };
+  /** GET /api/rag/originals/{id}: The uploaded file itself. */
+  downloadOriginal: {
+    method: "GET";
+    path: "/api/rag/originals/{id}";
+    body: never;
+    query: never;
+    data: void;
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_document_not_found" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** DELETE /api/voice/rooms/{id}: End a browser call. */
+  endRoom: {
+    method: "DELETE";
+    path: "/api/voice/rooms/{id}";
+    body: never;
+    query: never;
+    data: {
+      id: string;
+      status: string;
+    };
+    codes: "forbidden" | "identity_forbidden" | "internal" | "invalid_request" | "room_not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/agents/{agent}/memory: An agent's learned memory store. */
+  getAgentMemory: {
+    method: "GET";
+    path: "/api/agents/{agent}/memory";
+    body: never;
+    query: never;
+    data: StoresAgentMemory;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/agents/{name}/models: An agent's model and speech chains, with Studio's overrides. */
+  getAgentModels: {
+    method: "GET";
+    path: "/api/agents/{name}/models";
+    body: never;
+    query: never;
+    data: Record<string, unknown>;
+    codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/voice/calls/{id}: One call with its heard transcript. */
+  getCall: {
+    method: "GET";
+    path: "/api/voice/calls/{id}";
+    body: never;
+    query: never;
+    data: Call;
+    codes: "call_not_found" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/capabilities: What this box offers, for SDKs to negotiate. */
+  getCapabilities: {
+    method: "GET";
+    path: "/api/capabilities";
+    body: never;
+    query: never;
+    data: {
+      capabilities: Array<string>;
+    };
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/rag/documents/{id}: One document. */
+  getDocument: {
+    method: "GET";
+    path: "/api/rag/documents/{id}";
+    body: never;
+    query: never;
+    data: RagDocument;
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_document_not_found" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/rag/jobs/{id}: One ingest job. */
+  getIngestJob: {
+    method: "GET";
+    path: "/api/rag/jobs/{id}";
+    body: never;
+    query: never;
+    data: RagJob;
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_job_not_found" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/keys/self: The key making the request and what it may do. */
+  getKeySelf: {
+    method: "GET";
+    path: "/api/keys/self";
+    body: never;
+    query: never;
+    data: {
+      allScopes: Array<string>;
+      anyIdentity: boolean;
+      createdAt?: string;
+      identities?: {
+        [key: string]: string;
+      } | null;
+      name: string;
+      personScopes: Array<string>;
+      scopes: Array<string>;
+    };
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/agents/{agent}/learning: An agent's learning settings. */
+  getLearning: {
+    method: "GET";
+    path: "/api/agents/{agent}/learning";
+    body: never;
+    query: never;
+    data: StoresLearning;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/memory_stores/{store}/memories/{memory}: A memory by id. */
+  getMemory: {
+    method: "GET";
+    path: "/api/memory_stores/{store}/memories/{memory}";
+    body: never;
+    query: never;
+    data: StoreMemory;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/memory_stores/{store}/memory: A memory by its path. */
+  getMemoryByPath: {
+    method: "GET";
+    path: "/api/memory_stores/{store}/memory";
+    body: never;
+    query: { path?: string; };
+    data: StoreMemory;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/system/memory-extraction: The extraction model selection and guidance. */
+  getMemoryExtraction: {
+    method: "GET";
+    path: "/api/system/memory-extraction";
+    body: never;
+    query: never;
+    data: Record<string, unknown>;
+    codes: "forbidden" | "internal" | "invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/memory/settings/{agentId}: An agent's memory settings: overrides, values in force and their origins. */
+  getMemorySettings: {
+    method: "GET";
+    path: "/api/memory/settings/{agentId}";
+    body: never;
+    query: never;
+    data: MemorySettings;
+    codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/openapi.json: This document (no key needed). */
+  getOpenAPI: {
+    method: "GET";
+    path: "/api/openapi.json";
+    body: never;
+    query: never;
+    data: Record<string, unknown>;
+    codes: "invalid_request";
+  };
+  /** GET /api/reflections/{reflection}: One learning run. */
+  getReflection: {
+    method: "GET";
+    path: "/api/reflections/{reflection}";
+    body: never;
+    query: never;
+    data: StoresReflection;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/voice/rooms/{id}: One browser call. */
+  getRoom: {
+    method: "GET";
+    path: "/api/voice/rooms/{id}";
+    body: never;
+    query: never;
+    data: Room;
+    codes: "forbidden" | "identity_forbidden" | "internal" | "invalid_request" | "room_not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/runs/{id}: One run. */
+  getRun: {
+    method: "GET";
+    path: "/api/runs/{id}";
+    body: never;
+    query: never;
+    data: Run;
+    codes: "forbidden" | "internal" | "invalid_request" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/sessions/{id}: A session with its transcript and any held tool call. */
+  getSession: {
+    method: "GET";
+    path: "/api/sessions/{id}";
+    body: never;
+    query: never;
+    data: SessionDetail;
+    codes: "forbidden" | "internal" | "invalid_request" | "session_not_found" | "storage_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/memory_stores/{store}: One store. */
+  getStore: {
+    method: "GET";
+    path: "/api/memory_stores/{store}";
+    body: never;
+    query: never;
+    data: MemoryStore;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/memory_stores/{store}/memory_versions/{version}: One version with its content unless redacted. */
+  getVersion: {
+    method: "GET";
+    path: "/api/memory_stores/{store}/memory_versions/{version}";
+    body: never;
+    query: never;
+    data: StoreVersionDetail;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/voice/calls/{id}/hangup: End a ringing or running call from outside. */
+  hangupCall: {
+    method: "POST";
+    path: "/api/voice/calls/{id}/hangup";
+    body: never;
+    query: never;
+    data: {
+      id: string;
+      status: string;
+    };
+    codes: "call_ended" | "call_not_found" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/activity: The operator activity log. */
+  listActivity: {
+    method: "GET";
+    path: "/api/activity";
+    body: never;
+    query: { limit?: number; subject?: string; };
+    data: unknown;
+    codes: "forbidden" | "internal" | "invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/agents/{agent}/memories: An agent's learned memories. */
+  listAgentMemories: {
+    method: "GET";
+    path: "/api/agents/{agent}/memories";
+    body: never;
+    query: { limit?: number; cursor?: string; };
+    data: StoresAgentMemories;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/agents/{agent}/memory/activity: Changes to an agent's learned memory. */
+  listAgentMemoryActivity: {
+    method: "GET";
+    path: "/api/agents/{agent}/memory/activity";
+    body: never;
+    query: { limit?: number; cursor?: string; };
+    data: Record<string, unknown>;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/agent_memory_summaries: Every agent's learned memory at a glance. */
+  listAgentMemorySummaries: {
+    method: "GET";
+    path: "/api/agent_memory_summaries";
+    body: never;
+    query: never;
+    data: {
+      agents: Array<unknown>;
+    };
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/agents: Every declared agent with its model chains in force. */
+  listAgents: {
+    method: "GET";
+    path: "/api/agents";
+    body: never;
+    query: never;
+    data: Array<{
+      fallbacks: Array<string>;
+      model: string;
+      name: string;
+      origins?: Record<string, unknown>;
+      stt?: Array<string> | null;
+      tts?: Array<string> | null;
+    }>;
+    codes: "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/voice/calls: Calls, newest first, without transcripts. */
+  listCalls: {
+    method: "GET";
+    path: "/api/voice/calls";
+    body: never;
+    query: { limit?: number; before?: string; direction?: string; agent?: string; status?: string; outcome?: string; number?: string; from?: string; to?: string; };
+    data: Array<Call>;
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable" | "voice_invalid_request";
+  };
+  /** GET /api/rag/collections: Every collection with its counts. */
+  listCollections: {
+    method: "GET";
+    path: "/api/rag/collections";
+    body: never;
+    query: never;
+    data: Array<RagCollection>;
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/rag/collections/{name}/documents: A collection's documents. */
+  listDocuments: {
+    method: "GET";
+    path: "/api/rag/collections/{name}/documents";
+    body: never;
+    query: { status?: string; before?: string; limit?: number; offset?: number; filter?: string; };
+    data: Array<RagDocument>;
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_collection_not_found" | "rag_invalid_request" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/rag/jobs: Background ingest jobs. */
+  listIngestJobs: {
+    method: "GET";
+    path: "/api/rag/jobs";
+    body: never;
+    query: { state?: string; collection?: string; limit?: number; };
+    data: Array<RagJob>;
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_invalid_request" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/keys: Every key, live and revoked (never a secret). */
+  listKeys: {
+    method: "GET";
+    path: "/api/keys";
+    body: never;
+    query: never;
+    data: Array<Key>;
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/memory_stores/{store}/memories: One level of a store, like a directory. */
+  listMemories: {
+    method: "GET";
+    path: "/api/memory_stores/{store}/memories";
+    body: never;
+    query: { path_prefix?: string; limit?: number; cursor?: string; };
+    data: StoreListing;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/system/models: The model ids the configuration knows of. */
+  listModels: {
+    method: "GET";
+    path: "/api/system/models";
+    body: never;
+    query: never;
+    data: unknown;
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/system/providers: The model providers and their health. */
+  listProviders: {
+    method: "GET";
+    path: "/api/system/providers";
+    body: never;
+    query: never;
+    data: unknown;
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/reflections: Learning runs, newest first. */
+  listReflections: {
+    method: "GET";
+    path: "/api/reflections";
+    body: never;
+    query: { limit?: number; cursor?: string; agent_id?: string; };
+    data: StoresReflectionPage;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/voice/rooms: The browser calls this box carries. */
+  listRooms: {
+    method: "GET";
+    path: "/api/voice/rooms";
+    body: never;
+    query: never;
+    data: Array<Room>;
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/runs: Run history, newest first. */
+  listRuns: {
+    method: "GET";
+    path: "/api/runs";
+    body: never;
+    query: { limit?: number; before?: string; kind?: string; agent?: string; status?: string; };
+    data: Array<Run>;
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/sessions: Sessions, newest activity first. */
+  listSessions: {
+    method: "GET";
+    path: "/api/sessions";
+    body: never;
+    query: { limit?: number; before?: string; agent?: string; status?: string; };
+    data: Array<Session>;
+    codes: "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/memory_stores: Memory stores. */
+  listStores: {
+    method: "GET";
+    path: "/api/memory_stores";
+    body: never;
+    query: { limit?: number; cursor?: string; agent_id?: string; origin?: string; status?: string; include_archived?: boolean; };
+    data: MemoryStorePage;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/memory_stores/{store}/memory_versions: A store's history, newest first. */
+  listVersions: {
+    method: "GET";
+    path: "/api/memory_stores/{store}/memory_versions";
+    body: never;
+    query: { memory_id?: string; limit?: number; cursor?: string; };
+    data: StoreVersionPage;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/memory/add: Update a person's facts from a conversation and store one call record. */
+  memoryAdd: {
+    method: "POST";
+    path: "/api/memory/add";
+    body: {
+      /** The agent's catalog name. */
+      agentId: string;
+      call?: {
+        durationSeconds?: number;
+        outcome?: string;
+        runId?: string;
+        startedAt?: string;
+      };
+      /** A transcript string or an array of OpenAI-shaped chat messages. */
+      content: string | Array<{
+        content?: unknown;
+        role: string;
+      }>;
+      instructions?: string;
+      model?: string;
+      reasoningEffort?: "none" | "minimal" | "low" | "medium" | "high" | "xhigh";
+      /** An opaque person id, preserved exactly. */
+      userId: string;
+    };
+    query: never;
+    data: MemoryAddResult;
+    codes: "agent_not_found" | "forbidden" | "identity_forbidden" | "internal" | "invalid_identities" | "invalid_request" | "memory_conflict" | "memory_invalid_model_output" | "memory_invalid_request" | "memory_model_failed" | "memory_schema_missing" | "memory_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/memory/delete-all: Delete every fact and call record of one person for one agent. */
+  memoryDeleteAll: {
+    method: "POST";
+    path: "/api/memory/delete-all";
+    body: {
+      agentId: string;
+      userId: string;
+    };
+    query: never;
+    data: {
+      deleted: number;
+    };
+    codes: "agent_not_found" | "forbidden" | "identity_forbidden" | "internal" | "invalid_identities" | "invalid_request" | "memory_invalid_request" | "memory_schema_missing" | "memory_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/memory/recall: Every fact of a person and their newest call records first. */
+  memoryRecall: {
+    method: "POST";
+    path: "/api/memory/recall";
+    body: {
+      agentId: string;
+      calls?: number;
+      userId: string;
+    };
+    query: never;
+    data: MemoryRecallResult;
+    codes: "agent_not_found" | "forbidden" | "identity_forbidden" | "internal" | "invalid_identities" | "invalid_request" | "memory_invalid_request" | "memory_schema_missing" | "memory_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/voice/rooms/{id}/offer: The browser's SDP offer, answered by the embedded peer. */
+  offerRoom: {
+    method: "POST";
+    path: "/api/voice/rooms/{id}/offer";
+    body: {
+      sdp: string;
+      type: "offer";
+    };
+    query: never;
+    data: {
+      sdp: string;
+      type: string;
+    };
+    codes: "forbidden" | "identity_forbidden" | "internal" | "invalid_request" | "room_ended" | "room_not_found" | "rooms_already_joined" | "rooms_backend_failed" | "rooms_invalid_request" | "rooms_wrong_backend" | "unauthorized" | "unavailable";
+  };
+  /** PATCH /api/memory_stores/{store}: Rename or redescribe a store. */
+  patchStore: {
+    method: "PATCH";
+    path: "/api/memory_stores/{store}";
+    body: {
+      description?: string;
+      name?: string;
+    };
+    query: never;
+    data: MemoryStore;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/system/memory-extraction/prompt/publish: Publish the guidance draft. */
+  publishMemoryExtractionPrompt: {
+    method: "POST";
+    path: "/api/system/memory-extraction/prompt/publish";
+    body: never;
+    query: never;
+    data: Record<string, unknown>;
+    codes: "forbidden" | "internal" | "invalid_request" | "memory_invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** PUT /api/agents/{name}/models: Override an agent's chains. */
+  putAgentModels: {
+    method: "PUT";
+    path: "/api/agents/{name}/models";
+    body: Record<string, unknown>;
+    query: never;
+    data: Record<string, unknown>;
+    codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** PUT /api/system/memory-extraction: Select the extraction model. */
+  putMemoryExtraction: {
+    method: "PUT";
+    path: "/api/system/memory-extraction";
+    body: Record<string, unknown>;
+    query: never;
+    data: Record<string, unknown>;
+    codes: "forbidden" | "internal" | "invalid_request" | "memory_invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** PUT /api/system/memory-extraction/prompt: Save the guidance draft. */
+  putMemoryExtractionPrompt: {
+    method: "PUT";
+    path: "/api/system/memory-extraction/prompt";
+    body: {
+      text: string;
+    };
+    query: never;
+    data: Record<string, unknown>;
+    codes: "forbidden" | "internal" | "invalid_request" | "memory_invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** PUT /api/memory/settings/{agentId}: Save one or more fields; omitted fields stay unchanged. */
+  putMemorySettings: {
+    method: "PUT";
+    path: "/api/memory/settings/{agentId}";
+    body: {
+      identityKey?: string;
+      instructions?: string;
+      read?: boolean;
+      save?: boolean;
+    };
+    query: never;
+    data: MemorySettings;
+    codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "memory_identity_key_fixed" | "memory_invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/rag/ingest: Store a document's chunks; the same id replaces its chunks. */
+  ragIngest: {
+    method: "POST";
+    path: "/api/rag/ingest";
+    body: RagIngestRequest;
+    query: never;
+    data: RagDocument;
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_collection_not_found" | "rag_document_conflict" | "rag_embedding_failed" | "rag_invalid_request" | "rag_model_mismatch" | "rag_provider_not_configured" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/rag/retrieve: The chunks of one collection closest to a text, each with a score from 0 to 1. */
+  ragRetrieve: {
+    method: "POST";
+    path: "/api/rag/retrieve";
+    body: RagRetrieveRequest;
+    query: never;
+    data: Array<RagHit>;
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_collection_not_found" | "rag_embedding_failed" | "rag_invalid_request" | "rag_model_mismatch" | "rag_provider_not_configured" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/memory_stores/{store}/memory_versions/{version}/redact: Remove a version's content for good. */
+  redactVersion: {
+    method: "POST";
+    path: "/api/memory_stores/{store}/memory_versions/{version}/redact";
+    body: never;
+    query: never;
+    data: void;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** DELETE /api/agents/{name}/models: Remove an agent's chain overrides. */
+  resetAgentModels: {
+    method: "DELETE";
+    path: "/api/agents/{name}/models";
+    body: never;
+    query: { field?: string; };
+    data: Record<string, unknown>;
+    codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** DELETE /api/system/memory-extraction/prompt: Restore the built-in guidance. */
+  resetMemoryExtractionPrompt: {
+    method: "DELETE";
+    path: "/api/system/memory-extraction/prompt";
+    body: never;
+    query: never;
+    data: Record<string, unknown>;
+    codes: "forbidden" | "internal" | "invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** DELETE /api/memory/settings/{agentId}: Remove one override (?field=) or all of them. */
+  resetMemorySettings: {
+    method: "DELETE";
+    path: "/api/memory/settings/{agentId}";
+    body: never;
+    query: { field?: string; };
+    data: MemorySettings;
+    codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "memory_invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/memory_stores/{store}/memory_versions/{version}/restore: Write a version's content back as a new version. */
+  restoreVersion: {
+    method: "POST";
+    path: "/api/memory_stores/{store}/memory_versions/{version}/restore";
+    body: never;
+    query: never;
+    data: StoreMemory;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/rag/jobs/{id}/retry: Retry a failed ingest job. */
+  retryIngestJob: {
+    method: "POST";
+    path: "/api/rag/jobs/{id}/retry";
+    body: never;
+    query: never;
+    data: RagJob;
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_ingest_unavailable" | "rag_invalid_request" | "rag_job_not_found" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** DELETE /api/keys/{name}: Revoke a key. */
+  revokeKey: {
+    method: "DELETE";
+    path: "/api/keys/{name}";
+    body: never;
+    query: never;
+    data: {
+      revoked: string;
+    };
+    codes: "forbidden" | "internal" | "invalid_request" | "key_not_found" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/memory_stores/{store}/memories/search: Memories by content. */
+  searchMemories: {
+    method: "GET";
+    path: "/api/memory_stores/{store}/memories/search";
+    body: never;
+    query: { query?: string; limit?: number; };
+    data: StoreSearchResult;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** PATCH /api/agents/{agent}/learning: Choose the memory model (or null). */
+  setLearning: {
+    method: "PATCH";
+    path: "/api/agents/{agent}/learning";
+    body: {
+      memory_model_ref?: string | null;
+    };
+    query: never;
+    data: StoresLearning;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/memory_stores/{store}/memories/{memory}: Change a memory; content_sha256 guards a concurrent change. */
+  updateMemory: {
+    method: "POST";
+    path: "/api/memory_stores/{store}/memories/{memory}";
+    body: {
+      content?: string;
+      content_sha256?: string;
+      path?: string;
+      summary?: string;
+    };
+    query: never;
+    data: StoreMemory;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/memory_stores/{store}: Rename or redescribe a store. */
+  updateStore: {
+    method: "POST";
+    path: "/api/memory_stores/{store}";
+    body: {
+      description?: string;
+      name?: string;
+    };
+    query: never;
+    data: MemoryStore;
+    codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/rag/collections/{name}/documents: Upload a .txt, .md or .pdf file (up to 25 MB); ingest runs in the background. */
+  uploadDocument: {
+    method: "POST";
+    path: "/api/rag/collections/{name}/documents";
+    body: never;
+    query: never;
+    data: RagUploadResult;
+    codes: "forbidden" | "internal" | "invalid_request" | "rag_collection_not_found" | "rag_document_conflict" | "rag_file_too_large" | "rag_ingest_unavailable" | "rag_invalid_request" | "rag_unavailable" | "rag_unsupported_type" | "unauthorized" | "unavailable";
+  };
+}
+
+/** Every error code the API answers. */
+export type ErrorCode = Operations[keyof Operations]['codes'];
