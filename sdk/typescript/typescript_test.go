@@ -7,6 +7,8 @@ package typescript_test
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +45,8 @@ func extract(req *goopenai.ChatCompletionRequest) providertest.Reply {
 		return providertest.Reply{Content: "this is not JSON"}
 	case strings.Contains(text, "PROVIDER DOWN"):
 		return providertest.Reply{Status: 500, Message: "scripted failure"}
+	case strings.Contains(text, "CONFLICT"):
+		return providertest.Reply{Delay: 3 * time.Second, Content: `{"operations":[{"op":"add","content":"Raced an erasure."}],"summary":"Raced."}`}
 	case strings.Contains(text, "SLOW"):
 		return providertest.Reply{Delay: 20 * time.Second, Content: `{"operations":[],"summary":"Slow."}`}
 	case strings.Contains(text, "where is my order"):
@@ -94,20 +98,47 @@ func TestTypeScriptSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// MODEL_SEEN_URL answers 200 once the model was asked about a text
+	// (?text=), so a suite can act while an extraction is in flight.
+	seen := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, req := range b.Model.ChatRequests() {
+			for _, m := range req.Messages {
+				if strings.Contains(m.Content, r.URL.Query().Get("text")) {
+					return
+				}
+			}
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer seen.Close()
+
 	suites, err := filepath.Glob(filepath.Join("test", "*.test.mjs"))
 	if err != nil || len(suites) == 0 {
 		t.Fatalf("no test suites in sdk/typescript/test: %v", err)
 	}
+	runSuites(ctx, t, node, dir, b.URL, suites, "MODEL_SEEN_URL="+seen.URL)
+
+	// A box whose person-memory tables are gone answers memory_schema_missing.
+	broken := boxtest.New(t, configYAML)
+	if _, err := broken.Pool.Exec(ctx, `DROP TABLE stackbone_platform.memory_facts, stackbone_platform.memory_calls CASCADE`); err != nil {
+		t.Fatal(err)
+	}
+	runSuites(ctx, t, node, dir, broken.URL, []string{filepath.Join("test", "schema", "missing.test.mjs")})
+}
+
+func runSuites(ctx context.Context, t *testing.T, node, dir, url string, suites []string, env ...string) {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, node, append([]string{"--test", "--test-concurrency=1"}, suites...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "BOX_URL="+b.URL, "BOX_KEY="+boxtest.Key, "STACKBONE_URL=", "STACKBONE_API_KEY=")
+	cmd.Env = append(os.Environ(), "BOX_URL="+url, "BOX_KEY="+boxtest.Key, "STACKBONE_URL=", "STACKBONE_API_KEY=")
+	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		t.Log(line)
 	}
 	if err != nil {
-		t.Fatalf("node --test: %v", err)
+		t.Fatalf("node --test %s: %v", strings.Join(suites, " "), err)
 	}
 }

@@ -25,6 +25,15 @@ test('memory: the error envelope of each code', async () => {
   fails(await createClient({ baseURL: boxURL, apiKey: 'wrong' }).memory.recall(who), 'unauthorized', 401);
 });
 
+test('memory: memory_conflict when an erasure lands while the model is asked', async () => {
+  const who = { agentId: 'support', userId: 'race-person' };
+  const adding = box.memory.add('CONFLICT: the caller asks to be remembered', who);
+  await eventually(async () => (await fetch(`${process.env.MODEL_SEEN_URL}?text=CONFLICT`)).ok, 20000, 'the extraction request');
+  ok(await box.memory.deleteAll(who));
+  fails(await adding, 'memory_conflict', 409);
+  assert.deepEqual(ok(await box.memory.recall(who)), { facts: [], calls: [] });
+});
+
 test('memory: a retried add with one Idempotency-Key is applied once', async () => {
   const who = { agentId: 'support', userId: 'idem-person' };
   const first = ok(await box.memory.add('Caller: where is my order?', { ...who, idempotencyKey: 'add-1' }));
