@@ -142,9 +142,22 @@ func tags() []any {
 	}
 	out := make([]any, len(names))
 	for i, n := range names {
-		out[i] = map[string]any{"name": n}
+		out[i] = map[string]any{"name": n, "description": tagDescriptions[n]}
 	}
 	return out
+}
+
+var tagDescriptions = map[string]string{
+	"meta":     "This document and what the box offers.",
+	"keys":     "API keys and their scopes.",
+	"memory":   "Person memory: facts and call records per agent and person, and each agent's memory settings.",
+	"system":   "Box-wide settings: the extraction model and guidance, providers, models, the activity log.",
+	"agents":   "The agent catalog and each agent's model chains.",
+	"sessions": "Conversations the box keeps, and decisions on held tool calls.",
+	"runs":     "Run history.",
+	"rag":      "Retrieval: collections, documents, ingest jobs and search.",
+	"voice":    "Phone calls over SIP trunks and browser test calls.",
+	"stores":   "Memory stores: learned and curated memories, versions and learning runs.",
 }
 
 func operation(s *schemas, r Route) (map[string]any, error) {
@@ -189,7 +202,8 @@ func operation(s *schemas, r Route) (map[string]any, error) {
 	case r.Public:
 		// The document itself, not an envelope.
 		responses[strconv.Itoa(r.Status)] = map[string]any{"description": "The OpenAPI document.",
-			"content": map[string]any{"application/json": map[string]any{"schema": Schema{"type": "object", "required": []string{"openapi", "paths"}}}}}
+			"content": map[string]any{"application/json": map[string]any{"schema": Schema{"type": "object", "required": []string{"openapi", "paths"},
+				"properties": Schema{"openapi": Schema{"type": "string"}, "paths": Schema{"type": "object"}}}}}}
 	case r.Binary:
 		responses[strconv.Itoa(r.Status)] = map[string]any{"description": "The file.",
 			"content": map[string]any{"application/octet-stream": map[string]any{"schema": Schema{"type": "string", "contentMediaType": "application/octet-stream"}}}}

@@ -34,6 +34,11 @@ func TestDocumentIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, r := range openapi.Routes {
+		if r.Tag == "" || !strings.Contains(string(doc), `"name": "`+r.Tag+`"`) {
+			t.Errorf("%s: tag %q is not in the document's tags", r.Pattern, r.Tag)
+		}
+	}
 	if !bytes.Equal(old, doc) {
 		t.Fatal("api/openapi.json is stale: run go test ./api/openapi -run TestDocumentIsCurrent -update")
 	}

@@ -816,7 +816,10 @@ export interface Operations {
     path: "/api/openapi.json";
     body: never;
     query: never;
-    data: Record<string, unknown>;
+    data: {
+      openapi: string;
+      paths: Record<string, unknown>;
+    };
     codes: "invalid_request";
   };
   /** GET /api/reflections/{reflection}: One learning run. */
