@@ -336,3 +336,78 @@ func TestRetryAndCancel(t *testing.T) {
 		t.Fatalf("cancelled in flight: %v after %v", err, time.Since(start))
 	}
 }
+
+func TestStoreVersions(t *testing.T) {
+	t.Parallel()
+	_, c := newBox(t)
+	ctx := t.Context()
+	st, err := c.Stores.Create(ctx, "Release policy", "How we ship.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := st.ID.String()
+	if st, err = c.Stores.Update(ctx, sid, "", "How we version and ship."); err != nil || st.Description != "How we version and ship." {
+		t.Fatalf("update: %+v %v", st, err)
+	}
+	m, err := c.Stores.CreateMemory(ctx, sid, "/releases/versioning.md", "How versions are chosen.", "Bump the minor version.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stores.CreateMemory(ctx, sid, "/releases/versioning.md", "s", "c"); !errors.Is(err, client.ErrStoresMemoryPathExists) {
+		t.Fatalf("a taken path: %v", err)
+	}
+	mid := m.ID.String()
+	if l, err := c.Stores.Memories(ctx, sid, "/releases/"); err != nil || len(l.Entries) != 1 {
+		t.Fatalf("memories: %+v %v", l, err)
+	}
+	if _, err := c.Stores.UpdateMemory(ctx, sid, mid, client.MemoryUpdate{Content: "x", ContentSHA256: strings.Repeat("0", 64)}); !errors.Is(err, client.ErrContentSHA256Mismatch) {
+		t.Fatalf("a stale hash: %v", err)
+	}
+	if _, err := c.Stores.UpdateMemory(ctx, sid, mid, client.MemoryUpdate{Content: "Bump the major version.", ContentSHA256: m.ContentSHA256}); err != nil {
+		t.Fatal(err)
+	}
+	var versions []string
+	for v, err := range c.Stores.Versions(ctx, sid, mid) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, v.ID.String())
+	}
+	if len(versions) != 2 {
+		t.Fatalf("%d versions, want 2", len(versions))
+	}
+	restored, err := c.Stores.Restore(ctx, sid, versions[1])
+	if err != nil || restored.Content != "Bump the minor version." {
+		t.Fatalf("restore: %+v %v", restored, err)
+	}
+	if err := c.Stores.Redact(ctx, sid, versions[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stores.DeleteMemory(ctx, sid, mid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stores.Memory(ctx, sid, mid); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("a deleted memory: %v", err)
+	}
+	if err := c.Stores.Archive(ctx, sid); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.Stores.Get(ctx, sid); err != nil || st.Status != "archived" {
+		t.Fatalf("archived: %+v %v", st, err)
+	}
+	if err := c.Stores.Delete(ctx, sid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stores.Get(ctx, sid); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("a deleted store: %v", err)
+	}
+	if jobs, err := c.RAG.Jobs(ctx, ""); err != nil || len(jobs) != 0 {
+		t.Fatalf("jobs: %v %v", jobs, err)
+	}
+	if _, err := c.RAG.Job(ctx, 999999); !errors.Is(err, rag.ErrJobNotFound) {
+		t.Fatalf("a missing job: %v", err)
+	}
+	if rs, err := c.Voice.Rooms(ctx); err != nil || len(rs) != 0 {
+		t.Fatalf("rooms: %v %v", rs, err)
+	}
+}

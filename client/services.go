@@ -431,3 +431,119 @@ func cloneValues(v url.Values) url.Values {
 	}
 	return out
 }
+
+// Update renames or redescribes a store; "" leaves a field as it is.
+func (s *StoresService) Update(ctx context.Context, storeID, name, description string) (stores.Store, error) {
+	body := map[string]string{}
+	if name != "" {
+		body["name"] = name
+	}
+	if description != "" {
+		body["description"] = description
+	}
+	var out stores.Store
+	err := s.c.do(ctx, request{method: "POST", path: "/api/memory_stores/" + seg(storeID), body: body}, &out)
+	return out, err
+}
+
+// Archive makes a curated store read-only.
+func (s *StoresService) Archive(ctx context.Context, storeID string) error {
+	return s.c.do(ctx, request{method: "POST", path: "/api/memory_stores/" + seg(storeID) + "/archive"}, nil)
+}
+
+// Memories lists one level of a store under prefix (whole path segments).
+func (s *StoresService) Memories(ctx context.Context, storeID, prefix string) (stores.Listing, error) {
+	var out stores.Listing
+	q := url.Values{}
+	if prefix != "" {
+		q.Set("path_prefix", prefix)
+	}
+	err := s.c.do(ctx, request{method: "GET", path: "/api/memory_stores/" + seg(storeID) + "/memories", query: q}, &out)
+	return out, err
+}
+
+// MemoryUpdate changes a memory; empty fields stay. ContentSHA256, when
+// set, refuses the change if the memory changed since it was read
+// (ErrContentSHA256Mismatch).
+type MemoryUpdate struct {
+	Path          string `json:"path,omitempty"`
+	Summary       string `json:"summary,omitempty"`
+	Content       string `json:"content,omitempty"`
+	ContentSHA256 string `json:"content_sha256,omitempty"`
+}
+
+// UpdateMemory changes a memory and returns it with its new version.
+func (s *StoresService) UpdateMemory(ctx context.Context, storeID, memoryID string, u MemoryUpdate) (stores.Memory, error) {
+	var out stores.Memory
+	err := s.c.do(ctx, request{method: "POST", path: "/api/memory_stores/" + seg(storeID) + "/memories/" + seg(memoryID), body: u}, &out)
+	return out, err
+}
+
+// DeleteMemory removes a memory from every read path.
+func (s *StoresService) DeleteMemory(ctx context.Context, storeID, memoryID string) error {
+	return s.c.do(ctx, request{method: "DELETE", path: "/api/memory_stores/" + seg(storeID) + "/memories/" + seg(memoryID)}, nil)
+}
+
+// Versions yields a store's history (of one memory when memoryID is not
+// ""), newest first, page by page.
+func (s *StoresService) Versions(ctx context.Context, storeID, memoryID string) iter.Seq2[stores.Version, error] {
+	return func(yield func(stores.Version, error) bool) {
+		q := url.Values{}
+		if memoryID != "" {
+			q.Set("memory_id", memoryID)
+		}
+		for {
+			var page stores.VersionPage
+			if err := s.c.do(ctx, request{method: "GET", path: "/api/memory_stores/" + seg(storeID) + "/memory_versions", query: q}, &page); err != nil {
+				yield(stores.Version{}, err)
+				return
+			}
+			for _, v := range page.Versions {
+				if !yield(v, nil) {
+					return
+				}
+			}
+			if page.NextCursor == nil || *page.NextCursor == "" {
+				return
+			}
+			q.Set("cursor", *page.NextCursor)
+		}
+	}
+}
+
+// Restore writes a version's content back as a new version.
+func (s *StoresService) Restore(ctx context.Context, storeID, versionID string) (stores.Memory, error) {
+	var out stores.Memory
+	err := s.c.do(ctx, request{method: "POST", path: "/api/memory_stores/" + seg(storeID) + "/memory_versions/" + seg(versionID) + "/restore"}, &out)
+	return out, err
+}
+
+// Redact removes a version's content for good.
+func (s *StoresService) Redact(ctx context.Context, storeID, versionID string) error {
+	return s.c.do(ctx, request{method: "POST", path: "/api/memory_stores/" + seg(storeID) + "/memory_versions/" + seg(versionID) + "/redact"}, nil)
+}
+
+// Jobs lists background ingest jobs (of a collection, when not "").
+func (s *RAGService) Jobs(ctx context.Context, collection string) ([]rag.Job, error) {
+	var out []rag.Job
+	q := url.Values{}
+	if collection != "" {
+		q.Set("collection", collection)
+	}
+	err := s.c.do(ctx, request{method: "GET", path: "/api/rag/jobs", query: q}, &out)
+	return out, err
+}
+
+// Job reads one ingest job.
+func (s *RAGService) Job(ctx context.Context, id int64) (rag.Job, error) {
+	var out rag.Job
+	err := s.c.do(ctx, request{method: "GET", path: "/api/rag/jobs/" + strconv.FormatInt(id, 10)}, &out)
+	return out, err
+}
+
+// Rooms lists the browser calls this box carries.
+func (s *VoiceService) Rooms(ctx context.Context) ([]rooms.View, error) {
+	var out []rooms.View
+	err := s.c.do(ctx, request{method: "GET", path: "/api/voice/rooms"}, &out)
+	return out, err
+}
