@@ -45,6 +45,7 @@ import (
 	"github.com/stackbone/box/tools"
 	"github.com/stackbone/box/voice"
 	"github.com/stackbone/box/voice/espeak"
+	"github.com/stackbone/box/webhooks"
 	"github.com/stackbone/box/wire"
 	aguiwire "github.com/stackbone/box/wire/aguiwire"
 	anthropicwire "github.com/stackbone/box/wire/anthropicwire"
@@ -81,6 +82,9 @@ type Options struct {
 	// Getenv reads the secrets the configuration names by variable (tools'
 	// ${NAME} and tokenEnv, object store keys); default os.Getenv.
 	Getenv func(string) string
+	// TuneWebhooks, when set, adjusts the webhooks' configuration before
+	// they are built (tests: retry backoff, delivery timeout).
+	TuneWebhooks func(*webhooks.Config)
 	// Middleware, when set, wraps the box's HTTP handler (tests: the check
 	// of every /api answer against the OpenAPI document).
 	Middleware func(http.Handler) http.Handler
@@ -107,6 +111,7 @@ type Box struct {
 	Rooms    *rooms.Service
 	Phones   *sip.Server
 	Tools    *tools.Service
+	Webhooks *webhooks.Service
 	API      *api.Server
 
 	listener *notify.Listener
@@ -147,8 +152,19 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	})
 	b.Keys = auth.NewStore(pool)
 	b.Runs = runs.NewStore(pool)
+	// Events of calls, memory and documents are recorded in the
+	// transactions of their changes; River delivers them.
+	whcfg := webhooks.Config{Pool: pool, Logger: log, Timeout: cfg.Webhooks.Timeout, Workers: cfg.Webhooks.Workers}
+	if opt.TuneWebhooks != nil {
+		opt.TuneWebhooks(&whcfg)
+	}
+	var err error
+	b.Webhooks, err = webhooks.New(whcfg)
+	if err != nil {
+		return nil, err
+	}
 	b.Memory = memory.NewService(memory.Config{
-		Pool: pool, Models: b.Models, Logger: log, Metrics: metrics,
+		Pool: pool, Models: b.Models, Logger: log, Metrics: metrics, Events: b.Webhooks,
 		FallbackModel: cfg.Memory.Model, FallbackReasoningEffort: cfg.Memory.ReasoningEffort,
 	})
 	b.Settings = memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
@@ -163,7 +179,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.RAG, err = rag.New(rag.Config{Metrics: metrics, Pool: pool, Models: b.Models, Store: originals, Runs: b.Runs, Logger: log, Hybrid: cfg.RAG.Hybrid})
+	b.RAG, err = rag.New(rag.Config{Metrics: metrics, Pool: pool, Models: b.Models, Store: originals, Runs: b.Runs, Logger: log, Hybrid: cfg.RAG.Hybrid, Events: b.Webhooks})
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +205,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	}
 	vcfg := voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: b.Runtime, Memory: b.Memory, Settings: b.Settings,
 		Metrics: metrics, BoxID: b.ID, Runs: b.Runs, Speech: speech, Logger: log,
-		Realtime: cfg.Media.Realtime()}
+		Realtime: cfg.Media.Realtime(), Events: b.Webhooks}
 	if opt.TuneCalls != nil {
 		opt.TuneCalls(&vcfg)
 	}
@@ -220,6 +236,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	b.RAG.Register(b.API)
 	b.Rooms.Register(b.API)
 	b.Phones.Register(b.API)
+	b.Webhooks.Register(b.API)
 	studio.Register(b.API)
 
 	var front http.Handler = wire.CORS(cfg.HTTP.CORS.AllowedOrigins, b.API)
@@ -287,6 +304,7 @@ func (b *Box) Start(ctx context.Context) (stop func(), err error) {
 		return nil, err
 	}
 	b.RAG.AddWorkers(queue)
+	b.Webhooks.AddWorkers(queue)
 	client, err := jobs.NewBoxClient(b.Pool, queue, b.Log, b.ID)
 	if err != nil {
 		stop()

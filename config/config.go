@@ -64,6 +64,8 @@ type Config struct {
 	Shutdown Shutdown `yaml:"shutdown"`
 	// Telemetry says where traces go.
 	Telemetry Telemetry `yaml:"telemetry"`
+	// Webhooks tunes the delivery of events to webhook subscriptions.
+	Webhooks Webhooks `yaml:"webhooks"`
 }
 
 // Telemetry holds the box's tracing. Metrics are always served at

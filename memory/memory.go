@@ -54,6 +54,28 @@ type Config struct {
 	FallbackReasoningEffort string
 	// ModelTimeout bounds one extraction request. Defaults to 2 minutes.
 	ModelTimeout time.Duration
+	// Events records memory.saved in the transaction of each add that
+	// changed memory (nil: none).
+	Events Events
+}
+
+// Events publishes what memory did (package webhooks).
+type Events interface {
+	// Emit records an event of type typ in tx, so it exists only if tx
+	// commits; an error leaves tx usable.
+	Emit(ctx context.Context, tx pgx.Tx, typ string, data, content any) error
+}
+
+// savedEvent is the data of memory.saved: counts and ids, never a fact.
+type savedEvent struct {
+	AgentID      string    `json:"agentId"`
+	UserID       string    `json:"userId"`
+	CallRecordID uuid.UUID `json:"callRecordId"`
+	RunID        *string   `json:"runId,omitempty"`
+	Added        int       `json:"added"`
+	Updated      int       `json:"updated"`
+	Deleted      int       `json:"deleted"`
+	Facts        int       `json:"facts"`
 }
 
 // Platform defaults of the extraction model.
@@ -336,8 +358,25 @@ func (s *Service) commit(ctx context.Context, req AddRequest, revision int64, sn
 	}
 
 	// Close reads every result and returns the first error; the implicit
-	// transaction commits only if there was none.
-	if err := s.cfg.Pool.SendBatch(ctx, &b).Close(); err != nil {
+	// transaction commits only if there was none. With events wired the
+	// batch runs in an explicit transaction that records memory.saved too.
+	send := func() error { return s.cfg.Pool.SendBatch(ctx, &b).Close() }
+	if s.cfg.Events != nil {
+		send = func() error {
+			return pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+				if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+					return err
+				}
+				ev := savedEvent{AgentID: req.AgentID, UserID: req.UserID, CallRecordID: call.ID, RunID: call.RunID,
+					Added: len(adds), Updated: len(updates), Deleted: len(deletes), Facts: len(kept)}
+				if err := s.cfg.Events.Emit(ctx, tx, "memory.saved", ev, nil); err != nil {
+					s.log.Warn("memory: event not recorded", "type", "memory.saved", "error", err)
+				}
+				return nil
+			})
+		}
+	}
+	if err := send(); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == conflictSQLState {
 			return AddResult{}, fmt.Errorf("%w: the memory changed while the model was asked", ErrConflict)

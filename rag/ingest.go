@@ -159,8 +159,11 @@ func (s *Service) ingest(ctx context.Context, req IngestRequest, vectors [][]flo
 		if err != nil {
 			return err
 		}
-		_, err = replaceChunks(ctx, tx, c.id, req.ID, rows)
-		return err
+		if _, err = replaceChunks(ctx, tx, c.id, req.ID, rows); err != nil {
+			return err
+		}
+		s.emitIngested(ctx, tx, req.ID, c.id, len(rows), "code")
+		return nil
 	})
 	if err != nil {
 		if errors.Is(err, ErrDocumentConflict) {

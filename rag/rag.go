@@ -68,6 +68,9 @@ type Config struct {
 	Hybrid bool
 	// Metrics records retrievals and ingest attempts (nil: none).
 	Metrics *telemetry.Metrics
+	// Events records rag.document.ingested in the transaction that stores
+	// a document's chunks (nil: none).
+	Events Events
 	// IngestMaxAttempts is how often River tries an ingest job before it
 	// is failed for good (a retry route starts it again). Default 5.
 	IngestMaxAttempts int

@@ -244,7 +244,11 @@ func (s *Service) commitIngest(ctx context.Context, docID string, collID int64, 
 		if err != nil {
 			return err
 		}
-		return runs.InsertWith(ctx, tx, run)
+		if err := runs.InsertWith(ctx, tx, run); err != nil {
+			return err
+		}
+		s.emitIngested(ctx, tx, docID, collID, len(rows), "upload")
+		return nil
 	})
 	if err != nil && !errors.Is(err, errDocumentGone) && ctx.Err() == nil {
 		return fmt.Errorf("%w: store chunks: %v", ErrUnavailable, err)

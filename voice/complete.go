@@ -38,7 +38,8 @@ func (c *Call) complete(end End) {
 	if metrics == nil {
 		met = []byte("[]")
 	}
-	_, err := c.m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET status = 'ended', ended_at = $2, outcome = $3,
+	_, err := c.m.execEvent(ctx, eventEnded, func() any { return c.endedEvent(ended, duration, len(entries)) },
+		map[string]any{"transcript": orNone(entries)}, `UPDATE stackbone_platform.voice_calls SET status = 'ended', ended_at = $2, outcome = $3,
 		duration_seconds = $4, transcript = $5, memory = $6, metrics = $7, end_reason = NULLIF($8, '')
 		WHERE id = $1 AND status <> 'ended'`, // not if another box closed it as lost meanwhile
 		c.info.ID, ended, string(end.Outcome), duration, tr, mem, met, end.Reason)

@@ -137,6 +137,7 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 		lastAt  time.Time
 		tr, mem []byte
 		snapRaw []byte
+		ev      callEvent
 	)
 	ttl := m.cfg.LeaseTTL.Seconds()
 	err := m.cfg.Pool.QueryRow(ctx, `UPDATE stackbone_platform.voice_calls c SET status = 'ended', outcome = 'box_lost',
@@ -148,8 +149,9 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 		duration_seconds = CASE WHEN c.status = 'ended' THEN c.duration_seconds
 			ELSE extract(epoch FROM greatest(c.lease_until - make_interval(secs => $3), c.started_at) - c.started_at) END
 		WHERE id = $1 AND (status <> 'ended' OR save_pending) AND lease_until < now()
-		RETURNING agent_id, started_at, ended_at, transcript, memory, snapshot`, id, boxLostReason, ttl).
-		Scan(&agentID, &started, &lastAt, &tr, &mem, &snapRaw)
+		RETURNING agent_id, started_at, ended_at, transcript, memory, snapshot, direction, coalesce(phone_number, ''),
+		  coalesce(trunk, ''), answered_at`, id, boxLostReason, ttl).
+		Scan(&agentID, &started, &lastAt, &tr, &mem, &snapRaw, &ev.Direction, &ev.PhoneNumber, &ev.Trunk, &ev.AnsweredAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errNotLost
 	}
@@ -169,8 +171,15 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 	mem, _ = json.Marshal(report)
 	// The outcome comes from the save, so it is written even when ctx ended
 	// (a stopping box) while the save ran.
-	if _, err := m.cfg.Pool.Exec(context.WithoutCancel(ctx), `UPDATE stackbone_platform.voice_calls SET memory = $2, save_pending = false
-		WHERE id = $1`, id, mem); err != nil {
+	duration := lastAt.Sub(started).Seconds()
+	turns := len(entries)
+	ev.CallID, ev.AgentID, ev.StartedAt, ev.EndedAt = id, agentID, started, &lastAt
+	ev.Outcome, ev.Reason, ev.Duration, ev.Turns = string(OutcomeBoxLost), boxLostReason, &duration, &turns
+	ev.Memory = &memoryOutcome{report.Saved, report.SaveError}
+	// call.ended goes with the save's outcome, once: only the box that
+	// clears the pending save records it.
+	if _, err := m.execEvent(context.WithoutCancel(ctx), eventEnded, func() any { return ev }, map[string]any{"transcript": orNone(entries)},
+		`UPDATE stackbone_platform.voice_calls SET memory = $2, save_pending = false WHERE id = $1 AND save_pending`, id, mem); err != nil {
 		return err
 	}
 	m.log.Info("call ended", "call", id, "agent", agentID, "outcome", OutcomeBoxLost, "turns", len(entries),

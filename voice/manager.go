@@ -70,6 +70,9 @@ type Config struct {
 	// so the calls' 20 ms frames go out on time on a busy machine. Refused
 	// by the system, the manager logs it once and calls run as before.
 	Realtime bool
+	// Events records call.started, call.answered and call.ended in the
+	// transactions that record them on the call (nil: none).
+	Events Events
 	// OnOpen, when set, is called with each call once it opened, before
 	// its transport answers (observers: tests, operators' tools). It must
 	// not block.
@@ -325,6 +328,9 @@ type Call struct {
 	info    CallInfo
 	agent   config.Agent
 	started time.Time
+	// answered is when the call was answered (nil if it never was); set
+	// and read by the call's owner only.
+	answered *time.Time
 
 	view   memory.View
 	sel    identity.Selection
@@ -407,7 +413,7 @@ func (c *Call) open(ctx context.Context) error {
 	mem, _ := json.Marshal(c.report)
 	snap, _ := json.Marshal(snapshot{Instructions: v.Value.Instructions, UserID: c.sel.Value})
 	named, _ := json.Marshal(ids)
-	_, err = c.m.cfg.Pool.Exec(ctx, `INSERT INTO stackbone_platform.voice_calls (id, direction, agent_id, phone_number, trunk, status,
+	_, err = c.m.execEvent(ctx, eventStarted, func() any { return c.event() }, nil, `INSERT INTO stackbone_platform.voice_calls (id, direction, agent_id, phone_number, trunk, status,
 		started_at, memory, snapshot, identities, box_id, lease_until)
 		VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), 'ringing', $6, $7, $8, $9, $10, now() + make_interval(secs => $11))`,
 		c.info.ID, c.info.Direction, c.info.Agent, c.info.PhoneNumber, c.info.Trunk, c.started, mem, snap, named,

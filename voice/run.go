@@ -87,8 +87,10 @@ func (c *Call) carry(a attachment) End {
 		return End{Outcome: OutcomeFailed, Reason: "the agent's speech engines are not available"}
 	}
 	c.m.cfg.Metrics.CallAnswered(c.info.Direction, c.clk.Since(c.started))
-	if _, err := c.m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET status = 'active', answered_at = $2 WHERE id = $1`,
-		c.info.ID, c.clk.Now()); err != nil {
+	answered := c.clk.Now()
+	c.answered = &answered
+	if _, err := c.m.execEvent(ctx, eventAnswered, func() any { e := c.event(); e.AnsweredAt = &answered; return e }, nil,
+		`UPDATE stackbone_platform.voice_calls SET status = 'active', answered_at = $2 WHERE id = $1`, c.info.ID, answered); err != nil {
 		c.m.log.Warn("voice: mark answered", "call", c.info.ID, "error", err)
 	}
 	runCtx, stop := context.WithCancel(ctx)

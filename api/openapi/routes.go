@@ -11,6 +11,7 @@ import (
 	"github.com/stackbone/box/sip"
 	"github.com/stackbone/box/stores"
 	"github.com/stackbone/box/voice"
+	"github.com/stackbone/box/webhooks"
 )
 
 // Route is one /api route of the contract.
@@ -293,7 +294,27 @@ var Routes = []Route{
 	{Pattern: "GET /api/reflections", ID: "listReflections", Tag: "stores", Summary: "Learning runs, newest first.", Scope: auth.ScopeStoresRead,
 		Query: []Param{qLimit100, qCursor, {"agent_id", "string", "Only this agent's."}}, Status: 200, Data: stores.ReflectionPage{}, Errors: storeErrs},
 	{Pattern: "GET /api/reflections/{reflection}", ID: "getReflection", Tag: "stores", Summary: "One learning run.", Scope: auth.ScopeStoresRead, Status: 200, Data: stores.Reflection{}, Errors: storeErrs},
+
+	{Pattern: "GET /api/webhooks", ID: "listWebhooks", Tag: "webhooks", Summary: "Webhook subscriptions, newest first (without secrets).", Scope: auth.ScopeConfigRead,
+		Status: 200, Data: []webhooks.Subscription{}, Errors: webhookErrs},
+	{Pattern: "POST /api/webhooks", ID: "createWebhook", Tag: "webhooks", Summary: "Subscribe a URL to event types; the answer holds the signing secret, shown once.",
+		Scope: auth.ScopeConfigWrite, Body: webhooks.NewSubscription{}, Status: 201, Data: webhooks.Subscription{}, Errors: webhookErrs},
+	{Pattern: "GET /api/webhooks/event-types", ID: "listWebhookEventTypes", Tag: "webhooks", Summary: "The event types a subscription may ask for.", Scope: auth.ScopeConfigRead,
+		Status: 200, Data: []string{}},
+	{Pattern: "GET /api/webhooks/{id}", ID: "getWebhook", Tag: "webhooks", Summary: "One subscription (without its secret).", Scope: auth.ScopeConfigRead,
+		Status: 200, Data: webhooks.Subscription{}, Errors: webhookErrs},
+	{Pattern: "DELETE /api/webhooks/{id}", ID: "deleteWebhook", Tag: "webhooks", Summary: "Delete a subscription, its deliveries and their log.", Scope: auth.ScopeConfigWrite,
+		Status: 200, Data: obj([]string{"id", "deleted"}, object{"id": stringSchema, "deleted": object{"type": "boolean"}}), Errors: webhookErrs},
+	{Pattern: "GET /api/webhooks/{id}/deliveries", ID: "listWebhookDeliveries", Tag: "webhooks", Summary: "A subscription's deliveries, newest first, each with its attempts.",
+		Scope: auth.ScopeConfigRead, Query: []Param{qLimit200, {"status", "string", "Only deliveries in this status: pending, retrying, delivered or failed."}, {"type", "string", "Only events of this type."}},
+		Status: 200, Data: []webhooks.Delivery{}, Errors: webhookErrs},
+	{Pattern: "GET /api/webhooks/{id}/deliveries/{delivery}", ID: "getWebhookDelivery", Tag: "webhooks", Summary: "One delivery with its attempts.", Scope: auth.ScopeConfigRead,
+		Status: 200, Data: webhooks.Delivery{}, Errors: webhookErrs},
+	{Pattern: "POST /api/webhooks/{id}/deliveries/{delivery}/replay", ID: "replayWebhookDelivery", Tag: "webhooks", Summary: "Send a delivery again now, once, with the same event id.",
+		Scope: auth.ScopeConfigWrite, Status: 202, Data: obj([]string{"id", "replayed"}, object{"id": stringSchema, "replayed": object{"type": "boolean"}}), Errors: webhookErrs},
 }
+
+var webhookErrs = []error{webhooks.ErrInvalidRequest, webhooks.ErrNotFound, webhooks.ErrUnavailable}
 
 var storeErrs = []error{stores.ErrInvalidRequest, stores.ErrNotFound, stores.ErrHashMismatch, stores.ErrPathExists, stores.ErrVersionCurrent,
 	stores.ErrStoreFull, stores.ErrConflict, stores.ErrUnavailable}

@@ -27,6 +27,7 @@ import (
 	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/voice"
+	"github.com/stackbone/box/webhooks"
 )
 
 // Key holds every scope.
@@ -51,6 +52,7 @@ type options struct {
 	speech func(voice.Models) voice.SpeechFactory
 	tune   func(*config.Config)
 	calls  func(*voice.Config)
+	hooks  func(*webhooks.Config)
 	log    *slog.Logger
 }
 
@@ -78,6 +80,10 @@ func Tune(f func(*config.Config)) Option { return func(o *options) { o.tune = f 
 // TuneCalls adjusts the call controller's configuration (see
 // box.Options.TuneCalls).
 func TuneCalls(f func(*voice.Config)) Option { return func(o *options) { o.calls = f } }
+
+// TuneWebhooks adjusts the webhooks' configuration (see
+// box.Options.TuneWebhooks).
+func TuneWebhooks(f func(*webhooks.Config)) Option { return func(o *options) { o.hooks = f } }
 
 // Logger is the box's logger (default: the test's log, pgtest.Logger).
 func Logger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
@@ -120,7 +126,7 @@ func New(t testing.TB, configYAML string, opts ...Option) *Box {
 		o.tune(cfg)
 	}
 	b, err := box.New(ctx, cfg, box.Options{Pool: pool, Logger: log, Speech: o.speech, DevKey: o.devKey,
-		DataDir: t.TempDir(), Getenv: o.getenv, TuneCalls: o.calls,
+		DataDir: t.TempDir(), Getenv: o.getenv, TuneCalls: o.calls, TuneWebhooks: o.hooks,
 		Middleware: func(h http.Handler) http.Handler { return contract(t, h) }})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,91 @@
+package voice
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Events publishes what happens to calls (package webhooks).
+type Events interface {
+	// Emit records an event of type typ in tx, so it exists only if tx
+	// commits. data is for every subscriber; content's fields (the heard
+	// transcript) only for those that asked for them. An error leaves tx
+	// usable; the call goes on and the error is logged.
+	Emit(ctx context.Context, tx pgx.Tx, typ string, data, content any) error
+}
+
+// Call event types.
+const (
+	eventStarted  = "call.started"
+	eventAnswered = "call.answered"
+	eventEnded    = "call.ended"
+)
+
+// callEvent is the data of a call's events.
+type callEvent struct {
+	CallID      string         `json:"callId"`
+	AgentID     string         `json:"agentId"`
+	Direction   string         `json:"direction"`
+	PhoneNumber string         `json:"phoneNumber,omitempty"`
+	Trunk       string         `json:"trunk,omitempty"`
+	StartedAt   time.Time      `json:"startedAt"`
+	AnsweredAt  *time.Time     `json:"answeredAt,omitempty"`
+	EndedAt     *time.Time     `json:"endedAt,omitempty"`
+	Outcome     string         `json:"outcome,omitempty"`
+	Reason      string         `json:"reason,omitempty"`
+	Duration    *float64       `json:"durationSeconds,omitempty"`
+	Turns       *int           `json:"turns,omitempty"`
+	Memory      *memoryOutcome `json:"memory,omitempty"`
+}
+
+// memoryOutcome is what the call's memory save did.
+type memoryOutcome struct {
+	Saved     bool   `json:"saved"`
+	SaveError string `json:"saveError,omitempty"`
+}
+
+func (c *Call) event() callEvent {
+	return callEvent{CallID: c.info.ID, AgentID: c.info.Agent, Direction: c.info.Direction,
+		PhoneNumber: c.info.PhoneNumber, Trunk: c.info.Trunk, StartedAt: c.started}
+}
+
+// execEvent runs one statement on the calls table and, when it changed a
+// row and events are wired, records the event typ in the same
+// transaction, so an event exists exactly when its change does.
+func (m *Manager) execEvent(ctx context.Context, typ string, data func() any, content any, sql string, args ...any) (pgconn.CommandTag, error) {
+	if m.cfg.Events == nil {
+		return m.cfg.Pool.Exec(ctx, sql, args...)
+	}
+	var tag pgconn.CommandTag
+	err := pgx.BeginFunc(ctx, m.cfg.Pool, func(tx pgx.Tx) error {
+		var err error
+		if tag, err = tx.Exec(ctx, sql, args...); err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		if err := m.cfg.Events.Emit(ctx, tx, typ, data(), content); err != nil {
+			m.log.Warn("voice: event not recorded", "type", typ, "error", err)
+		}
+		return nil
+	})
+	return tag, err
+}
+
+// endedEvent is the data of call.ended (the transcript goes as content).
+func (c *Call) endedEvent(ended time.Time, duration float64, turns int) any {
+	e := c.event()
+	e.AnsweredAt, e.EndedAt = c.answered, &ended
+	e.Outcome, e.Reason, e.Duration, e.Turns = string(c.end.Outcome), c.end.Reason, &duration, &turns
+	e.Memory = &memoryOutcome{c.report.Saved, c.report.SaveError}
+	return e
+}
+
+// orNone is entries, or an empty list for a call where nothing was heard.
+func orNone(entries []Entry) []Entry {
+	if entries == nil {
+		return []Entry{}
+	}
+	return entries
+}
