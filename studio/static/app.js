@@ -11,6 +11,7 @@ import { systemScreen } from "./system.js";
 import { ragScreen, collectionScreen } from "./rag.js";
 import { playgroundScreen } from "./playground.js";
 import { storesScreen, storeScreen } from "./stores.js";
+import { webhooksScreen, webhookScreen } from "./webhooks.js";
 
 // The screens in the sidebar. scope is what a key needs to open it.
 const screens = [
@@ -23,6 +24,7 @@ const screens = [
   { id: "people", title: "People", scope: "memory:read", render: peopleScreen },
   { id: "runs", title: "Runs", scope: "runs:read", render: runsScreen, detail: runScreen },
   { id: "system", title: "System", scope: "config:read", render: systemScreen },
+  { id: "webhooks", title: "Webhooks", scope: "config:read", render: webhooksScreen, detail: webhookScreen },
   { id: "keys", title: "Keys", scope: "keys:admin", render: keysScreen },
 ];
 
