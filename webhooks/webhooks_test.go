@@ -1,0 +1,139 @@
+package webhooks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stackbone/box/postgres/pgtest"
+	"github.com/stackbone/box/webhooks"
+)
+
+// The signature of the Standard Webhooks specification's example, and
+// Verify's refusals: another body, another secret, an old timestamp.
+func TestSignAndVerify(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	ts := time.Unix(1614265330, 0)
+	body := []byte(`{"test": 2432232314}`)
+	sig, err := webhooks.Sign(secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", ts, body)
+	if err != nil || sig != "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=" {
+		t.Fatalf("signature %q (%v)", sig, err)
+	}
+	h := http.Header{}
+	h.Set(webhooks.HeaderID, "msg_p5jXN8AQM9LWM0D4loKWxJek")
+	h.Set(webhooks.HeaderTimestamp, "1614265330")
+	h.Set(webhooks.HeaderSignature, "v1,bm90IHRoaXMgb25l "+sig) // a rotated secret's signature first
+	if err := webhooks.Verify(secret, h, body, ts.Add(time.Minute), 0); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if err := webhooks.Verify(secret, h, []byte(`{"test": 1}`), ts, 0); !errors.Is(err, webhooks.ErrSignature) {
+		t.Fatalf("another body: %v", err)
+	}
+	if err := webhooks.Verify("whsec_c2VjcmV0", h, body, ts, 0); !errors.Is(err, webhooks.ErrSignature) {
+		t.Fatalf("another secret: %v", err)
+	}
+	if err := webhooks.Verify(secret, h, body, ts.Add(6*time.Minute), 0); !errors.Is(err, webhooks.ErrTimestamp) {
+		t.Fatalf("an old message: %v", err)
+	}
+}
+
+// Emit in a transaction: the event and its deliveries exist only if the
+// transaction commits, only subscribers of the type get one, and nothing
+// is written for a type nobody subscribed to.
+func TestEmitFollowsTheTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	svc, err := webhooks.New(webhooks.Config{Pool: pool, Logger: pgtest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(ctx, webhooks.NewSubscription{URL: "http://127.0.0.1:9/a", Events: []string{webhooks.CallEnded, webhooks.MemorySaved}}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(ctx, webhooks.NewSubscription{URL: "http://127.0.0.1:9/b", Events: []string{webhooks.CallEnded}}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	count := func(sql string) int {
+		var n int
+		if err := pool.QueryRow(ctx, sql).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	rolledBack := errors.New("rolled back")
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if err := svc.Emit(ctx, tx, webhooks.CallEnded, map[string]any{"callId": "c1"}, nil); err != nil {
+			return err
+		}
+		return rolledBack
+	})
+	if !errors.Is(err, rolledBack) || count(`SELECT count(*) FROM stackbone_platform.webhook_events`) != 0 ||
+		count(`SELECT count(*) FROM stackbone_platform.river_job WHERE kind = 'webhook_deliver'`) != 0 {
+		t.Fatalf("a rolled-back emit left rows (%v)", err)
+	}
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		return svc.Emit(ctx, tx, webhooks.CallEnded, map[string]any{"callId": "c2"}, map[string]any{"transcript": []string{"hello"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Emit(ctx, nil, webhooks.MemorySaved, map[string]any{"agentId": "a"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Emit(ctx, nil, webhooks.CallStarted, map[string]any{"callId": "c3"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	events, deliveries := count(`SELECT count(*) FROM stackbone_platform.webhook_events`), count(`SELECT count(*) FROM stackbone_platform.webhook_deliveries`)
+	jobs := count(`SELECT count(*) FROM stackbone_platform.river_job WHERE kind = 'webhook_deliver' AND queue = 'webhooks'`)
+	if events != 2 || deliveries != 3 || jobs != 3 {
+		t.Fatalf("%d events, %d deliveries, %d jobs; want 2, 3, 3", events, deliveries, jobs)
+	}
+	if _, err := svc.Create(ctx, webhooks.NewSubscription{URL: "http://user:pw@127.0.0.1/x", Events: []string{webhooks.CallEnded}}, "test"); err == nil ||
+		!strings.Contains(err.Error(), "credentials") {
+		t.Fatalf("a URL with credentials: %v", err)
+	}
+}
+
+// BenchmarkEmit is what a call's statement pays for its event, in its
+// transaction: with no subscription, and with two (whatever their
+// receivers do, which is not on this path).
+func BenchmarkEmit(b *testing.B) {
+	ctx := context.Background()
+	pool := pgtest.Pool(b)
+	svc, err := webhooks.New(webhooks.Config{Pool: pool, Logger: pgtest.Logger(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+					return err
+				}
+				return svc.Emit(ctx, tx, webhooks.CallStarted, map[string]any{"callId": fmt.Sprint("call_", i)}, nil)
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("no-event", func(b *testing.B) {
+		for b.Loop() {
+			if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { _, err := tx.Exec(ctx, `SELECT 1`); return err }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("subscribers=0", run)
+	for _, u := range []string{"http://127.0.0.1:9/a", "http://127.0.0.1:9/b"} {
+		if _, err := svc.Create(ctx, webhooks.NewSubscription{URL: u, Events: []string{webhooks.CallStarted}}, "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("subscribers=2", run)
+}
