@@ -311,6 +311,7 @@ func (b *Box) Start(ctx context.Context) (stop func(), err error) {
 		return nil, err
 	}
 	client.PeriodicJobs().AddMany(b.Stores.PeriodicJobs())
+	client.PeriodicJobs().AddMany(b.Webhooks.PeriodicJobs())
 	if err := b.RAG.Start(ctx, client); err != nil {
 		stop()
 		return nil, err

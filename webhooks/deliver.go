@@ -44,6 +44,7 @@ func (DeliverArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue
 // the box's River client is built.
 func (s *Service) AddWorkers(reg *jobs.Registry) {
 	river.AddWorker(reg.Workers(), &deliverWorker{s: s})
+	river.AddWorker(reg.Workers(), &pruneWorker{s: s})
 	reg.Queue(queue, s.cfg.Workers)
 }
 

@@ -94,6 +94,16 @@ func TestEmitFollowsTheTransaction(t *testing.T) {
 	if events != 2 || deliveries != 3 || jobs != 3 {
 		t.Fatalf("%d events, %d deliveries, %d jobs; want 2, 3, 3", events, deliveries, jobs)
 	}
+	// Past retention, an event goes once none of its deliveries is still
+	// being tried.
+	if _, err := pool.Exec(ctx, `UPDATE stackbone_platform.webhook_deliveries d SET status = 'delivered'
+		FROM stackbone_platform.webhook_events e WHERE e.id = d.event_id AND e.type = 'memory.saved'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := svc.Prune(ctx, time.Now().Add(time.Hour)); err != nil || n != 1 ||
+		count(`SELECT count(*) FROM stackbone_platform.webhook_events WHERE type = 'call.ended'`) != 1 {
+		t.Fatalf("prune removed %d events (%v), want the delivered one only", n, err)
+	}
 	if _, err := svc.Create(ctx, webhooks.NewSubscription{URL: "http://user:pw@127.0.0.1/x", Events: []string{webhooks.CallEnded}}, "test"); err == nil ||
 		!strings.Contains(err.Error(), "credentials") {
 		t.Fatalf("a URL with credentials: %v", err)
