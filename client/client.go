@@ -29,7 +29,8 @@ type Client struct {
 	// HTTP sends the requests (default http.DefaultClient).
 	HTTP *http.Client
 	// MaxRetries of a 503 or 429 answer, or of a request with no answer
-	// (default 2; negative: none).
+	// unless it is a POST without an Idempotency-Key (default 2; negative:
+	// none).
 	MaxRetries int
 	// RetryDelay is the first backoff, doubled each retry unless the box
 	// sends Retry-After (default 500ms); MaxRetryDelay caps any wait
@@ -184,7 +185,10 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if attempt < c.MaxRetries {
+			// Without an answer the box may have done the work: only a
+			// request that cannot apply twice is sent again.
+			safe := r.method != http.MethodPost || r.header.Get("Idempotency-Key") != ""
+			if safe && attempt < c.MaxRetries {
 				if err := c.wait(ctx, attempt, 0); err != nil {
 					return err
 				}

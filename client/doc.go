@@ -7,6 +7,7 @@
 //	if errors.Is(err, client.ErrMemoryConflict) { ... }
 //	for call, err := range c.Voice.Calls(ctx, client.CallQuery{Agent: "support"}) { ... }
 //
-// A 503 or 429 answer, and a request that got no answer, is retried after
+// A 503 or 429 answer, and a request that got no answer (unless it is a
+// POST without an Idempotency-Key), is retried after
 // the box's Retry-After or with exponential backoff (Client.MaxRetries).
 package client

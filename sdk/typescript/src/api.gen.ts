@@ -516,6 +516,44 @@ export type TranscriptEntry = {
   turn: number;
 };
 
+export type WebhooksAttempt = {
+  at: string;
+  attempt: number;
+  error: string | null;
+  latencyMs: number;
+  replay: boolean;
+  statusCode: number | null;
+};
+
+export type WebhooksDelivery = {
+  attempts: Array<WebhooksAttempt>;
+  createdAt: string;
+  eventId: string;
+  eventType: string;
+  id: string;
+  status: string;
+  subscriptionId: string;
+  updatedAt: string;
+};
+
+export type WebhooksNewSubscription = {
+  description: string;
+  events: Array<string>;
+  includeTranscript: boolean;
+  url: string;
+};
+
+export type WebhooksSubscription = {
+  createdAt: string;
+  createdBy: string;
+  description: string;
+  events: Array<string>;
+  id: string;
+  includeTranscript: boolean;
+  secret?: string;
+  url: string;
+};
+
 /** Every operation of the API: its route, request body, query and the data of its success answer. */
 export interface Operations {
   /** POST /api/memory_stores/{store}/archive: Make a curated store read-only. */
@@ -607,6 +645,15 @@ export interface Operations {
     data: MemoryStore;
     codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
   };
+  /** POST /api/webhooks: Subscribe a URL to event types; the answer holds the signing secret, shown once. */
+  createWebhook: {
+    method: "POST";
+    path: "/api/webhooks";
+    body: WebhooksNewSubscription;
+    query: never;
+    data: WebhooksSubscription;
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable" | "webhook_invalid_request" | "webhook_not_found" | "webhook_unavailable";
+  };
   /** POST /api/sessions/{id}/decision: Approve or reject the held tool call; the rest of the turn runs. */
   decideSession: {
     method: "POST";
@@ -648,6 +695,18 @@ export interface Operations {
     query: never;
     data: void;
     codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** DELETE /api/webhooks/{id}: Delete a subscription, its deliveries and their log. */
+  deleteWebhook: {
+    method: "DELETE";
+    path: "/api/webhooks/{id}";
+    body: never;
+    query: never;
+    data: {
+      deleted: boolean;
+      id: string;
+    };
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable" | "webhook_invalid_request" | "webhook_not_found" | "webhook_unavailable";
   };
   /** POST /api/voice/calls: Place an outbound phone call through a trunk. */
   dialCall: {
@@ -876,6 +935,24 @@ export interface Operations {
     data: StoreVersionDetail;
     codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
   };
+  /** GET /api/webhooks/{id}: One subscription (without its secret). */
+  getWebhook: {
+    method: "GET";
+    path: "/api/webhooks/{id}";
+    body: never;
+    query: never;
+    data: WebhooksSubscription;
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable" | "webhook_invalid_request" | "webhook_not_found" | "webhook_unavailable";
+  };
+  /** GET /api/webhooks/{id}/deliveries/{delivery}: One delivery with its attempts. */
+  getWebhookDelivery: {
+    method: "GET";
+    path: "/api/webhooks/{id}/deliveries/{delivery}";
+    body: never;
+    query: never;
+    data: WebhooksDelivery;
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable" | "webhook_invalid_request" | "webhook_not_found" | "webhook_unavailable";
+  };
   /** POST /api/voice/calls/{id}/hangup: End a ringing or running call from outside. */
   hangupCall: {
     method: "POST";
@@ -1068,6 +1145,33 @@ export interface Operations {
     data: StoreVersionPage;
     codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
   };
+  /** GET /api/webhooks/{id}/deliveries: A subscription's deliveries, newest first, each with its attempts. */
+  listWebhookDeliveries: {
+    method: "GET";
+    path: "/api/webhooks/{id}/deliveries";
+    body: never;
+    query: { limit?: number; status?: string; type?: string; };
+    data: Array<WebhooksDelivery>;
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable" | "webhook_invalid_request" | "webhook_not_found" | "webhook_unavailable";
+  };
+  /** GET /api/webhooks/event-types: The event types a subscription may ask for. */
+  listWebhookEventTypes: {
+    method: "GET";
+    path: "/api/webhooks/event-types";
+    body: never;
+    query: never;
+    data: Array<string>;
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/webhooks: Webhook subscriptions, newest first (without secrets). */
+  listWebhooks: {
+    method: "GET";
+    path: "/api/webhooks";
+    body: never;
+    query: never;
+    data: Array<WebhooksSubscription>;
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable" | "webhook_invalid_request" | "webhook_not_found" | "webhook_unavailable";
+  };
   /** POST /api/memory/add: Update a person's facts from a conversation and store one call record. */
   memoryAdd: {
     method: "POST";
@@ -1228,6 +1332,18 @@ export interface Operations {
     query: never;
     data: void;
     codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/webhooks/{id}/deliveries/{delivery}/replay: Send a delivery again now, once, with the same event id. */
+  replayWebhookDelivery: {
+    method: "POST";
+    path: "/api/webhooks/{id}/deliveries/{delivery}/replay";
+    body: never;
+    query: never;
+    data: {
+      id: string;
+      replayed: boolean;
+    };
+    codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable" | "webhook_invalid_request" | "webhook_not_found" | "webhook_unavailable";
   };
   /** DELETE /api/agents/{name}/models: Remove an agent's chain overrides. */
   resetAgentModels: {

@@ -76,7 +76,7 @@ export interface ClientOptions {
   baseURL?: string;
   /** The API key. Default: STACKBONE_API_KEY. */
   apiKey?: string;
-  /** Retries of a 503 or 429 answer (and of a request that got no answer). Default 2. */
+  /** Retries of a 503 or 429 answer, and of a request that got no answer unless it is a POST without an Idempotency-Key. Default 2. */
   maxRetries?: number;
   /** The first backoff in milliseconds, doubled each retry unless the box sends Retry-After. Default 500. */
   retryDelayMs?: number;
@@ -227,7 +227,10 @@ class Transport {
         res = await this.fetch(url, { method: c.method, headers, body, signal: c.signal });
       } catch (err) {
         if (c.signal?.aborted) return { data: null, error: aborted(c.signal, err) };
-        if (attempt < this.maxRetries) {
+        // Without an answer the box may have done the work: only a request
+        // that cannot apply twice is sent again.
+        const safe = c.method !== 'POST' || headers['idempotency-key'] !== undefined;
+        if (safe && attempt < this.maxRetries) {
           const waited = await this.#wait(attempt, undefined, c.signal);
           if (waited) return { data: null, error: waited };
           continue;

@@ -280,6 +280,29 @@ test('abort: in flight, during a retry wait, and by timeout', async () => {
   fails(await box.keys.self({ signal: AbortSignal.abort() }), 'aborted');
 });
 
+test('a request without an answer is sent again only if it cannot apply twice', async () => {
+  const dropped = [];
+  const p = await proxy((req) => {
+    const first = !dropped.includes(`${req.method} ${req.url}`);
+    if (first && req.url !== '/api/capabilities') {
+      dropped.push(`${req.method} ${req.url}`);
+      return { drop: true };
+    }
+    return null;
+  });
+  try {
+    const c = createClient({ baseURL: p.url, apiKey: boxKey, retryDelayMs: 10 });
+    fails(await c.keys.create({ name: 'once', scopes: ['rag:read'] }), 'network_error', 0);
+    assert.ok(!ok(await box.keys.list()).some((k) => k.name === 'once'), 'the dropped create reached the box');
+    assert.equal(ok(await c.keys.self()).name, 'test'); // a GET is sent again
+    const added = ok(await c.memory.add('Caller: where is my order?', { agentId: 'support', userId: 'drop-person' })); // keyed
+    assert.equal(added.facts.length, 1);
+    assert.deepEqual(dropped, ['POST /api/keys', 'GET /api/keys/self', 'POST /api/memory/add']);
+  } finally {
+    await p.close();
+  }
+});
+
 test('network errors are results, not throws', async () => {
   const c = createClient({ baseURL: 'http://127.0.0.1:9', apiKey: 'k', maxRetries: 1, retryDelayMs: 10 });
   fails(await c.keys.self(), 'network_error', 0);

@@ -30,8 +30,8 @@ import { createServer } from 'node:http';
 
 /**
  * A proxy in front of the box: intercept(req, n) may answer the nth
- * request itself ({ status, headers, body }); anything else reaches the
- * box unchanged. Returns { url, close, count() }.
+ * request itself ({ status, headers, body }) or drop it without an answer
+ * ({ drop: true }); anything else reaches the box unchanged. Returns { url, close, count() }.
  */
 export async function proxy(intercept) {
   let n = 0;
@@ -41,6 +41,10 @@ export async function proxy(intercept) {
     for await (const c of req) chunks.push(c);
     const body = Buffer.concat(chunks);
     const own = await intercept(req, n);
+    if (own?.drop) {
+      req.socket.destroy(); // no answer at all
+      return;
+    }
     if (own) {
       res.writeHead(own.status, { 'content-type': 'application/json', ...own.headers });
       res.end(typeof own.body === 'string' ? own.body : JSON.stringify(own.body));
