@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,7 +128,8 @@ func (r *receiver) requestsOf(id string) int {
 // goes only to the subscription that asked for it; the delivery log shows
 // the failures and the timeouts; a replay resends the same event id. A
 // call placed while the hanging receiver holds deliveries is set up as
-// fast as one placed with no subscription at all.
+// fast as one placed with no subscription at all, and calls placed while
+// every delivery to it hangs as fast as calls placed while it answers.
 func TestWebhooksDeliverEveryEventOnce(t *testing.T) {
 	t.Parallel()
 	phone := siptest.NewPhone(t)
@@ -202,8 +204,9 @@ sip:
 		}
 		return "ok"
 	})
+	var hangAll atomic.Bool // every attempt hangs, while calls are measured
 	slow := newReceiver(t, func(_, ofID int) string {
-		if ofID == 1 {
+		if ofID == 1 || hangAll.Load() {
 			return "hang"
 		}
 		return "ok"
@@ -352,6 +355,53 @@ sip:
 		t.Fatal("a replay showed up as a new event")
 	}
 	c.want(boxtest.Key, "POST", "/api/webhooks/"+slowID+"/deliveries/dlv_nothing/replay", "", nil, 404)
+
+	// Setup times of calls placed while every delivery to the slow
+	// receiver hangs (its deliveries fill the box's delivery workers) and
+	// while it answers at once, taken in turn.
+	quick := func(number string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		_, raw := c.want(boxtest.Key, "POST", "/api/voice/calls", fmt.Sprintf(`{"agent":"receptionist","to":%q,"trunk":"out"}`, number), nil, 202)
+		var out struct {
+			Data struct {
+				CallID string `json:"callId"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(raw), &out); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-phone.Answered():
+		case <-time.After(20 * time.Second):
+			t.Fatal("the phone was never called")
+		}
+		setup := time.Since(start)
+		c.want(boxtest.Key, "POST", "/api/voice/calls/"+out.Data.CallID+"/hangup", "", nil, 202)
+		poll.Until(t, "the call to end", 20*time.Second, func() bool {
+			var st string
+			_ = b.Pool.QueryRow(ctx, `SELECT status FROM stackbone_platform.voice_calls WHERE id = $1`, out.Data.CallID).Scan(&st)
+			return st == "ended"
+		})
+		return setup
+	}
+	var hung, free []time.Duration
+	for i := range 8 {
+		hangAll.Store(i%2 == 0)
+		d := quick(fmt.Sprintf("+3460020%04d", i))
+		if i%2 == 0 {
+			hung = append(hung, d)
+		} else {
+			free = append(free, d)
+		}
+	}
+	hangAll.Store(false)
+	slices.Sort(hung)
+	slices.Sort(free)
+	t.Logf("call setup while a receiver hangs: median %v, max %v; while it answers: median %v, max %v", hung[len(hung)/2], hung[len(hung)-1], free[len(free)/2], free[len(free)-1])
+	if hung[len(hung)/2] > free[len(free)/2]+150*time.Millisecond || hung[len(hung)-1] > 2*time.Second {
+		t.Errorf("calls were set up slower while a receiver hung: %v against %v", hung, free)
+	}
 
 	// Deleting a subscription takes its log with it.
 	c.want(boxtest.Key, "DELETE", "/api/webhooks/"+slowID, "", nil, 200)
