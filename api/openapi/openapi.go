@@ -147,6 +147,9 @@ func tags() []any {
 	return out
 }
 
+// TagDescription is what the routes of tag are about.
+func TagDescription(tag string) string { return tagDescriptions[tag] }
+
 var tagDescriptions = map[string]string{
 	"meta":     "This document and what the box offers.",
 	"keys":     "API keys and their scopes.",
@@ -158,6 +161,7 @@ var tagDescriptions = map[string]string{
 	"rag":      "Retrieval: collections, documents, ingest jobs and search.",
 	"voice":    "Phone calls over SIP trunks and browser test calls.",
 	"stores":   "Memory stores: learned and curated memories, versions and learning runs.",
+	"webhooks": "Subscriptions to the box's events, and their delivery log.",
 }
 
 func operation(s *schemas, r Route) (map[string]any, error) {

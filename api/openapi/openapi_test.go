@@ -38,9 +38,12 @@ func TestDocumentIsCurrent(t *testing.T) {
 		if r.Tag == "" || !strings.Contains(string(doc), `"name": "`+r.Tag+`"`) {
 			t.Errorf("%s: tag %q is not in the document's tags", r.Pattern, r.Tag)
 		}
+		if openapi.TagDescription(r.Tag) == "" {
+			t.Errorf("%s: tag %q has no description (tagDescriptions in api/openapi/openapi.go)", r.Pattern, r.Tag)
+		}
 	}
 	if !bytes.Equal(old, doc) {
-		t.Fatal("api/openapi.json is stale: run go test ./api/openapi -run TestDocumentIsCurrent -update")
+		t.Fatal("api/openapi.json is stale: run go test ./api/openapi -run TestDocumentIsCurrent -update, then the SDK's types: (cd sdk/typescript && npm run generate)")
 	}
 }
 
