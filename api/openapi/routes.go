@@ -234,7 +234,7 @@ var Routes = []Route{
 	{Pattern: "GET /api/voice/rooms/{id}", ID: "getRoom", Tag: "voice", Summary: "One browser call.", Scope: auth.ScopeVoice, Person: true, Status: 200, Data: rooms.View{},
 		Errors: []error{rooms.ErrNotFound, identity.ErrForbidden}},
 	{Pattern: "DELETE /api/voice/rooms/{id}", ID: "endRoom", Tag: "voice", Summary: "End a browser call.", Scope: auth.ScopeVoice, Person: true, Status: 202, Data: Raw(ids),
-		Errors: []error{rooms.ErrNotFound, identity.ErrForbidden}},
+		Errors: []error{rooms.ErrNotFound, identity.ErrForbidden, rooms.ErrEnded}},
 	{Pattern: "POST /api/voice/rooms/{id}/offer", ID: "offerRoom", Tag: "voice", Summary: "The browser's SDP offer, answered by the embedded peer.", Scope: auth.ScopeVoice, Person: true,
 		Body:   obj([]string{"type", "sdp"}, object{"type": object{"type": "string", "enum": []string{"offer"}}, "sdp": stringSchema}),
 		Status: 200, Data: obj([]string{"type", "sdp"}, object{"type": stringSchema, "sdp": stringSchema}),

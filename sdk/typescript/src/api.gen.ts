@@ -747,7 +747,7 @@ export interface Operations {
       id: string;
       status: string;
     };
-    codes: "forbidden" | "identity_forbidden" | "internal" | "invalid_request" | "room_not_found" | "unauthorized" | "unavailable";
+    codes: "forbidden" | "identity_forbidden" | "internal" | "invalid_request" | "room_ended" | "room_not_found" | "unauthorized" | "unavailable";
   };
   /** GET /api/agents/{agent}/memory: An agent's learned memory store. */
   getAgentMemory: {
