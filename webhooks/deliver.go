@@ -115,9 +115,11 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 	case job.Args.Replay || job.Attempt >= job.MaxAttempts:
 		next = StatusFailed
 	}
+	// The result is recorded even when the attempt's own time ran out.
+	rctx := context.WithoutCancel(ctx)
 	var attempt int
-	err = pgx.BeginFunc(context.WithoutCancel(ctx), s.cfg.Pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `UPDATE stackbone_platform.webhook_deliveries SET attempts = attempts + 1, status = $2, updated_at = now()
+	err = pgx.BeginFunc(rctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(rctx, `UPDATE stackbone_platform.webhook_deliveries SET attempts = attempts + 1, status = $2, updated_at = now()
 			WHERE id = $1 RETURNING attempts`, job.Args.DeliveryID, next).Scan(&attempt); err != nil {
 			return err
 		}
@@ -133,7 +135,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverArgs]) e
 			}
 			errText = &msg
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO stackbone_platform.webhook_attempts (delivery_id, attempt, replay, status_code, latency_ms, error)
+		_, err := tx.Exec(rctx, `INSERT INTO stackbone_platform.webhook_attempts (delivery_id, attempt, replay, status_code, latency_ms, error)
 			VALUES ($1, $2, $3, $4, $5, $6)`, job.Args.DeliveryID, attempt, job.Args.Replay, sc, latency.Milliseconds(), errText)
 		return err
 	})
