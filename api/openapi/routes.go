@@ -5,6 +5,7 @@ import (
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/rag"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/runs"
@@ -134,20 +135,24 @@ var Routes = []Route{
 		Scope: auth.ScopeConfigWrite, Query: []Param{{"field", "string", "read, save or instructions"}},
 		Status: 200, Data: memory.View{}, Errors: []error{memory.ErrInvalidRequest, memory.ErrUnknownAgent, memory.ErrUnavailable}},
 	{Pattern: "GET /api/system/memory-extraction", ID: "getMemoryExtraction", Tag: "system", Summary: "The extraction model selection and guidance.",
-		Scope: auth.ScopeConfigRead, Status: 200, Data: Raw{"type": "object"}, Errors: []error{memory.ErrUnavailable}},
+		Scope: auth.ScopeConfigRead, Status: 200, Data: memory.ExtractionSettings{}, Errors: []error{memory.ErrUnavailable}},
 	{Pattern: "PUT /api/system/memory-extraction", ID: "putMemoryExtraction", Tag: "system", Summary: "Select the extraction model.",
-		Scope: auth.ScopeConfigWrite, Body: Raw{"type": "object"}, Status: 200, Data: Raw{"type": "object"},
-		Errors: []error{memory.ErrInvalidRequest, memory.ErrUnavailable}},
+		Scope: auth.ScopeConfigWrite, Body: obj(nil, object{"model": object{"type": []any{"string", "null"}}, "reasoningEffort": object{"type": []any{"string", "null"}}}),
+		Status: 200, Data: memory.ExtractionSettings{}, Errors: []error{apiInvalid, memory.ErrInvalidRequest, memory.ErrUnavailable}},
 	{Pattern: "PUT /api/system/memory-extraction/prompt", ID: "putMemoryExtractionPrompt", Tag: "system", Summary: "Save the guidance draft.",
-		Scope: auth.ScopeConfigWrite, Body: obj([]string{"text"}, object{"text": stringSchema}), Status: 200, Data: Raw{"type": "object"},
-		Errors: []error{memory.ErrInvalidRequest, memory.ErrUnavailable}},
+		Scope: auth.ScopeConfigWrite, Body: obj([]string{"text"}, object{"text": stringSchema}), Status: 200, Data: memory.ExtractionSettings{},
+		Errors: []error{apiInvalid, memory.ErrInvalidRequest, memory.ErrUnavailable}},
 	{Pattern: "POST /api/system/memory-extraction/prompt/publish", ID: "publishMemoryExtractionPrompt", Tag: "system", Summary: "Publish the guidance draft.",
-		Scope: auth.ScopeConfigWrite, Status: 200, Data: Raw{"type": "object"}, Errors: []error{memory.ErrInvalidRequest, memory.ErrUnavailable}},
+		Scope: auth.ScopeConfigWrite, Status: 200, Data: memory.ExtractionSettings{}, Errors: []error{apiInvalid, memory.ErrInvalidRequest, memory.ErrUnavailable}},
 	{Pattern: "DELETE /api/system/memory-extraction/prompt", ID: "resetMemoryExtractionPrompt", Tag: "system", Summary: "Restore the built-in guidance.",
-		Scope: auth.ScopeConfigWrite, Status: 200, Data: Raw{"type": "object"}, Errors: []error{memory.ErrUnavailable}},
+		Scope: auth.ScopeConfigWrite, Status: 200, Data: memory.ExtractionSettings{}, Errors: []error{memory.ErrUnavailable}},
 	{Pattern: "GET /api/activity", ID: "listActivity", Tag: "system", Summary: "The operator activity log.", Scope: auth.ScopeConfigRead,
-		Query: []Param{qLimit200, {"subject", "string", "Only entries about this subject."}}, Status: 200, Data: Raw{}, Errors: []error{apiInvalid, memory.ErrUnavailable}},
-	{Pattern: "GET /api/system/providers", ID: "listProviders", Tag: "system", Summary: "The model providers and their health.", Scope: auth.ScopeConfigRead, Status: 200, Data: Raw{}},
+		Query: []Param{qLimit200, {"subject", "string", "Only entries about this subject."}}, Status: 200,
+		Data: Raw{"type": "array", "items": object{"type": "object", "required": []string{"id", "at", "actor", "action", "subject", "fields"}, "properties": object{
+			"id": object{"type": "integer"}, "at": object{"type": "string", "format": "date-time"}, "actor": stringSchema, "action": stringSchema,
+			"subject": stringSchema, "fields": object{"type": []any{"array", "null"}, "items": stringSchema}}}},
+		Errors: []error{apiInvalid, memory.ErrUnavailable}},
+	{Pattern: "GET /api/system/providers", ID: "listProviders", Tag: "system", Summary: "The model providers' circuits and their recent failures.", Scope: auth.ScopeConfigRead, Status: 200, Data: []provider.CircuitView{}},
 	{Pattern: "GET /api/system/models", ID: "listModels", Tag: "system", Summary: "The model ids the configuration knows of.", Scope: auth.ScopeConfigRead, Status: 200, Data: Raw{}},
 
 	// Agents and sessions.
@@ -157,11 +162,13 @@ var Routes = []Route{
 				"stt": object{"type": []any{"array", "null"}, "items": stringSchema}, "tts": object{"type": []any{"array", "null"}, "items": stringSchema}, "origins": object{"type": "object"}}}},
 		Errors: []error{agent.ErrStorage}},
 	{Pattern: "GET /api/agents/{name}/models", ID: "getAgentModels", Tag: "agents", Summary: "An agent's model and speech chains, with Studio's overrides.",
-		Scope: auth.ScopeConfigRead, Status: 200, Data: Raw{"type": "object"}, Errors: []error{agent.ErrUnknownAgent, agent.ErrStorage}},
+		Scope: auth.ScopeConfigRead, Status: 200, Data: agent.ChainsView{}, Errors: []error{agent.ErrUnknownAgent, agent.ErrStorage}},
 	{Pattern: "PUT /api/agents/{name}/models", ID: "putAgentModels", Tag: "agents", Summary: "Override an agent's chains.", Scope: auth.ScopeConfigWrite,
-		Body: Raw{"type": "object"}, Status: 200, Data: Raw{"type": "object"}, Errors: []error{agent.ErrInvalidRequest, agent.ErrUnknownAgent, agent.ErrStorage}},
+		Body: obj(nil, object{"model": object{"type": []any{"array", "null"}, "items": stringSchema}, "stt": object{"type": []any{"array", "null"}, "items": stringSchema},
+			"tts": object{"type": []any{"array", "null"}, "items": stringSchema}}),
+		Status: 200, Data: agent.ChainsView{}, Errors: []error{agent.ErrInvalidRequest, agent.ErrUnknownAgent, agent.ErrStorage}},
 	{Pattern: "DELETE /api/agents/{name}/models", ID: "resetAgentModels", Tag: "agents", Summary: "Remove an agent's chain overrides.", Scope: auth.ScopeConfigWrite,
-		Query: []Param{{"field", "string", "model, stt or tts"}}, Status: 200, Data: Raw{"type": "object"}, Errors: []error{agent.ErrInvalidRequest, agent.ErrUnknownAgent, agent.ErrStorage}},
+		Query: []Param{{"field", "string", "model, stt or tts"}}, Status: 200, Data: agent.ChainsView{}, Errors: []error{agent.ErrInvalidRequest, agent.ErrUnknownAgent, agent.ErrStorage}},
 	{Pattern: "GET /api/sessions", ID: "listSessions", Tag: "sessions", Summary: "Sessions, newest activity first.", Scope: auth.ScopeSessionsRead,
 		Query:  []Param{qLimit200, qBefore, {"agent", "string", "Only this agent's."}, {"status", "string", "Only sessions in this status."}},
 		Status: 200, Data: []agent.SessionSummary{}, Errors: []error{apiInvalid, agent.ErrStorage}},

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"encoding"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -51,11 +52,12 @@ var names = map[string]string{
 }
 
 var (
-	timeType   = reflect.TypeFor[time.Time]()
-	uuidType   = reflect.TypeFor[uuid.UUID]()
-	rawType    = reflect.TypeFor[json.RawMessage]()
-	marshaler  = reflect.TypeFor[json.Marshaler]()
-	rawSchemaT = reflect.TypeFor[Raw]()
+	timeType      = reflect.TypeFor[time.Time]()
+	uuidType      = reflect.TypeFor[uuid.UUID]()
+	rawType       = reflect.TypeFor[json.RawMessage]()
+	marshaler     = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+	rawSchemaT    = reflect.TypeFor[Raw]()
 )
 
 // of is the schema of v: a Raw as written, a Go value by its type.
@@ -81,6 +83,16 @@ func (s *schemas) typ(t reflect.Type) Schema {
 	}
 	if inner, ok := fieldOf(t); ok {
 		return s.typ(inner)
+	}
+	if t.Kind() != reflect.Struct && t.Kind() != reflect.Pointer {
+		// A type that writes itself: text is a string, anything else is
+		// what its MarshalJSON makes of it.
+		if t.Implements(marshaler) || reflect.PointerTo(t).Implements(marshaler) {
+			return Schema{}
+		}
+		if t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+			return Schema{"type": "string"}
+		}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
@@ -114,18 +126,26 @@ func fieldOf(t reflect.Type) (reflect.Type, bool) {
 	return t.Field(2).Type, true
 }
 
+// nilSlices are the types whose slice and map members may be null (a nil
+// slice: "nothing set" rather than "none").
+var nilSlices = map[string]bool{"agent.ChainOverrides": true, "agent.Chains": true, "provider.CircuitView": true}
+
+func key(t reflect.Type) string {
+	return t.PkgPath()[strings.LastIndex(t.PkgPath(), "/")+1:] + "." + t.Name()
+}
+
 // object is a struct's schema: a $ref to its component when the type is
 // named, inline when anonymous.
 func (s *schemas) object(t reflect.Type) Schema {
 	if t.Name() == "" {
 		return s.build(t)
 	}
-	key := t.PkgPath()[strings.LastIndex(t.PkgPath(), "/")+1:] + "." + t.Name()
+	k := key(t)
 	name, ok := s.named[t]
 	if !ok {
-		name = names[key]
+		name = names[k]
 		if name == "" {
-			name = upper(strings.ReplaceAll(key, ".", ""))
+			name = upper(strings.ReplaceAll(k, ".", ""))
 		}
 		s.named[t] = name
 		s.components[name] = Schema{} // a recursive type refers to itself
@@ -168,6 +188,9 @@ func (s *schemas) fields(t reflect.Type, props Schema, required *[]string) {
 			name = f.Name
 		}
 		props[name] = s.typ(f.Type)
+		if nilSlices[key(t)] && (f.Type.Kind() == reflect.Slice || f.Type.Kind() == reflect.Map) {
+			props[name] = nullable(props[name].(Schema))
+		}
 		_, isField := fieldOf(f.Type)
 		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") && !isField {
 			*required = append(*required, name)

@@ -1,5 +1,33 @@
 // Generated from api/openapi.json by scripts/generate.mjs. Do not edit.
 
+export type AgentChainOrigins = {
+  model: string;
+  stt: string;
+  tts: string;
+};
+
+export type AgentChainOverrides = {
+  model: Array<string> | null;
+  stt: Array<string> | null;
+  tts: Array<string> | null;
+};
+
+export type AgentChains = {
+  model: Array<string> | null;
+  stt: Array<string> | null;
+  tts: Array<string> | null;
+};
+
+export type AgentChainsView = {
+  agentId: string;
+  origins: AgentChainOrigins;
+  overrides: AgentChainOverrides;
+  providers: Array<string>;
+  updatedAt: string | null;
+  updatedBy: string | null;
+  value: AgentChains;
+};
+
 export type ApiError = {
   /** A stable, machine-readable code such as memory_conflict. */
   code: string;
@@ -79,6 +107,24 @@ export type MemoryCall = {
   summary: string;
 };
 
+export type MemoryExtractionSettings = {
+  activeGuidance: string;
+  builtInGuidance: string;
+  fallback: {
+    model: string;
+    reasoningEffort: string;
+  };
+  prompt: MemoryGuidancePrompt;
+  selection: MemorySelection;
+};
+
+export type MemoryGuidancePrompt = {
+  draft: string | null;
+  draftSavedAt: string | null;
+  published: string | null;
+  publishedAt: string | null;
+};
+
 export type MemoryIdentityBinding = {
   fixedAt: string;
   identityKey: string;
@@ -88,6 +134,11 @@ export type MemoryIdentityBinding = {
 export type MemoryRecallResult = {
   calls: Array<MemoryCall>;
   facts: Array<Fact>;
+};
+
+export type MemorySelection = {
+  model: string | null;
+  reasoningEffort: string | null;
 };
 
 export type MemorySettings = {
@@ -136,6 +187,20 @@ export type MemoryStore = {
 export type MemoryStorePage = {
   memory_stores: Array<MemoryStore>;
   next_cursor: string | null;
+};
+
+export type ProviderCircuitView = {
+  endpoint: string;
+  lastFailures: Array<ProviderFailure> | null;
+  opened: number;
+  openedAt: string | null;
+  provider: string;
+  state: string;
+};
+
+export type ProviderFailure = {
+  at: string;
+  reason: string;
 };
 
 export type RagChunk = {
@@ -764,7 +829,7 @@ export interface Operations {
     path: "/api/agents/{name}/models";
     body: never;
     query: never;
-    data: Record<string, unknown>;
+    data: AgentChainsView;
     codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
   };
   /** GET /api/voice/calls/{id}: One call with its heard transcript. */
@@ -857,7 +922,7 @@ export interface Operations {
     path: "/api/system/memory-extraction";
     body: never;
     query: never;
-    data: Record<string, unknown>;
+    data: MemoryExtractionSettings;
     codes: "forbidden" | "internal" | "invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
   };
   /** GET /api/memory/settings/{agentId}: An agent's memory settings: overrides, values in force and their origins. */
@@ -971,7 +1036,14 @@ export interface Operations {
     path: "/api/activity";
     body: never;
     query: { limit?: number; subject?: string; };
-    data: unknown;
+    data: Array<{
+      action: string;
+      actor: string;
+      at: string;
+      fields: Array<string> | null;
+      id: number;
+      subject: string;
+    }>;
     codes: "forbidden" | "internal" | "invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
   };
   /** GET /api/agents/{agent}/memories: An agent's learned memories. */
@@ -1082,13 +1154,13 @@ export interface Operations {
     data: unknown;
     codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
   };
-  /** GET /api/system/providers: The model providers and their health. */
+  /** GET /api/system/providers: The model providers' circuits and their recent failures. */
   listProviders: {
     method: "GET";
     path: "/api/system/providers";
     body: never;
     query: never;
-    data: unknown;
+    data: Array<ProviderCircuitView>;
     codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
   };
   /** GET /api/reflections: Learning runs, newest first. */
@@ -1260,25 +1332,32 @@ export interface Operations {
     path: "/api/system/memory-extraction/prompt/publish";
     body: never;
     query: never;
-    data: Record<string, unknown>;
+    data: MemoryExtractionSettings;
     codes: "forbidden" | "internal" | "invalid_request" | "memory_invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
   };
   /** PUT /api/agents/{name}/models: Override an agent's chains. */
   putAgentModels: {
     method: "PUT";
     path: "/api/agents/{name}/models";
-    body: Record<string, unknown>;
+    body: {
+      model?: Array<string> | null;
+      stt?: Array<string> | null;
+      tts?: Array<string> | null;
+    };
     query: never;
-    data: Record<string, unknown>;
+    data: AgentChainsView;
     codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
   };
   /** PUT /api/system/memory-extraction: Select the extraction model. */
   putMemoryExtraction: {
     method: "PUT";
     path: "/api/system/memory-extraction";
-    body: Record<string, unknown>;
+    body: {
+      model?: string | null;
+      reasoningEffort?: string | null;
+    };
     query: never;
-    data: Record<string, unknown>;
+    data: MemoryExtractionSettings;
     codes: "forbidden" | "internal" | "invalid_request" | "memory_invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
   };
   /** PUT /api/system/memory-extraction/prompt: Save the guidance draft. */
@@ -1289,7 +1368,7 @@ export interface Operations {
       text: string;
     };
     query: never;
-    data: Record<string, unknown>;
+    data: MemoryExtractionSettings;
     codes: "forbidden" | "internal" | "invalid_request" | "memory_invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
   };
   /** PUT /api/memory/settings/{agentId}: Save one or more fields; omitted fields stay unchanged. */
@@ -1351,7 +1430,7 @@ export interface Operations {
     path: "/api/agents/{name}/models";
     body: never;
     query: { field?: string; };
-    data: Record<string, unknown>;
+    data: AgentChainsView;
     codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
   };
   /** DELETE /api/system/memory-extraction/prompt: Restore the built-in guidance. */
@@ -1360,7 +1439,7 @@ export interface Operations {
     path: "/api/system/memory-extraction/prompt";
     body: never;
     query: never;
-    data: Record<string, unknown>;
+    data: MemoryExtractionSettings;
     codes: "forbidden" | "internal" | "invalid_request" | "memory_unavailable" | "unauthorized" | "unavailable";
   };
   /** DELETE /api/memory/settings/{agentId}: Remove one override (?field=) or all of them. */
