@@ -192,7 +192,11 @@ func operation(s *schemas, r Route) (map[string]any, error) {
 	}
 	op["x-person"] = r.Person
 	if r.Body != nil {
-		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": s.of(r.Body)}}}
+		media := map[string]any{"schema": s.of(r.Body)}
+		if r.Example != nil {
+			media["example"] = r.Example
+		}
+		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": media}}
 	}
 	if r.Multipart {
 		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"multipart/form-data": map[string]any{"schema": Schema{

@@ -2,6 +2,7 @@ package openapi_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"io"
 	"net/http"
@@ -93,7 +94,8 @@ func TestDocumentCoversTheRouter(t *testing.T) {
 	}
 }
 
-// The validator accepts what the document describes and refuses the rest.
+// The validator accepts what the document describes and refuses the rest;
+// every example request fits its route's schema.
 func TestValidator(t *testing.T) {
 	doc, err := os.ReadFile(committed)
 	if err != nil {
@@ -102,6 +104,26 @@ func TestValidator(t *testing.T) {
 	v, err := openapi.NewValidator(doc)
 	if err != nil {
 		t.Fatal(err)
+	}
+	examples := 0
+	for _, r := range openapi.Routes {
+		if r.Example == nil {
+			continue
+		}
+		examples++
+		body, _ := json.Marshal(r.Example)
+		if err := v.Request(r.Method(), strings.ReplaceAll(r.Path(), "{", "x"), body); err != nil {
+			t.Errorf("the example of %s: %v", r.Pattern, err)
+		}
+	}
+	if examples < 5 {
+		t.Errorf("%d example requests, want the person-memory and RAG ones", examples)
+	}
+	if err := v.Request("POST", "/api/memory/recall", []byte(`{"agentId":"support","userId":"p","calls":"3"}`)); err == nil {
+		t.Error("a recall with calls as a string fits the schema")
+	}
+	if err := v.Request("POST", "/api/memory/recall", []byte(`{"agentId":"support","userId":"p","extra":1}`)); err == nil {
+		t.Error("a recall with an unknown member fits the schema")
 	}
 	for _, c := range []struct {
 		method, path string

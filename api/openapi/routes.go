@@ -46,6 +46,8 @@ type Route struct {
 	Errors []error
 	// Idempotent: the route honours an Idempotency-Key header.
 	Idempotent bool
+	// Example is a request body as a client sends it.
+	Example any
 }
 
 // Param is a query parameter.
@@ -111,6 +113,11 @@ var Routes = []Route{
 				"outcome": stringSchema, "runId": stringSchema}),
 			"instructions": object{"type": "string", "minLength": 1, "maxLength": memory.MaxInstructionsChars},
 			"model":        stringSchema, "reasoningEffort": object{"type": "string", "enum": []string{"none", "minimal", "low", "medium", "high", "xhigh"}}}),
+		Example: object{"content": []any{
+			object{"role": "user", "content": "I am interested in the AI master. Call me after 16:00."},
+			object{"role": "assistant", "content": "I will arrange an afternoon follow-up."}},
+			"agentId": "support", "userId": "+34111111111",
+			"call": object{"startedAt": "2026-10-26T09:00:00.000Z", "durationSeconds": 83, "outcome": "scheduled"}},
 		Status: 200, Data: memory.AddResult{},
 		Errors: []error{memory.ErrInvalidRequest, identity.ErrInvalid, identity.ErrForbidden, memory.ErrUnknownAgent, memory.ErrModelFailed,
 			memory.ErrInvalidModelOutput, memory.ErrConflict, memory.ErrSchemaMissing, memory.ErrUnavailable}},
@@ -118,12 +125,14 @@ var Routes = []Route{
 		Scope: auth.ScopeMemoryRead, Person: true,
 		Body: obj([]string{"agentId", "userId"}, object{"agentId": stringSchema, "userId": stringSchema,
 			"calls": object{"type": "integer", "minimum": 0, "maximum": 100, "default": 5}}),
-		Status: 200, Data: memory.RecallResult{},
+		Example: object{"agentId": "support", "userId": "+34111111111", "calls": 3},
+		Status:  200, Data: memory.RecallResult{},
 		Errors: []error{memory.ErrInvalidRequest, identity.ErrInvalid, identity.ErrForbidden, memory.ErrUnknownAgent, memory.ErrSchemaMissing, memory.ErrUnavailable}},
 	{Pattern: "POST /api/memory/delete-all", ID: "memoryDeleteAll", Tag: "memory", Summary: "Delete every fact and call record of one person for one agent.",
 		Scope: auth.ScopeMemoryWrite, Person: true,
-		Body:   obj([]string{"agentId", "userId"}, object{"agentId": stringSchema, "userId": stringSchema}),
-		Status: 200, Data: obj([]string{"deleted"}, object{"deleted": object{"type": "integer"}}),
+		Body:    obj([]string{"agentId", "userId"}, object{"agentId": stringSchema, "userId": stringSchema}),
+		Example: object{"agentId": "support", "userId": "+34111111111"},
+		Status:  200, Data: obj([]string{"deleted"}, object{"deleted": object{"type": "integer"}}),
 		Errors: []error{memory.ErrInvalidRequest, identity.ErrInvalid, identity.ErrForbidden, memory.ErrUnknownAgent, memory.ErrSchemaMissing, memory.ErrUnavailable}},
 	{Pattern: "GET /api/memory/settings/{agentId}", ID: "getMemorySettings", Tag: "memory", Summary: "An agent's memory settings: overrides, values in force and their origins.",
 		Scope: auth.ScopeConfigRead, Status: 200, Data: memory.View{}, Errors: []error{memory.ErrUnknownAgent, memory.ErrUnavailable}},
@@ -204,10 +213,13 @@ var Routes = []Route{
 	{Pattern: "GET /api/rag/originals/{id}", ID: "downloadOriginal", Tag: "rag", Summary: "The uploaded file itself.", Scope: auth.ScopeRAGRead,
 		Status: 200, Binary: true, Errors: []error{rag.ErrDocumentNotFound, rag.ErrUnavailable}},
 	{Pattern: "POST /api/rag/ingest", ID: "ragIngest", Tag: "rag", Summary: "Store a document's chunks; the same id replaces its chunks.", Scope: auth.ScopeRAGWrite,
-		Body: rag.IngestRequest{}, Status: 200, Data: rag.Document{},
+		Body: rag.IngestRequest{}, Example: object{"id": "returns.md", "collection": "help-center",
+			"chunks": []any{object{"content": "You can return an item within 30 days of delivery."}}},
+		Status: 200, Data: rag.Document{},
 		Errors: []error{rag.ErrInvalidRequest, rag.ErrCollectionNotFound, rag.ErrDocumentConflict, rag.ErrModelMismatch, rag.ErrEmbeddingFailed, rag.ErrProviderNotConfigured, rag.ErrUnavailable}},
 	{Pattern: "POST /api/rag/retrieve", ID: "ragRetrieve", Tag: "rag", Summary: "The chunks of one collection closest to a text, each with a score from 0 to 1.", Scope: auth.ScopeRAGRead,
-		Body: rag.RetrieveRequest{}, Status: 200, Data: []rag.Hit{},
+		Body: rag.RetrieveRequest{}, Example: object{"text": "How long do I have to return an item?", "topK": 3, "namespace": "help-center"},
+		Status: 200, Data: []rag.Hit{},
 		Errors: []error{rag.ErrInvalidRequest, rag.ErrCollectionNotFound, rag.ErrModelMismatch, rag.ErrEmbeddingFailed, rag.ErrProviderNotConfigured, rag.ErrUnavailable}},
 	{Pattern: "GET /api/rag/jobs", ID: "listIngestJobs", Tag: "rag", Summary: "Background ingest jobs.", Scope: auth.ScopeRAGRead,
 		Query:  []Param{{"state", "string", "Only jobs in this state."}, {"collection", "string", "Only this collection's."}, {"limit", "integer", "Page size."}},

@@ -100,6 +100,33 @@ func (v *Validator) Response(method, path string, status int, body []byte) error
 	return nil
 }
 
+// Request checks a JSON request body of method path against the route's
+// request schema.
+func (v *Validator) Request(method, path string, body []byte) error {
+	pattern := v.Pattern(method, path)
+	if pattern == "" {
+		return fmt.Errorf("%s %s is not in the document", method, path)
+	}
+	m, p, _ := strings.Cut(pattern, " ")
+	op := v.doc["paths"].(map[string]any)[p].(map[string]any)[strings.ToLower(m)].(map[string]any)
+	rb, _ := op["requestBody"].(map[string]any)
+	content, _ := rb["content"].(map[string]any)
+	js, ok := content["application/json"].(map[string]any)
+	if !ok {
+		return fmt.Errorf("%s takes no JSON body", pattern)
+	}
+	var val any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&val); err != nil {
+		return fmt.Errorf("%s: the body is not JSON", pattern)
+	}
+	if err := v.check(js["schema"], val, ""); err != nil {
+		return fmt.Errorf("%s: %w", pattern, err)
+	}
+	return nil
+}
+
 // check is a JSON Schema check for the keywords the document uses: $ref,
 // type, properties, required, additionalProperties, items, enum, oneOf and
 // allOf.
