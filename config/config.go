@@ -362,6 +362,49 @@ type AgentVoice struct {
 	// Interruption is how the agent treats the caller's sound while it
 	// speaks (see Interruption).
 	Interruption *Interruption `yaml:"interruption"`
+	// AnsweringMachine screens who answered a call before the agent
+	// speaks: a person, a voicemail greeting, an automated menu, a fax
+	// (see AnsweringMachine).
+	AnsweringMachine *AnsweringMachine `yaml:"answeringMachine"`
+}
+
+// Answering-machine detection: which calls are screened.
+const (
+	DetectOff      = "off"      // never (the default)
+	DetectOutbound = "outbound" // outbound calls
+	DetectAll      = "all"      // outbound and inbound calls
+)
+
+// What an agent does when a voicemail greeting answers.
+const (
+	VoicemailHangup  = "hangup"  // end the call (outcome machine)
+	VoicemailMessage = "message" // wait for the beep, say Message, hang up
+)
+
+// What an agent does when an automated menu answers.
+const (
+	MenuTalk   = "talk"   // go on: the agent hears the menu's prompt as a note
+	MenuHangup = "hangup" // end the call (outcome machine)
+)
+
+// MaxVoicemailMessage bounds a voicemail message (characters).
+const MaxVoicemailMessage = 1000
+
+// AnsweringMachine is how a call finds out who answered it: from the
+// audio (a greeting's length and cadence, a voicemail beep, a fax tone)
+// and, for a machine or a greeting the audio leaves open, from the words
+// of the greeting.
+type AnsweringMachine struct {
+	// Detect is off (default), outbound or all.
+	Detect string `yaml:"detect"`
+	// Voicemail is hangup (default) or message.
+	Voicemail string `yaml:"voicemail"`
+	// Message is said after the beep when Voicemail is message; {name}
+	// placeholders take the call's identities ({phoneNumber}, or any
+	// identity field of the call).
+	Message string `yaml:"message"`
+	// Menu is talk (default) or hangup.
+	Menu string `yaml:"menu"`
 }
 
 // Interruption modes.

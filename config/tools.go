@@ -185,9 +185,34 @@ func validateToolLimits(agent string, a Agent) []string {
 				}
 			}
 		}
+		if m := v.AnsweringMachine; m != nil {
+			problems = append(problems, AnsweringMachineProblems("agent "+agent+": voice.answeringMachine.", *m)...)
+		}
 		if utf8.RuneCountInString(v.Filler) > MaxFiller {
 			problems = append(problems, fmt.Sprintf("agent %s: voice.filler is longer than %d characters", agent, MaxFiller))
 		}
+	}
+	return problems
+}
+
+// AnsweringMachineProblems says what is wrong with an answering-machine
+// policy, each problem prefixed with where (the field's path so far).
+func AnsweringMachineProblems(where string, m AnsweringMachine) []string {
+	var problems []string
+	if m.Detect != "" && m.Detect != DetectOff && m.Detect != DetectOutbound && m.Detect != DetectAll {
+		problems = append(problems, fmt.Sprintf("%sdetect must be off, outbound or all, not %q", where, m.Detect))
+	}
+	if m.Voicemail != "" && m.Voicemail != VoicemailHangup && m.Voicemail != VoicemailMessage {
+		problems = append(problems, fmt.Sprintf("%svoicemail must be hangup or message, not %q", where, m.Voicemail))
+	}
+	if m.Voicemail == VoicemailMessage && strings.TrimSpace(m.Message) == "" {
+		problems = append(problems, where+"message is required when voicemail is message")
+	}
+	if utf8.RuneCountInString(m.Message) > MaxVoicemailMessage {
+		problems = append(problems, fmt.Sprintf("%smessage is longer than %d characters", where, MaxVoicemailMessage))
+	}
+	if m.Menu != "" && m.Menu != MenuTalk && m.Menu != MenuHangup {
+		problems = append(problems, fmt.Sprintf("%smenu must be talk or hangup, not %q", where, m.Menu))
 	}
 	return problems
 }

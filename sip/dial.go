@@ -7,6 +7,7 @@ import (
 
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
 )
@@ -25,6 +26,9 @@ func (s *Server) dial(w http.ResponseWriter, r *http.Request) error {
 		To         string          `json:"to"`
 		Trunk      string          `json:"trunk"`
 		Identities json.RawMessage `json:"identities"`
+		// AnsweringMachine overrides the agent's answering-machine policy
+		// for this call (detect, voicemail, message, menu).
+		AnsweringMachine *config.AnsweringMachine `json:"answeringMachine"`
 	}
 	if err := api.Decode(w, r, 64<<10, &b); err != nil {
 		return fault.Recode(ErrInvalidDial, err)
@@ -32,11 +36,16 @@ func (s *Server) dial(w http.ResponseWriter, r *http.Request) error {
 	if msg := checkDial(b.Agent, b.To, b.Trunk); msg != "" {
 		return fmt.Errorf("%w: %s", ErrInvalidDial, msg)
 	}
+	if m := b.AnsweringMachine; m != nil {
+		if problems := config.AnsweringMachineProblems("answeringMachine.", *m); len(problems) > 0 {
+			return fmt.Errorf("%w: %s", ErrInvalidDial, problems[0])
+		}
+	}
 	ids, err := identity.ParseJSONValue(b.Identities, nil)
 	if err != nil {
 		return fault.Recode(ErrInvalidDial, err)
 	}
-	id, err := s.Dial(r.Context(), DialRequest{Agent: b.Agent, To: b.To, Trunk: b.Trunk, Identities: ids})
+	id, err := s.Dial(r.Context(), DialRequest{Agent: b.Agent, To: b.To, Trunk: b.Trunk, Identities: ids, AnsweringMachine: b.AnsweringMachine})
 	if err != nil && fault.Of(err) == nil {
 		err = fmt.Errorf("%w: %v", ErrDialFailed, err)
 	}

@@ -26,6 +26,9 @@ type DialRequest struct {
 	To         string
 	Trunk      string
 	Identities identity.Set
+	// AnsweringMachine overrides the agent's answering-machine policy for
+	// this call; nil keeps the agent's.
+	AnsweringMachine *config.AnsweringMachine
 }
 
 // Dial places an outbound call through a trunk (req.Trunk, else the first
@@ -63,6 +66,7 @@ func (s *Server) Dial(ctx context.Context, req DialRequest) (string, error) {
 	ctl, err := s.calls.Open(ctx, voice.CallInfo{
 		Direction: voice.Outbound, Agent: req.Agent, PhoneNumber: to, Identities: req.Identities, Trunk: trunk.Name,
 		SampleRate: sampleRate, MediaTimeout: s.cfg.MediaTimeout, MaxDuration: s.cfg.MaxCallDuration,
+		AnsweringMachine: req.AnsweringMachine,
 	})
 	if err != nil {
 		s.release(c)

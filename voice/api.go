@@ -36,6 +36,11 @@ type CallRecord struct {
 	Transcript      []Entry          `json:"transcript,omitempty"`
 	Memory          *MemoryReport    `json:"memory,omitempty"`
 	Metrics         []map[string]any `json:"metrics,omitempty"`
+	// AnsweredBy is who answered a screened call (human, voicemail, ivr,
+	// fax, unknown), AnswerDecisionMs how long after the answer the box
+	// knew; null when the call was not screened.
+	AnsweredBy       *string `json:"answeredBy"`
+	AnswerDecisionMs *int64  `json:"answerDecisionMs"`
 }
 
 // Register mounts the calls routes.
@@ -106,9 +111,10 @@ func (m *Manager) Get(ctx context.Context, id string) (CallRecord, error) {
 	var c CallRecord
 	var tr, mem, met []byte
 	err := m.cfg.Pool.QueryRow(ctx, `SELECT id, direction, agent_id, phone_number, trunk, status, started_at, answered_at,
-		ended_at, outcome, duration_seconds, transcript, memory, metrics, end_reason FROM stackbone_platform.voice_calls WHERE id = $1`, id).
+		ended_at, outcome, duration_seconds, transcript, memory, metrics, end_reason, answered_by, answer_decision_ms
+		FROM stackbone_platform.voice_calls WHERE id = $1`, id).
 		Scan(&c.ID, &c.Direction, &c.Agent, &c.PhoneNumber, &c.Trunk, &c.Status, &c.StartedAt, &c.AnsweredAt, &c.EndedAt,
-			&c.Outcome, &c.DurationSeconds, &tr, &mem, &met, &c.EndReason)
+			&c.Outcome, &c.DurationSeconds, &tr, &mem, &met, &c.EndReason, &c.AnsweredBy, &c.AnswerDecisionMs)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return CallRecord{}, ErrNotFound
 	}
@@ -172,7 +178,7 @@ func (m *Manager) ListCalls(ctx context.Context, f CallFilter) ([]CallRecord, er
 		f.Limit = 50
 	}
 	rows, err := m.cfg.Pool.Query(ctx, `SELECT id, direction, agent_id, phone_number, trunk, status, started_at,
-		answered_at, ended_at, outcome, duration_seconds FROM stackbone_platform.voice_calls
+		answered_at, ended_at, outcome, duration_seconds, answered_by, answer_decision_ms FROM stackbone_platform.voice_calls
 		WHERE ($1 = '' OR direction = $1) AND ($2 = '' OR agent_id = $2) AND ($3 = '' OR status = $3)
 		  AND ($4 = '' OR outcome = $4) AND ($5 = '' OR phone_number = $5)
 		  AND ($6::timestamptz IS NULL OR started_at >= $6) AND ($7::timestamptz IS NULL OR started_at < $7)
@@ -185,7 +191,7 @@ func (m *Manager) ListCalls(ctx context.Context, f CallFilter) ([]CallRecord, er
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (CallRecord, error) {
 		var c CallRecord
 		err := row.Scan(&c.ID, &c.Direction, &c.Agent, &c.PhoneNumber, &c.Trunk, &c.Status, &c.StartedAt, &c.AnsweredAt,
-			&c.EndedAt, &c.Outcome, &c.DurationSeconds)
+			&c.EndedAt, &c.Outcome, &c.DurationSeconds, &c.AnsweredBy, &c.AnswerDecisionMs)
 		return c, err
 	})
 	if err != nil {

@@ -39,6 +39,9 @@ type callEvent struct {
 	Duration    *float64       `json:"durationSeconds,omitempty"`
 	Turns       *int           `json:"turns,omitempty"`
 	Memory      *memoryOutcome `json:"memory,omitempty"`
+	// AnsweredBy is who answered a screened call (human, voicemail, ivr,
+	// fax, unknown); absent when the call was not screened.
+	AnsweredBy string `json:"answeredBy,omitempty"`
 }
 
 // memoryOutcome is what the call's memory save did.
@@ -79,6 +82,9 @@ func (c *Call) endedEvent(ended time.Time, duration float64, turns int) any {
 	e.AnsweredAt, e.EndedAt = c.answered, &ended
 	e.Outcome, e.Reason, e.Duration, e.Turns = string(c.end.Outcome), c.end.Reason, &duration, &turns
 	e.Memory = &memoryOutcome{c.report.Saved, c.report.SaveError}
+	c.mu.Lock()
+	e.AnsweredBy = c.answeredBy
+	c.mu.Unlock()
 	return e
 }
 

@@ -145,7 +145,7 @@ func (g *generation) run(messages []agent.Message) {
 	var split sentenceSplitter
 	firstToken := true
 	res, err := c.m.cfg.Runtime.Turn(g.ctx, agent.TurnRequest{
-		Agent: c.info.Agent, Messages: messages, System: c.recall, NoMemoryTools: true, Wire: "voice",
+		Agent: c.info.Agent, Messages: messages, System: c.system(), NoMemoryTools: true, Wire: "voice",
 		ServerTools: c.callTools(), FirstByte: c.firstByte(), Models: c.agent.Model,
 	}, func(ev agent.Event) error {
 		switch ev.Kind {
@@ -277,4 +277,19 @@ func (c *Call) firstByte() time.Duration {
 		return v.FirstByteTimeout
 	}
 	return DefaultFirstByteTimeout
+}
+
+// system is the call's system context for the model: the recalled memory,
+// and what screening found when a menu answered.
+func (c *Call) system() string {
+	c.mu.Lock()
+	note := c.note
+	c.mu.Unlock()
+	switch {
+	case note == "":
+		return c.recall
+	case c.recall == "":
+		return note
+	}
+	return c.recall + "\n\n" + note
 }

@@ -119,6 +119,9 @@ func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
 	}
 	speaking, _ := det.Speaking()
 	l.overlapStep(speaking, now)
+	if l.c.scr != nil {
+		l.c.scr.hear(frame, speaking && det.Silent() == 0)
+	}
 	if l.live != nil && (speaking || wasSpeaking) {
 		pcm := frame
 		if ev == vadSpeechStart {
@@ -196,6 +199,9 @@ func (l *listener) endpoint(now time.Time) bool {
 // it go on (see Interruptions in interrupt.go).
 func (l *listener) overlapStep(speaking bool, now time.Time) {
 	c, in, det := l.c, l.in, l.det
+	if c.toMachine.Load() {
+		return
+	}
 	if speaking && l.ov == nil {
 		if t := c.agentTurn(); t != nil {
 			l.ov = &overlap{t: t}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -347,8 +348,21 @@ type Call struct {
 	tts     Synthesizer
 	playout *playout
 
+	// scr screens who answered (answering-machine detection), nil when
+	// the call is not screened; set before the call's parts start.
+	scr *screener
+	// toMachine is set while the agent leaves a voicemail message: what
+	// the machine plays never interrupts it.
+	toMachine atomic.Bool
+
 	mu       sync.Mutex
 	turnSeq  int
+	// answeredBy and decisionMs: who answered a screened call, and when
+	// the box knew; note is told to the model on every turn (a menu
+	// answered).
+	answeredBy string
+	decisionMs int64
+	note       string
 	speaking *turn // the assistant turn on the playout, nil for none
 	// answering is set while converse answers a turn (no preemptive
 	// generation meanwhile).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/identity"
 )
 
@@ -99,6 +100,10 @@ type CallInfo struct {
 	// MaxDuration ends the call with OutcomeMaxDuration (default
 	// Config.MaxDuration).
 	MaxDuration time.Duration
+	// AnsweringMachine overrides the agent's answering-machine policy for
+	// this call (a dial's own voicemail message); empty fields keep the
+	// agent's.
+	AnsweringMachine *config.AnsweringMachine
 }
 
 // Outcome is how a call ended, as its record and memory show it.

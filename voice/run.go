@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/telemetry"
 )
 
@@ -89,6 +90,10 @@ func (c *Call) carry(a attachment) End {
 	c.m.cfg.Metrics.CallAnswered(c.info.Direction, c.clk.Since(c.started))
 	answered := c.clk.Now()
 	c.answered = &answered
+	screen := c.screening()
+	if screen != nil {
+		c.scr = newScreener(c.info.SampleRate)
+	}
 	if _, err := c.m.execEvent(ctx, eventAnswered, func() any { e := c.event(); e.AnsweredAt = &answered; return e }, nil,
 		`UPDATE stackbone_platform.voice_calls SET status = 'active', answered_at = $2 WHERE id = $1`, c.info.ID, answered); err != nil {
 		c.m.log.Warn("voice: mark answered", "call", c.info.ID, "error", err)
@@ -100,7 +105,7 @@ func (c *Call) carry(a attachment) End {
 	wake, stopPlay := c.m.pacers.Add(&callStream{c: c, ctx: runCtx})
 	c.playout.wake = wake
 	goes(func(ctx context.Context) { c.listen(ctx, utterances) })
-	goes(func(ctx context.Context) { c.converse(ctx, utterances) })
+	goes(func(ctx context.Context) { c.converse(ctx, utterances, screen) })
 
 	maxLen := c.clk.Timer(c.info.MaxDuration)
 	var end End
@@ -181,19 +186,42 @@ func (c *Call) playFrame(ctx context.Context) (speech, ok bool) {
 	return speech, true
 }
 
-// converse greets, then answers each caller turn in order.
-func (c *Call) converse(ctx context.Context, utterances <-chan utterance) {
-	if g := c.agent.Greeting; g != "" {
+// converse greets, then answers each caller turn in order. A screened
+// call first finds out who answered (screen): a machine may end it there;
+// with a person, the words heard meanwhile are answered when the agent has
+// no greeting.
+func (c *Call) converse(ctx context.Context, utterances <-chan utterance, screen *config.AnsweringMachine) {
+	var held []utterance
+	if screen != nil {
+		var ok bool
+		if held, ok = c.screen(ctx, utterances, screen); !ok {
+			return
+		}
+	}
+	var greeted time.Time
+	if g := c.agent.Greeting; g != "" && c.note == "" {
 		c.speakFixed(ctx, g)
+		if screen != nil {
+			// The greeting answers what the person said while they were
+			// screened ("Hello?"), also an utterance that ends later.
+			held, greeted = nil, c.clk.Now()
+		}
 	}
 	for {
 		var u utterance
-		select {
-		case <-ctx.Done():
-			return
-		case u = <-utterances:
-		case d := <-c.digits:
-			u = utterance{digit: d, endpoint: c.clk.Now()}
+		if len(held) > 0 {
+			u, held = held[0], held[1:]
+		} else {
+			select {
+			case <-ctx.Done():
+				return
+			case u = <-utterances:
+			case d := <-c.digits:
+				u = utterance{digit: d, endpoint: c.clk.Now()}
+			}
+		}
+		if !greeted.IsZero() && u.digit == 0 && !u.lastVoice.IsZero() && u.lastVoice.Before(greeted) {
+			continue
 		}
 		c.mu.Lock()
 		c.answering = true

@@ -37,7 +37,9 @@ export type ApiError = {
 
 export type Call = {
   agent: string;
+  answerDecisionMs: number | null;
   answeredAt: string | null;
+  answeredBy: string | null;
   direction: string;
   durationSeconds: number | null;
   endReason?: string | null;
@@ -779,6 +781,16 @@ export interface Operations {
     path: "/api/voice/calls";
     body: {
       agent: string;
+      answeringMachine?: {
+        /** off, outbound or all. */
+        detect?: string;
+        /** talk or hangup. */
+        menu?: string;
+        /** Said after a voicemail's beep; {field} placeholders take the call's identities. */
+        message?: string;
+        /** hangup or message. */
+        voicemail?: string;
+      };
       /** Identity field name to value. */
       identities?: {
         [key: string]: string;

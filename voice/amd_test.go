@@ -1,0 +1,232 @@
+package voice
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/provider/providertest"
+)
+
+// screenAgents are agents that screen outbound calls: one hangs up on a
+// voicemail, one leaves a message, one talks to menus.
+const screenAgents = `
+agents:
+  caller:
+    model: openai/chat
+    instructions: You call people back for the clinic.
+    greeting: Hi, this is the clinic calling back.
+    memory: {identityKey: phoneNumber, read: true, save: true}
+    voice:
+      answeringMachine: {detect: outbound}
+  messenger:
+    model: openai/chat
+    memory: {identityKey: phoneNumber, read: true, save: true}
+    voice:
+      answeringMachine: {detect: outbound, voicemail: message, message: "Hello {name}, the clinic called about {phoneNumber}."}
+`
+
+func screenEnv(t *testing.T) *env {
+	t.Helper()
+	model := providertest.New(t)
+	return newEnvWith(t, screenAgents, map[string]config.Provider{"openai": {BaseURL: model.URL()}}, model)
+}
+
+// tone queues ms of a pure tone at hz (a voicemail beep, a fax's answer).
+func (r *run) tone(hz float64, ms int) {
+	rate := r.call.info.SampleRate
+	n := rate / 50
+	for i := range ms / 20 {
+		f := make([]int16, n)
+		for j := range f {
+			f[j] = int16(8000 * math.Sin(2*math.Pi*hz*float64(i*n+j)/float64(rate)))
+		}
+		r.in = append(r.in, f)
+	}
+}
+
+// answeredBy is the call's recorded answer and decision time.
+func answeredBy(t *testing.T, rec CallRecord) (string, int64) {
+	t.Helper()
+	if rec.AnsweredBy == nil || rec.AnswerDecisionMs == nil {
+		t.Fatalf("the call record says nothing of who answered: %+v", rec)
+	}
+	return *rec.AnsweredBy, *rec.AnswerDecisionMs
+}
+
+// A person says "Hello?" and waits: the call decides human 800 ms after
+// the greeting, and only then the agent greets; the model was never asked
+// to classify.
+func TestScreenedCallFindsAPerson(t *testing.T) {
+	t.Parallel()
+	e := screenEnv(t)
+	r := e.start(CallInfo{Agent: "caller", Direction: Outbound, PhoneNumber: "+15550100"})
+	r.step(10)
+	r.say(600)
+	r.step(len(r.in))
+	if v := r.line.voicedOut(); v > 0 {
+		t.Fatalf("the agent spoke (%d frames) before it knew who answered", v)
+	}
+	r.stepUntil("the greeting", 400, func() bool { return len(r.call.Entries()) > 0 })
+	r.call.End(OutcomeCompleted, "")
+	rec := r.end()
+	by, ms := answeredBy(t, rec)
+	if by != AnsweredHuman || ms < 1200 || ms > 2000 {
+		t.Fatalf("answered by %s after %d ms, want human after 1.4 s", by, ms)
+	}
+	if len(rec.Transcript) == 0 || rec.Transcript[0].Text != "Hi, this is the clinic calling back." {
+		t.Fatalf("heard transcript %+v", rec.Transcript)
+	}
+	if len(rec.Transcript) != 1 {
+		t.Fatalf("heard transcript %+v: the person's hello was answered besides the greeting", rec.Transcript)
+	}
+	for _, req := range e.model.ChatRequests() {
+		if strings.Contains(req.Messages[0].Content, "You classify who answered") {
+			t.Fatal("the model was asked who answered a plain hello")
+		}
+	}
+}
+
+// A voicemail greeting (long speech, the words say so, then a beep): the
+// agent leaves its message, placeholders filled, starting within 500 ms
+// of the beep's end; the message is the heard transcript and the call
+// completes.
+func TestScreenedCallLeavesAMessageAfterTheBeep(t *testing.T) {
+	t.Parallel()
+	e := screenEnv(t)
+	e.model.RespondTranscripts(func([]byte) string { return "Hi, you've reached Sam. Please leave a message after the tone." })
+	r := e.start(CallInfo{Agent: "messenger", Direction: Outbound, PhoneNumber: "+15550101",
+		Identities: map[string]string{"name": "Sam"}})
+	r.step(10)
+	r.say(4000)
+	r.step(len(r.in))
+	if v := r.line.voicedOut(); v > 0 {
+		t.Fatalf("the agent spoke over the greeting (%d frames)", v)
+	}
+	r.step(10)
+	r.tone(1000, 400)
+	r.step(len(r.in)) // the beep, then its end
+	frames := 0
+	r.stepUntil("the message", 100, func() bool { frames++; return r.line.voicedOut() > 0 })
+	if frames*20 > 500 {
+		t.Fatalf("the message started %d ms after the beep", frames*20)
+	}
+	r.stepUntil("the message to play and the call to end", 1000, func() bool {
+		select {
+		case <-r.call.done:
+			return true
+		default:
+			return false
+		}
+	})
+	rec := r.end()
+	by, ms := answeredBy(t, rec)
+	if by != AnsweredVoicemail || ms > 2500+200 {
+		t.Fatalf("answered by %s after %d ms", by, ms)
+	}
+	want := "Hello Sam, the clinic called about +15550101."
+	if len(rec.Transcript) != 1 || rec.Transcript[0].Text != want || rec.Transcript[0].Role != "assistant" {
+		t.Fatalf("heard transcript %+v, want the message; record %+v", rec.Transcript, rec)
+	}
+	if rec.Outcome == nil || *rec.Outcome != OutcomeCompleted {
+		t.Fatalf("outcome %v", rec.Outcome)
+	}
+}
+
+// With the default policy a voicemail greeting ends the call as machine,
+// before the beep and with nothing said.
+func TestScreenedCallHangsUpOnVoicemail(t *testing.T) {
+	t.Parallel()
+	e := screenEnv(t)
+	e.model.RespondTranscripts(func([]byte) string { return "The person you are calling is not available." })
+	r := e.start(CallInfo{Agent: "caller", Direction: Outbound, PhoneNumber: "+15550102"})
+	r.say(3000)
+	r.step(len(r.in))
+	rec := r.end()
+	if by, _ := answeredBy(t, rec); by != AnsweredVoicemail || rec.Outcome == nil || *rec.Outcome != OutcomeMachine {
+		t.Fatalf("answered by %s, outcome %v", by, rec.Outcome)
+	}
+	if r.line.voicedOut() != 0 || len(rec.Transcript) != 0 {
+		t.Fatalf("the agent said something to a machine: %+v", rec.Transcript)
+	}
+}
+
+// A menu's prompt: the agent is told it talks to a menu (in its system
+// context) and answers the prompt as its first turn, without its greeting.
+func TestScreenedCallTalksToAMenu(t *testing.T) {
+	t.Parallel()
+	e := screenEnv(t)
+	prompt := "Thank you for calling. For sales press 1, for support press 2."
+	e.model.RespondTranscripts(func([]byte) string { return prompt })
+	e.model.Script(providertest.Reply{Content: "Support, please."})
+	r := e.start(CallInfo{Agent: "caller", Direction: Outbound, PhoneNumber: "+15550103"})
+	r.say(3000)
+	r.step(len(r.in))
+	r.stepUntil("the agent's answer to the menu", 300, func() bool { return len(e.model.ChatRequests()) > 0 })
+	req := e.model.ChatRequests()[0]
+	told := false
+	for _, m := range req.Messages {
+		told = told || (m.Role == "system" && strings.Contains(m.Content, "automated phone menu"))
+	}
+	if !told {
+		t.Fatalf("the model was not told a menu answered: %+v", req.Messages)
+	}
+	for _, m := range req.Messages {
+		if strings.Contains(m.Content, "calling back") {
+			t.Fatal("the agent greeted a menu")
+		}
+	}
+	r.call.End(OutcomeCompleted, "")
+	if by, _ := answeredBy(t, r.end()); by != AnsweredIVR {
+		t.Fatalf("answered by %s", by)
+	}
+}
+
+// A fax's answer tone ends the call as machine within a second.
+func TestScreenedCallHearsAFax(t *testing.T) {
+	t.Parallel()
+	e := screenEnv(t)
+	r := e.start(CallInfo{Agent: "caller", Direction: Outbound, PhoneNumber: "+15550104"})
+	r.tone(2100, 3000)
+	r.step(60)
+	rec := r.end()
+	by, ms := answeredBy(t, rec)
+	if by != AnsweredFax || ms > 1000 || *rec.Outcome != OutcomeMachine {
+		t.Fatalf("answered by %s after %d ms, outcome %v", by, ms, *rec.Outcome)
+	}
+}
+
+// A greeting the audio cannot place (1.7 s, then a pause) whose words hold
+// no machine's phrase is settled by one model request, which gets the
+// greeting as data; the person is then greeted.
+func TestScreenedCallAsksTheModelWhenUnsure(t *testing.T) {
+	t.Parallel()
+	e := screenEnv(t)
+	e.model.RespondTranscripts(func([]byte) string { return "Hi, Mary here, who's calling?" })
+	e.model.Script(providertest.Reply{Content: "human"})
+	r := e.start(CallInfo{Agent: "caller", Direction: Outbound, PhoneNumber: "+15550105"})
+	r.say(1800)
+	r.step(len(r.in))
+	r.stepUntil("the greeting", 300, func() bool { return r.line.voicedOut() > 20 })
+	reqs := e.model.ChatRequests()
+	if len(reqs) != 1 || !strings.Contains(reqs[0].Messages[len(reqs[0].Messages)-1].Content, "<greeting>Hi, Mary here, who's calling?</greeting>") {
+		t.Fatalf("the classification request: %+v", reqs)
+	}
+	r.call.End(OutcomeCompleted, "")
+	if by, _ := answeredBy(t, r.end()); by != AnsweredHuman {
+		t.Fatalf("answered by %s", by)
+	}
+}
+
+// Inbound calls are not screened unless the agent says all.
+func TestInboundCallsAreNotScreened(t *testing.T) {
+	t.Parallel()
+	e := screenEnv(t)
+	r := e.start(CallInfo{Agent: "caller", Direction: Inbound, PhoneNumber: "+15550106"})
+	r.stepUntil("the greeting", 300, func() bool { return r.line.voicedOut() > 20 })
+	r.call.End(OutcomeCompleted, "")
+	if rec := r.end(); rec.AnsweredBy != nil {
+		t.Fatalf("an inbound call was screened: %s", *rec.AnsweredBy)
+	}
+}
