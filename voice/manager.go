@@ -355,15 +355,15 @@ type Call struct {
 	// the machine plays never interrupts it.
 	toMachine atomic.Bool
 
-	mu       sync.Mutex
-	turnSeq  int
+	mu      sync.Mutex
+	turnSeq int
 	// answeredBy and decisionMs: who answered a screened call, and when
 	// the box knew; note is told to the model on every turn (a menu
 	// answered).
 	answeredBy string
 	decisionMs int64
 	note       string
-	speaking *turn // the assistant turn on the playout, nil for none
+	speaking   *turn // the assistant turn on the playout, nil for none
 	// answering is set while converse answers a turn (no preemptive
 	// generation meanwhile).
 	answering bool

@@ -233,7 +233,7 @@ var Routes = []Route{
 
 	// Voice.
 	{Pattern: "POST /api/voice/calls", ID: "dialCall", Tag: "voice", Summary: "Place an outbound phone call through a trunk.", Scope: auth.ScopeVoice, Person: true,
-		Body:   obj([]string{"agent", "to"}, object{"agent": stringSchema, "to": str("E.164 number."), "trunk": stringSchema, "identities": identitiesMap,
+		Body: obj([]string{"agent", "to"}, object{"agent": stringSchema, "to": str("E.164 number."), "trunk": stringSchema, "identities": identitiesMap,
 			"answeringMachine": obj(nil, object{"detect": str("off, outbound or all."), "voicemail": str("hangup or message."),
 				"message": str("Said after a voicemail's beep; {field} placeholders take the call's identities."), "menu": str("talk or hangup.")})}),
 		Status: 202, Data: obj([]string{"callId"}, object{"callId": stringSchema}),
