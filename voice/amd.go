@@ -41,7 +41,7 @@ const OutcomeMachine Outcome = "machine"
 const (
 	humanMax      = 75  // 1.5 s
 	humanQuiet    = 40  // 800 ms
-	machineMin    = 100 // 2 s
+	machineMin    = 90  // 1.8 s
 	silentMax     = 250 // 5 s
 	beepMin       = 15  // 300 ms
 	faxMin        = 25  // 500 ms

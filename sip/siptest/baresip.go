@@ -224,3 +224,35 @@ func (p *Baresip) Keys() string {
 }
 
 var keyEventRe = regexp.MustCompile(`received event: '(.)' \(end=([01])\)`)
+
+// GreetingFile is what answers an outbound call: lead seconds of silence,
+// text spoken, then, with beep, a pause of 0.4 s and a 500 ms 1 kHz beep
+// (a voicemail's), then tail seconds of silence. end is where the beep
+// ends (or the speech, without one), in seconds from the file's start.
+func GreetingFile(t testing.TB, dir, text string, lead float64, beep bool, tail float64) (path string, end float64) {
+	t.Helper()
+	raw := filepath.Join(dir, "greeting-raw.wav")
+	speech := filepath.Join(dir, "greeting-speech.wav")
+	run(t, "espeak-ng", "-w", raw, text)
+	run(t, "sox", raw, "-r", "8000", "-c", "1", "-b", "16", speech, "pad", fmt.Sprint(lead), "0")
+	parts := []string{speech}
+	if beep {
+		tone := filepath.Join(dir, "beep.wav")
+		run(t, "sox", "-n", "-r", "8000", "-c", "1", "-b", "16", tone, "synth", "0.5", "sine", "1000", "vol", "0.5", "pad", "0.4", "0")
+		parts = append(parts, tone)
+	}
+	path = filepath.Join(dir, "greeting.wav")
+	run(t, "sox", append(parts, path, "pad", "0", fmt.Sprint(tail))...)
+	for _, p := range parts {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pcm, err := WAVSamples(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end += float64(len(pcm)) / 8000
+	}
+	return path, end
+}
