@@ -139,6 +139,10 @@ func TestCallsScreen(t *testing.T) {
 		`{"read":true,"save":true,"identityKey":"phoneNumber","identity":"+34600111222","recalledFacts":2,"recalledCalls":1,"saved":false,"saveError":"memory_model_failed"}`,
 		`[{"turn":1,"endOfUtteranceMs":300,"speechToTextMs":120,"timeToFirstTokenMs":400,"textToSpeechFirstByteMs":90,"wireToWireMs":930,
 		   "endpoint":"complete","interruptions":[{"outcome":"resumed","pausedMs":640,"words":0},{"outcome":"yielded","words":4}]}]`)
+	if _, err := b.pool.Exec(context.Background(), `UPDATE stackbone_platform.voice_calls SET answered_by = 'voicemail', answer_decision_ms = 2240
+		WHERE id = 'call_hostile'`); err != nil {
+		t.Fatal(err)
+	}
 
 	p := b.open(t)
 	p.signIn(adminKey)
@@ -172,6 +176,9 @@ func TestCallsScreen(t *testing.T) {
 	p.js(`window.pwned`, &pwned)
 	if pwned != nil {
 		t.Fatal("the caller's words ran as script")
+	}
+	if got := p.text("#answered-by"); got != "a voicemail greeting (known after 2.2 s)" {
+		t.Fatalf("answered by %q", got)
 	}
 	if got := p.text("#memory-report"); !strings.Contains(got, "save failed: memory_model_failed") || !strings.Contains(got, "2 facts, 1 call") || strings.Contains(got, "1 calls") ||
 		!strings.Contains(got, "phoneNumber = +34600111222") {

@@ -126,6 +126,8 @@ export async function callScreen(main, id) {
         h("dt", {}, "Answered"), h("dd", {}, fmtTime(c.answeredAt)),
         h("dt", {}, "Ended"), h("dd", {}, fmtTime(c.endedAt)),
         h("dt", {}, "Duration"), h("dd", {}, fmtSeconds(c.durationSeconds)),
+        c.answeredBy ? [h("dt", {}, "Answered by"), h("dd", { id: "answered-by" }, answeredByText[c.answeredBy] || c.answeredBy,
+          c.answerDecisionMs != null ? " (known after " + fmtMs(c.answerDecisionMs) + ")" : "")] : null,
         c.endReason ? [h("dt", {}, "End reason"), h("dd", {}, c.endReason)] : null));
     clear(tr).append(...(c.transcript || []).map((e) => h("li", { class: "msg " + e.role, dataset: { turn: e.turn } },
       h("b", {}, e.role === "user" ? "Caller" : "Agent"), h("p", {}, e.text),
@@ -190,6 +192,13 @@ const stages = [
 ];
 
 // How a caller's turn ended, as the metrics' endpoint names it.
+// Who answered a screened call, as the detail says it.
+const answeredByText = {
+  human: "a person", voicemail: "a voicemail greeting", ivr: "an automated menu", fax: "a fax", unknown: "nobody heard (went on as with a person)",
+};
+
+const fmtMs = (ms) => ms >= 1000 ? (ms / 1000).toFixed(1) + " s" : ms + " ms";
+
 const endReasons = {
   complete: "a question (short silence)",
   sentence: "a statement",
