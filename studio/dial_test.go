@@ -52,6 +52,15 @@ func TestDialFormRefusesHostileInput(t *testing.T) {
 	dial("frontdesk", "+34 600-111-222", strings.Repeat("t", 129), "", "trunk is too long (129 bytes; at most 128)")
 	dial("frontdesk", "+34 600-111-222", "", `{"customerId": "`+script+strings.Repeat("x", 2000)+`"}`, "(voice_invalid_request)")
 
+	// This call's own voicemail policy: a message is needed to leave one,
+	// and the box bounds it.
+	p.set("#dial select[name=voicemail]", "message")
+	dial("frontdesk", "+34 600-111-222", "", "", "Write the message to leave after the beep.")
+	p.js(`document.querySelector("#dial input[name=message]").removeAttribute("maxlength")`)
+	p.set("#dial input[name=message]", strings.Repeat("m", 1001))
+	dial("frontdesk", "+34 600-111-222", "", "", "answeringMachine.message is longer than 1000 characters")
+	p.set("#dial select[name=voicemail]", "")
+
 	var pwned any
 	var markup int
 	p.js(`window.pwned`, &pwned)

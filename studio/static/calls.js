@@ -72,9 +72,14 @@ async function dialForm() {
   const to = h("input", { name: "to", required: true, placeholder: "+34600111222", maxlength: 64 });
   const trunk = h("input", { name: "trunk", placeholder: "(first outbound trunk)", maxlength: 128 });
   const ids = h("input", { name: "identities", placeholder: '{"customerId": "crm/1"} (optional)', maxlength: 4096 });
+  // Who answered: this call's own answering-machine policy, over the
+  // agent's (Agents, voice.answeringMachine).
+  const vm = h("select", { name: "voicemail" }, h("option", { value: "" }, "(the agent's policy)"),
+    h("option", { value: "hangup" }, "screen; hang up on a voicemail"), h("option", { value: "message" }, "screen; leave a message after the beep"));
+  const msg = h("input", { name: "message", placeholder: "Hello {name}, … (with a message)", maxlength: 1000 });
   const out = h("p", { class: "result", id: "dial-result", role: "alert" });
   const form = h("form", { class: "inline", id: "dial", novalidate: true }, field("Agent", agent), field("To", to), field("Trunk", trunk),
-    field("Identities", ids), h("button", { type: "submit" }, "Call"), out);
+    field("Identities", ids), field("Voicemail", vm), field("Message", msg), h("button", { type: "submit" }, "Call"), out);
   if (!can("voice")) {
     for (const c of form.querySelectorAll("input,select,button")) c.disabled = true;
     form.append(readOnlyNote("voice", "place calls"));
@@ -84,8 +89,10 @@ async function dialForm() {
     out.textContent = "";
     const problem = dialProblem(agent.value, to.value.trim(), ids.value.trim());
     if (problem) { out.textContent = problem; return; }
+    if (vm.value === "message" && !msg.value.trim()) { out.textContent = "Write the message to leave after the beep."; return; }
     const body = { agent: agent.value, to: to.value.trim(), trunk: trunk.value.trim() };
     if (ids.value.trim()) body.identities = JSON.parse(ids.value);
+    if (vm.value) body.answeringMachine = { detect: "outbound", voicemail: vm.value, message: vm.value === "message" ? msg.value.trim() : "" };
     try {
       const r = await api("POST", "/api/voice/calls", body);
       location.hash = "#/calls/" + encodeURIComponent(r.callId);
