@@ -358,13 +358,21 @@ func Status(k fault.Kind) int {
 
 // Fail writes err in the envelope: the status of its kind, its code, and
 // its message without the package prefix of its sentinel. An error with no
-// fault (Internal) is logged and answered without detail; a failure of the
-// box (5xx) is logged with its hidden cause (fault.Hide).
+// fault is logged and answered "internal" without detail, one of a
+// sentinel of kind Internal with the sentinel's code and words only; a
+// failure of the box (5xx) is logged with its hidden cause (fault.Hide).
 func (s *Server) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	e := fault.Of(err)
-	if e == nil || e.Kind() == fault.Internal {
+	if e == nil {
 		s.log.Error("internal error", "route", r.Pattern, "error", err)
 		writeError(w, http.StatusInternalServerError, "internal", "internal error")
+		return
+	}
+	if e.Kind() == fault.Internal {
+		// A failure the box names (memory_persist_failed) keeps its code
+		// and its sentinel's own words, never the cause's.
+		s.log.Error("internal error", "route", r.Pattern, "code", e.Code(), "error", err)
+		writeError(w, http.StatusInternalServerError, e.Code(), Message(e))
 		return
 	}
 	status := Status(e.Kind())

@@ -160,6 +160,26 @@ func TestSystemModels(t *testing.T) {
 	b.expect("GET", "/api/system/models", runsOnly, "", 403, "forbidden")
 }
 
+// A write the database refuses answers 500 memory_persist_failed, the
+// code the API documents, with the sentinel's words and not the
+// database's; nothing was written.
+func TestMemoryPersistFailedKeepsItsCode(t *testing.T) {
+	t.Parallel()
+	b := newBox(t)
+	if _, err := b.pool.Exec(context.Background(), `ALTER TABLE stackbone_platform.memory_calls ADD CONSTRAINT refuse CHECK (summary <> 'REFUSE')`); err != nil {
+		t.Fatal(err)
+	}
+	b.model.Script(providertest.Reply{Content: `{"operations":[{"op":"add","content":"Kept?"}],"summary":"REFUSE"}`})
+	env := b.expect("POST", "/api/memory/add", devKey, `{"content":"hello","agentId":"support","userId":"+34111111119"}`, 500, "memory_persist_failed")
+	if msg := env.Error.Message; msg != "persist failed" {
+		t.Fatalf("the database's words reached the client: %s", msg)
+	}
+	env = b.expect("POST", "/api/memory/recall", devKey, `{"agentId":"support","userId":"+34111111119"}`, 200, "")
+	if strings.Contains(string(env.Data), "Kept?") {
+		t.Fatalf("a failed write left facts: %s", env.Data)
+	}
+}
+
 func TestMemoryRoutes(t *testing.T) {
 	t.Parallel()
 	b := newBox(t)

@@ -32,11 +32,11 @@ type Code struct {
 	Code   string
 }
 
-// CodeOf is the code and status the box answers for err: an error of kind
-// Internal is answered as "internal" whatever its sentinel says.
+// CodeOf is the code and status the box answers for err: an error with no
+// sentinel is answered as "internal".
 func CodeOf(err error) Code {
 	e := fault.Of(err)
-	if e == nil || e.Kind() == fault.Internal {
+	if e == nil {
 		return Code{500, "internal"}
 	}
 	return Code{api.Status(e.Kind()), e.Code()}

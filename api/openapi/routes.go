@@ -120,7 +120,7 @@ var Routes = []Route{
 			"call": object{"startedAt": "2026-10-26T09:00:00.000Z", "durationSeconds": 83, "outcome": "scheduled"}},
 		Status: 200, Data: memory.AddResult{},
 		Errors: []error{memory.ErrInvalidRequest, identity.ErrInvalid, identity.ErrForbidden, memory.ErrUnknownAgent, memory.ErrModelFailed,
-			memory.ErrInvalidModelOutput, memory.ErrConflict, memory.ErrSchemaMissing, memory.ErrUnavailable}},
+			memory.ErrInvalidModelOutput, memory.ErrConflict, memory.ErrSchemaMissing, memory.ErrUnavailable, memory.ErrPersistFailed}},
 	{Pattern: "POST /api/memory/recall", ID: "memoryRecall", Tag: "memory", Summary: "Every fact of a person and their newest call records first.",
 		Scope: auth.ScopeMemoryRead, Person: true,
 		Body: obj([]string{"agentId", "userId"}, object{"agentId": stringSchema, "userId": stringSchema,

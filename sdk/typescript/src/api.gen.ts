@@ -1282,7 +1282,7 @@ export interface Operations {
     };
     query: never;
     data: MemoryAddResult;
-    codes: "agent_not_found" | "forbidden" | "identity_forbidden" | "internal" | "invalid_identities" | "invalid_request" | "memory_conflict" | "memory_invalid_model_output" | "memory_invalid_request" | "memory_model_failed" | "memory_schema_missing" | "memory_unavailable" | "unauthorized" | "unavailable";
+    codes: "agent_not_found" | "forbidden" | "identity_forbidden" | "internal" | "invalid_identities" | "invalid_request" | "memory_conflict" | "memory_invalid_model_output" | "memory_invalid_request" | "memory_model_failed" | "memory_persist_failed" | "memory_schema_missing" | "memory_unavailable" | "unauthorized" | "unavailable";
   };
   /** POST /api/memory/delete-all: Delete every fact and call record of one person for one agent. */
   memoryDeleteAll: {
