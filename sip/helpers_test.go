@@ -145,6 +145,8 @@ type listener struct {
 	frames  int
 	lastPT  uint8
 	payload map[uint8]int
+	audio   []uint32    // each audio packet's RTP timestamp
+	keys    []keyPacket // RFC 4733 telephone-event packets
 }
 
 // listen reads the peer's RTP in the background until the media closes.
@@ -165,14 +167,21 @@ func listen(med *diago.DialogMedia) *listener {
 				}
 				return
 			}
-			pt := med.RTPPacketReader.PacketHeader.PayloadType
-			pcm := decodeG711(pt, buf[:n])
+			hd := med.RTPPacketReader.PacketHeader
+			pt := hd.PayloadType
 			l.mu.Lock()
 			l.frames++
 			l.lastPT = pt
 			l.payload[pt]++
-			if rms(pcm) > 1000 {
-				l.voiced++
+			var ev media.DTMFEvent
+			switch {
+			case pt == 0 || pt == 8:
+				l.audio = append(l.audio, hd.Timestamp)
+				if rms(decodeG711(pt, buf[:n])) > 1000 {
+					l.voiced++
+				}
+			case media.DTMFDecode(buf[:n], &ev) == nil:
+				l.keys = append(l.keys, keyPacket{seq: hd.SequenceNumber, ts: hd.Timestamp, marker: hd.Marker, ev: ev})
 			}
 			l.mu.Unlock()
 		}

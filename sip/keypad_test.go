@@ -2,10 +2,7 @@ package sip_test
 
 import (
 	"context"
-	"errors"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,46 +22,9 @@ type keyPacket struct {
 	ev     media.DTMFEvent
 }
 
-// rtpLog records what a phone receives: telephone-event packets, and the
-// timestamp of each audio packet.
-type rtpLog struct {
-	mu    sync.Mutex
-	keys  []keyPacket
-	audio []uint32
-}
-
-func (l *rtpLog) read(med *diago.DialogMedia) {
-	r, err := med.AudioReader()
-	if err != nil {
-		return
-	}
-	buf := make([]byte, media.RTPBufSize)
-	for {
-		n, err := r.Read(buf)
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return
-		}
-		h := med.RTPPacketReader.PacketHeader
-		l.mu.Lock()
-		if h.PayloadType == 0 || h.PayloadType == 8 {
-			l.audio = append(l.audio, h.Timestamp)
-		} else {
-			var ev media.DTMFEvent
-			if media.DTMFDecode(buf[:n], &ev) == nil {
-				l.keys = append(l.keys, keyPacket{seq: h.SequenceNumber, ts: h.Timestamp, marker: h.Marker, ev: ev})
-			}
-		}
-		l.mu.Unlock()
-	}
-}
-
 // digits are the keys the packets spell, one per event (a start
 // timestamp), and the packets of each.
-func (l *rtpLog) digits() (string, [][]keyPacket) {
+func (l *listener) digits() (string, [][]keyPacket) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []rune
@@ -98,8 +58,7 @@ func TestSendDTMFSendsTelephoneEvents(t *testing.T) {
 	}
 	defer func() { _ = d.Hangup(ctx) }()
 	c := b.next(t)
-	log := &rtpLog{}
-	go log.read(med)
+	log := listen(med)
 	stop := make(chan struct{})
 	defer close(stop)
 	talk(med, stop, 1)
