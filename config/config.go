@@ -310,6 +310,21 @@ type AgentVoice struct {
 	// WebSocket, audio sent while the caller speaks) or "deepgram" (a
 	// Deepgram-compatible live /v1/listen WebSocket).
 	STTMode string `yaml:"sttMode"`
+	// TurnDetection is who ends the caller's turns: "box" (the box's own
+	// endpointing on silence and words, the default) or "provider" (the
+	// live stream's turn signal as well: the Realtime session's
+	// semantic_vad with sttMode realtime, a Deepgram-compatible
+	// turn-taking stream, /v2/listen, with sttMode deepgram). With
+	// provider, the provider's end of turn ends the utterance at once, its
+	// eager end of turn starts the answer early, and the box's endpointing
+	// stays as the backstop.
+	TurnDetection string `yaml:"turnDetection"`
+	// Eagerness is how soon the provider ends a turn with TurnDetection
+	// provider: low, medium, high or auto (default auto): semantic_vad's
+	// eagerness on realtime; on deepgram the end-of-turn thresholds (low:
+	// eot_threshold 0.8 and no eager end of turn; auto and medium: 0.7 and
+	// an eager end of turn at 0.5; high: 0.6 and 0.4).
+	Eagerness string `yaml:"eagerness"`
 	// TTS is the text-to-speech engine: provider/model (default
 	// openai/tts-1), or "espeak" for the offline engine with word timings;
 	// or a list of them tried in order: a sentence a provider fails to
@@ -656,6 +671,15 @@ func ValidReasoningEffort(e string) bool {
 // STTModes are the values of an agent's voice.sttMode ("" is http).
 var STTModes = []string{"http", "realtime", "deepgram"}
 
+// Who ends a caller's turn (voice.turnDetection).
+const (
+	TurnDetectionBox      = "box"
+	TurnDetectionProvider = "provider"
+)
+
+// Eagernesses are the values of an agent's voice.eagerness ("" is auto).
+var Eagernesses = []string{"low", "medium", "high", "auto"}
+
 // validateSTT checks an agent's speech-to-text model and mode.
 func validateSTT(agent string, v *AgentVoice) []string {
 	if v == nil {
@@ -675,6 +699,20 @@ func validateSTT(agent string, v *AgentVoice) []string {
 	if v.STTMode != "" && !slices.Contains(STTModes, v.STTMode) {
 		problems = append(problems, fmt.Sprintf("agent %s: voice.sttMode %q is not one of %s (default http)",
 			agent, truncate(v.STTMode, 40), strings.Join(STTModes, ", ")))
+	}
+	switch v.TurnDetection {
+	case "", TurnDetectionBox:
+	case TurnDetectionProvider:
+		if v.STTMode != "realtime" && v.STTMode != "deepgram" {
+			problems = append(problems, fmt.Sprintf("agent %s: voice.turnDetection provider needs a live sttMode (realtime or deepgram)", agent))
+		}
+	default:
+		problems = append(problems, fmt.Sprintf("agent %s: voice.turnDetection %q is not box or provider (default box)",
+			agent, truncate(v.TurnDetection, 40)))
+	}
+	if v.Eagerness != "" && !slices.Contains(Eagernesses, v.Eagerness) {
+		problems = append(problems, fmt.Sprintf("agent %s: voice.eagerness %q is not one of %s (default auto)",
+			agent, truncate(v.Eagerness, 40), strings.Join(Eagernesses, ", ")))
 	}
 	return problems
 }

@@ -124,14 +124,27 @@ func TestVoiceSTTMode(t *testing.T) {
 		}
 	}
 	for name, tc := range map[string]struct{ yaml, says string }{
-		"unknown mode":   {"voice: {sttMode: websocket}", `voice.sttMode "websocket" is not one of http, realtime, deepgram`},
-		"mode case":      {"voice: {sttMode: Realtime}", `voice.sttMode "Realtime"`},
-		"stt not a pair": {"voice: {stt: nova-3, sttMode: deepgram}", "agent support: voice.stt:"},
+		"unknown mode":    {"voice: {sttMode: websocket}", `voice.sttMode "websocket" is not one of http, realtime, deepgram`},
+		"mode case":       {"voice: {sttMode: Realtime}", `voice.sttMode "Realtime"`},
+		"stt not a pair":  {"voice: {stt: nova-3, sttMode: deepgram}", "agent support: voice.stt:"},
+		"turns over http": {"voice: {turnDetection: provider}", "voice.turnDetection provider needs a live sttMode"},
+		"unknown turns":   {"voice: {sttMode: realtime, turnDetection: model}", `voice.turnDetection "model" is not box or provider`},
+		"eagerness":       {"voice: {sttMode: realtime, turnDetection: provider, eagerness: eager}", `voice.eagerness "eager" is not one of low, medium, high, auto`},
 	} {
 		_, err := config.Parse([]byte("agents:\n  support:\n    " + tc.yaml + "\n"))
 		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: got %v, want ErrInvalid saying %q", name, err, tc.says)
 		}
+	}
+}
+
+func TestVoiceTurnDetection(t *testing.T) {
+	c, err := config.Parse([]byte("agents:\n  support:\n    voice: {sttMode: deepgram, turnDetection: provider, eagerness: high}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := c.Agents["support"].Voice; v.TurnDetection != config.TurnDetectionProvider || v.Eagerness != "high" {
+		t.Fatalf("parsed as %q, %q", v.TurnDetection, v.Eagerness)
 	}
 }
 

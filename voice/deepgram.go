@@ -36,12 +36,32 @@ type DeepgramSTT struct {
 	Model string
 	// ConnectTimeout bounds opening the WebSocket (default 10 s).
 	ConnectTimeout time.Duration
-	Options        LiveOptions
+	// TurnTaking opens the provider's turn-taking stream instead (see
+	// fluxWire), whose end-of-turn thresholds follow Eagerness (low,
+	// medium, high, auto).
+	TurnTaking bool
+	Eagerness  string
+	Options    LiveOptions
 }
 
 // Listen implements StreamingTranscriber. The audio goes at the call's
 // rate: the protocol takes any.
 func (d *DeepgramSTT) Listen(ctx context.Context, rate int) (TranscriptStream, error) {
+	h := http.Header{}
+	if d.APIKey != "" {
+		h.Set("Authorization", "Token "+d.APIKey)
+	}
+	if d.TurnTaking {
+		u, err := wsURL(fluxBase(d.BaseURL), "/listen", fluxQuery(d.Model, rate, d.Eagerness))
+		if err != nil {
+			return nil, err
+		}
+		conn, err := dialLive(ctx, u, h, d.ConnectTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return newLiveStream(ctx, conn, &fluxWire{}, d.Options.withDefaults(), rate, 0), nil
+	}
 	q := url.Values{
 		"encoding": {"linear16"}, "sample_rate": {strconv.Itoa(rate)}, "channels": {"1"},
 		"interim_results": {"true"}, "punctuate": {"true"},
@@ -52,10 +72,6 @@ func (d *DeepgramSTT) Listen(ctx context.Context, rate int) (TranscriptStream, e
 	u, err := wsURL(d.BaseURL, "/listen", q)
 	if err != nil {
 		return nil, err
-	}
-	h := http.Header{}
-	if d.APIKey != "" {
-		h.Set("Authorization", "Token "+d.APIKey)
 	}
 	conn, err := dialLive(ctx, u, h, d.ConnectTimeout)
 	if err != nil {

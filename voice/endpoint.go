@@ -66,6 +66,7 @@ const (
 	endSentence = "sentence" // the words so far end a statement
 	endTrailing = "trailing" // the caller trailed off and the longest delay passed
 	endSilence  = "silence"  // nothing decided it: the VAD's delay
+	endTurn     = "turn"     // the speech-to-text provider's end of turn
 )
 
 // delay is the silence after which the turn ends, given what is known of
@@ -193,6 +194,9 @@ type liveSTT struct {
 	// ...through this much of the stream's audio; the audio sent, and
 	// how much of it ran through the last voiced frame (samples).
 	sent, voicedEnd int
+	// turn is the provider's last turn signal of the utterance in
+	// progress (TurnEager, TurnEnd; "" for none, or after TurnResumed).
+	turn string
 	// waiting are the endpoints awaiting their final, in order; nil for
 	// one that took settled words (its final is dropped).
 	waiting []chan sttResult
@@ -245,7 +249,17 @@ func (l *liveSTT) read() {
 		case ev.Final:
 			l.finals = append(l.finals, ev.Text)
 			l.latest, l.settled = "", false
+		case ev.Turn == TurnEnd && !ev.Settled:
+			// The end of the turn, its words to follow (the Realtime
+			// semantic VAD).
+			l.turn = ev.Turn
 		default:
+			if ev.Turn != "" {
+				l.turn = ev.Turn
+				if ev.Turn == TurnResumed {
+					l.turn = ""
+				}
+			}
 			l.latest, l.settled, l.through = ev.Text, ev.Settled, ev.Through
 		}
 		if heard {
@@ -300,6 +314,22 @@ func (l *liveSTT) words(since time.Time) (string, bool) {
 	return text, text != "" && (!l.heardAt.Before(since) || l.covered())
 }
 
+// begin forgets a turn signal that came before the utterance that just
+// began (a late end of the last one).
+func (l *liveSTT) begin() {
+	l.mu.Lock()
+	l.turn = ""
+	l.mu.Unlock()
+}
+
+// signal is the provider's turn signal of the utterance in progress:
+// TurnEager, TurnEnd, or "" (none, or the caller resumed).
+func (l *liveSTT) signal() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.turn
+}
+
 // finalize asks for the final transcript of the utterance that just ended;
 // the answer (or the stream's failure) arrives on the channel: at once
 // when the provider already settled all of it.
@@ -318,7 +348,7 @@ func (l *liveSTT) finalize() <-chan sttResult {
 	} else {
 		l.waiting = append(l.waiting, w)
 	}
-	l.latest, l.settled = "", false
+	l.latest, l.settled, l.turn = "", false, ""
 	l.mu.Unlock()
 	if err := l.stream.Finalize(); err != nil {
 		l.mu.Lock()

@@ -60,6 +60,7 @@ type listener struct {
 	voicedAt  time.Time    // the last frame the VAD counted as voiced
 	spec      *speculation // of the utterance in progress
 	draft     *generation  // the answer started before the endpoint
+	eager     bool         // draft started on the provider's eager end of turn
 	wasted    []map[string]any
 	span      trace.Span // the turn's, from the start of speech
 	ov        *overlap   // the utterance in progress talks over the agent
@@ -136,6 +137,9 @@ func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
 		l.dropSpan()
 		_, l.span = telemetry.Tracer("voice").Start(l.ctx, "turn")
 		l.voicedAt = now
+		if l.live != nil {
+			l.live.begin()
+		}
 	case ev == vadDiscard:
 		l.noise()
 	case ev == vadSpeechEnd:
@@ -159,14 +163,33 @@ func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
 }
 
 // endpoint ends the utterance in progress once the silence after it is as
-// long as its words ask for (see endpointing.delay), and may start the
-// answer before that (preemptive generation).
+// long as its words ask for (see endpointing.delay), or at once when the
+// speech-to-text provider ended the turn (TurnEnd), and may start the
+// answer before that (preemptive generation): on the provider's eager end
+// of turn, abandoned when it says the caller resumed, or when the words
+// so far make the endpoint near.
 func (l *listener) endpoint(now time.Time) bool {
 	if speaking, _ := l.det.Speaking(); !speaking || l.det.Silent() == 0 {
 		return true
 	}
+	signal := ""
+	if l.live != nil {
+		signal = l.live.signal()
+	}
+	if l.eager && signal != TurnEager && signal != TurnEnd {
+		l.abandon("the turn resumed")
+	}
 	text, known := l.words()
+	if signal == TurnEager && text != "" && (l.draft == nil || l.draft.text != text) && l.c.canDraft() {
+		// The provider thinks the caller may be done: the answer starts
+		// now, held until the turn ends (TurnEnd, or the endpoint).
+		l.abandon("the words changed")
+		l.draft, l.eager = l.c.generate(l.inTurn(), text, l.c.messages()), true
+	}
 	d, reason := l.ep.delay(text, known)
+	if signal == TurnEnd {
+		d, reason = 0, endTurn
+	}
 	if (reason == endComplete || reason == endSentence) && (l.draft == nil || l.draft.text != text) &&
 		now.Sub(l.voicedAt)+l.c.m.answerLeadOf(l.c.info.Agent) >= d && l.c.canDraft() {
 		// Likely the end: start the answer now, held until the endpoint
@@ -294,7 +317,7 @@ func (l *listener) noise() {
 func (l *listener) emit(u utterance) bool {
 	u.overlap, l.pending = l.pending, nil
 	u.span, l.span = l.span, nil
-	u.draft, l.draft = l.draft, nil
+	u.draft, l.draft, l.eager = l.draft, nil, false
 	u.wasted, l.wasted = l.wasted, nil
 	if l.live != nil {
 		if l.live.failed() {
@@ -349,7 +372,7 @@ func (l *listener) abandon(why string) {
 	if l.draft != nil {
 		l.c.abandon(l.draft, why)
 		l.wasted = append(l.wasted, l.draft.wasted(why))
-		l.draft = nil
+		l.draft, l.eager = nil, false
 	}
 }
 

@@ -47,6 +47,15 @@ type liveProtocol interface {
 	settle() (final TranscriptEvent, ok bool)
 }
 
+// idleAnswerer is a liveProtocol that can tell, before a finalize is
+// sent, that the provider has no turn open (it ended the last one
+// itself, and nothing was heard since): idleFinal is then the final of
+// the audio since the last one, answered without the provider. Called
+// under the stream's read lock.
+type idleAnswerer interface {
+	idleFinal() (final TranscriptEvent, idle bool)
+}
+
 // LiveOptions tune a live transcription client; each zero field takes the
 // default in its comment.
 type LiveOptions struct {
@@ -287,6 +296,28 @@ func (s *liveStream) Finalize() error {
 		s.mu.Unlock()
 		return err
 	}
+	if a, ok := s.proto.(idleAnswerer); ok && s.sent && len(s.want) == 0 {
+		// A turn-taking wire whose provider has no turn open answers at
+		// once: a Finalize would end the caller's next turn instead.
+		s.mu.Unlock()
+		s.readMu.Lock()
+		ev, idle := a.idleFinal()
+		if idle {
+			s.mu.Lock()
+			s.sent = false
+			s.mu.Unlock()
+			s.emit(ev)
+		}
+		s.readMu.Unlock()
+		if idle {
+			return nil
+		}
+		s.mu.Lock()
+		if err := s.stateLocked(); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
 	if !s.sent {
 		if len(s.want) > 0 {
 			s.want = append(s.want, true)
@@ -360,15 +391,15 @@ func (s *liveStream) stateLocked() error {
 // emit delivers an event in order. Interim events are dropped when the
 // consumer is behind (the next one carries the whole text), leaving room
 // for finals, so a Finalize that answers "" at once does not wait on a
-// consumer that is itself the caller; finals and settled words wait for
-// room until the stream ends.
+// consumer that is itself the caller; finals, settled words and turn
+// signals wait for room until the stream ends.
 func (s *liveStream) emit(ev TranscriptEvent) {
 	s.emitMu.Lock()
 	defer s.emitMu.Unlock()
 	if s.ctx.Err() != nil {
 		return
 	}
-	if !ev.Final && !ev.Settled {
+	if !ev.Final && !ev.Settled && ev.Turn == "" {
 		if len(s.results) < cap(s.results)-finalsRoom {
 			s.results <- ev
 		}

@@ -43,7 +43,13 @@ type RealtimeSTT struct {
 	Model string
 	// ConnectTimeout bounds opening the WebSocket (default 10 s).
 	ConnectTimeout time.Duration
-	Options        LiveOptions
+	// Semantic turns the provider's turn detection to semantic_vad with
+	// Eagerness (low, medium, high or auto; default auto): it ends a turn
+	// when the words sound finished rather than after a fixed silence,
+	// and its speech_stopped is the turn's end (TurnEnd).
+	Semantic  bool
+	Eagerness string
+	Options   LiveOptions
 }
 
 // Listen implements StreamingTranscriber.
@@ -65,19 +71,28 @@ func (r *RealtimeSTT) Listen(ctx context.Context, rate int) (TranscriptStream, e
 	if rate == telephoneRate {
 		format, wire, proto.ulaw = map[string]any{"type": "audio/pcmu"}, telephoneRate, true
 	}
+	// The provider commits and transcribes each stretch of speech after
+	// this much silence (settled words); the controller's endpointing
+	// still decides the turn and commits what is left.
+	detect := map[string]any{"type": "server_vad", "silence_duration_ms": opts.ProviderSilence.Milliseconds()}
+	if r.Semantic {
+		// The provider ends the turn when the words sound finished: its
+		// speech_stopped ends the utterance.
+		eagerness := r.Eagerness
+		if eagerness == "" {
+			eagerness = "auto"
+		}
+		detect = map[string]any{"type": "semantic_vad", "eagerness": eagerness}
+		proto.semantic = true
+	}
 	update, _ := json.Marshal(map[string]any{
 		"type": "session.update",
 		"session": map[string]any{
 			"type": "transcription",
 			"audio": map[string]any{"input": map[string]any{
-				"format":        format,
-				"transcription": map[string]any{"model": r.Model},
-				// The provider commits and transcribes each stretch of
-				// speech after this much silence (settled words); the
-				// controller's endpointing still decides the turn and
-				// commits what is left.
-				"turn_detection": map[string]any{"type": "server_vad",
-					"silence_duration_ms": opts.ProviderSilence.Milliseconds()},
+				"format":         format,
+				"transcription":  map[string]any{"model": r.Model},
+				"turn_detection": detect,
 			}},
 		},
 	})
@@ -113,6 +128,10 @@ type realtimeWire struct {
 	mine    map[string]bool          // items a commit of ours made
 	commits int                      // our commits not yet matched to a committed event
 	ulaw    bool                     // the audio goes as G.711 µ-law (audio/pcmu)
+	// semantic: the session's turn detection is semantic_vad, whose
+	// speech_stopped ends the turn; ended says one did since the last
+	// speech_started.
+	semantic, ended bool
 }
 
 func newRealtimeWire() *realtimeWire {
@@ -239,10 +258,20 @@ func (w *realtimeWire) decode(typ websocket.MessageType, msg []byte) ([]Transcri
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch ev.Type {
+	case "input_audio_buffer.speech_started":
+		if w.ended {
+			w.ended = false
+			return []TranscriptEvent{{Text: w.words(ev.ItemID), Turn: TurnResumed}}, nil
+		}
 	case "input_audio_buffer.speech_stopped":
 		// The provider's own end-of-speech detection: it commits this
 		// item itself.
 		w.vadEnd[ev.ItemID] = time.Duration(ev.AudioEndMs) * time.Millisecond
+		if w.semantic {
+			// The end of the turn; its words follow (completed).
+			w.ended = true
+			return []TranscriptEvent{{Turn: TurnEnd}}, nil
+		}
 	case "input_audio_buffer.committed":
 		if _, vad := w.vadEnd[ev.ItemID]; !vad && w.commits > 0 {
 			w.mine[ev.ItemID] = true

@@ -65,8 +65,25 @@ type TranscriptEvent struct {
 	// wire does not say how far).
 	Settled bool
 	Through time.Duration
-	Err     error
+	// Turn is the provider's turn signal, on a stream that has one (see
+	// TurnDetection): TurnEager, TurnResumed or TurnEnd; "" for none.
+	Turn string
+	Err  error
 }
+
+// The turn signals of a turn-taking stream (TranscriptEvent.Turn).
+const (
+	// TurnEager: the provider thinks the caller may be done (Deepgram's
+	// EagerEndOfTurn); Text is the turn's words. The answer may start.
+	TurnEager = "eager"
+	// TurnResumed: the caller went on after an eager end of turn
+	// (TurnResumed); an answer started on it is abandoned.
+	TurnResumed = "resumed"
+	// TurnEnd: the provider ended the turn (Deepgram's EndOfTurn, with the
+	// turn's words Settled; the Realtime semantic VAD's speech_stopped,
+	// whose words follow).
+	TurnEnd = "end"
+)
 
 // Synthesizer speaks one sentence at rate; the segment's Words are the
 // engine's word timings when it has them.
@@ -465,7 +482,7 @@ func ProviderSpeech(models Models, offline func(voice string) (Synthesizer, erro
 			if i > 0 && mode != "" && mode != "http" {
 				entryMode = "http" // a live stream goes to the first; the others take the utterance whole
 			}
-			t, err := transcriberFor(m, entryMode)
+			t, err := transcriberFor(m, entryMode, ag.Voice)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -500,17 +517,22 @@ func ProviderSpeech(models Models, offline func(voice string) (Synthesizer, erro
 	}
 }
 
-// transcriberFor is an agent's speech-to-text in its mode.
-func transcriberFor(m provider.Model, mode string) (Transcriber, error) {
+// transcriberFor is an agent's speech-to-text in its mode; v's
+// turnDetection provider asks a live mode for the provider's turn signal.
+func transcriberFor(m provider.Model, mode string, v *config.AgentVoice) (Transcriber, error) {
 	base, key, connect := m.Endpoint()
+	turns, eagerness := false, ""
+	if v != nil {
+		turns, eagerness = v.TurnDetection == config.TurnDetectionProvider, v.Eagerness
+	}
 	var live StreamingTranscriber
 	switch mode {
 	case "", "http":
 		return ProviderSTT{Model: m}, nil
 	case "realtime":
-		live = &RealtimeSTT{BaseURL: base, APIKey: key, Model: m.Name, ConnectTimeout: connect}
+		live = &RealtimeSTT{BaseURL: base, APIKey: key, Model: m.Name, ConnectTimeout: connect, Semantic: turns, Eagerness: eagerness}
 	case "deepgram":
-		live = &DeepgramSTT{BaseURL: base, APIKey: key, Model: m.Name, ConnectTimeout: connect}
+		live = &DeepgramSTT{BaseURL: base, APIKey: key, Model: m.Name, ConnectTimeout: connect, TurnTaking: turns, Eagerness: eagerness}
 	default:
 		return nil, fmt.Errorf("voice: speech-to-text mode %q is not http, realtime or deepgram", mode)
 	}

@@ -89,11 +89,38 @@ type Live struct {
 	// ErrorMessage is the text of a scripted error (default one that quotes
 	// a key, to prove clients never relay it).
 	ErrorMessage string
+	// EndOfTurn plays the provider's turn detection on the sessions that
+	// ask for it (a Realtime session whose turn_detection is
+	// semantic_vad; every turn-taking stream at /v2/listen): once this
+	// much silence followed the turn's speech, the provider ends the turn
+	// (default 300 ms). Realtime sends input_audio_buffer.speech_started
+	// when speech begins and, at the end, .speech_stopped, .committed and
+	// the item's .completed; the turn-taking stream sends TurnInfo
+	// messages: StartOfTurn, an Update per interim, EndOfTurn with the
+	// turn's transcript.
+	EndOfTurn time.Duration
+	// EagerEndOfTurn is the silence after which a turn-taking stream whose
+	// query sets eager_eot_threshold sends EagerEndOfTurn with the
+	// transcript its EndOfTurn will have (default 150 ms); speech before
+	// the EndOfTurn sends TurnResumed and the turn goes on.
+	EagerEndOfTurn time.Duration
+}
+
+// TurnEvent is a turn signal a live session sent: Event is the Realtime
+// event type (input_audio_buffer.speech_started, .speech_stopped) or the
+// TurnInfo event (StartOfTurn, Update, EagerEndOfTurn, TurnResumed,
+// EndOfTurn), Transcript its words, Audio how much of the session's audio
+// had arrived.
+type TurnEvent struct {
+	Event      string
+	Transcript string
+	Audio      time.Duration
 }
 
 // LiveSession is what one live connection carried.
 type LiveSession struct {
-	// Protocol is "realtime" or "deepgram".
+	// Protocol is "realtime", "deepgram" or "flux" (the turn-taking
+	// stream).
 	Protocol string
 	Query    url.Values
 	Header   http.Header
@@ -113,6 +140,8 @@ type LiveSession struct {
 	Messages []string
 	// Interims and Finals are the transcripts sent back.
 	Interims, Finals []string
+	// Turns are the turn signals sent back, in order.
+	Turns []TurnEvent
 	// Ended is set once the connection is over.
 	Ended bool
 }
@@ -136,6 +165,7 @@ func (s *Server) LiveSessions() []LiveSession {
 		c.Messages = append([]string(nil), ls.Messages...)
 		c.Interims = append([]string(nil), ls.Interims...)
 		c.Finals = append([]string(nil), ls.Finals...)
+		c.Turns = append([]TurnEvent(nil), ls.Turns...)
 		out[i] = c
 	}
 	return out
@@ -167,6 +197,9 @@ type liveConn struct {
 	// endpointing is on unless the client turns it off, and on Realtime
 	// when the session asked for server VAD.
 	ownEndpoint atomic.Bool
+	// turns: the session asked for the provider's turn detection (see
+	// Live.EndOfTurn).
+	turns atomic.Bool
 }
 
 // outItem is a message the sender writes not before at.
@@ -269,6 +302,17 @@ type heardAudio struct {
 	// the utterance now (Live.EndOfSpeech).
 	endOfSpeech bool
 	live        Live
+	// voiced: the piece is speech; quietBefore and quietAfter are the
+	// silence since the utterance's speech before and after it (0 before
+	// any speech); at is the connection's audio after it.
+	voiced                  bool
+	quietBefore, quietAfter time.Duration
+	at                      time.Duration
+}
+
+// crossed reports whether this piece's silence reached d.
+func (h heardAudio) crossed(d time.Duration) bool {
+	return d > 0 && h.quietBefore < d && h.quietAfter >= d
 }
 
 // received records audio and says what the script makes of it.
@@ -300,11 +344,14 @@ func (c *liveConn) received(pcm []int16) heardAudio {
 	if every <= 0 {
 		every = 200 * time.Millisecond
 	}
+	h.quietBefore, h.at = ms(c.quiet), ms(c.heard)
 	if voiced(pcm) {
+		h.voiced = true
 		c.voiced += len(pcm)
 		c.quiet = 0
 	} else if c.voiced > 0 {
 		c.quiet += len(pcm)
+		h.quietAfter = ms(c.quiet)
 		if l.EndOfSpeech > 0 && c.ownEndpoint.Load() && ms(c.quiet) >= l.EndOfSpeech && ms(c.quiet-len(pcm)) < l.EndOfSpeech {
 			h.endOfSpeech = true
 			return h
@@ -360,11 +407,63 @@ func (c *liveConn) interim(h *heardAudio, text string) {
 	c.sess.Interims = append(c.sess.Interims, text)
 }
 
+// next is the transcript the utterance in progress will have (the next
+// scripted one, or the fallback's answer to its audio so far), without
+// taking it from the script.
+func (c *liveConn) next() string {
+	a := &c.s.audio
+	a.mu.Lock()
+	if len(a.transcripts) > 0 {
+		defer a.mu.Unlock()
+		return a.transcripts[0]
+	}
+	utter := append([]int16(nil), c.sess.Audio[c.start:]...)
+	fallback := a.fallback
+	a.mu.Unlock()
+	if fallback == nil {
+		return ""
+	}
+	return fallback(WAV(pcmBytes(utter), c.rate))
+}
+
+// turn records a turn signal sent.
+func (c *liveConn) turn(event, transcript string, at time.Duration) {
+	c.s.audio.mu.Lock()
+	c.sess.Turns = append(c.sess.Turns, TurnEvent{Event: event, Transcript: transcript, Audio: at})
+	c.s.audio.mu.Unlock()
+}
+
+func (l Live) endOfTurn() time.Duration {
+	if l.EndOfTurn > 0 {
+		return l.EndOfTurn
+	}
+	return 300 * time.Millisecond
+}
+
+func (l Live) eagerEndOfTurn() time.Duration {
+	if l.EagerEndOfTurn > 0 {
+		return l.EagerEndOfTurn
+	}
+	return 150 * time.Millisecond
+}
+
 // final takes the transcript of the utterance since the last final from
-// the script; ok is false when the script has none.
+// the script; ok is false when the script has none. On a session with
+// turn detection, an utterance without speech (the silence after the
+// provider ended the turn) is "" and takes nothing from the script.
 func (c *liveConn) final() (text string, ok bool, l Live) {
 	a := &c.s.audio
 	a.mu.Lock()
+	if c.turns.Load() && c.voiced == 0 {
+		c.start, c.words, c.quiet, c.spoken, c.said = len(c.sess.Audio), 0, 0, 0, ""
+		if c.discard {
+			c.sess.Audio, c.start = c.sess.Audio[:0], 0
+		}
+		c.sess.Finals = append(c.sess.Finals, "")
+		l = a.live
+		a.mu.Unlock()
+		return "", true, l
+	}
 	utter := append([]int16(nil), c.sess.Audio[c.start:]...)
 	c.start, c.words, c.voiced, c.quiet, c.spoken, c.said = len(c.sess.Audio), 0, 0, 0, 0, ""
 	if c.discard {
@@ -451,6 +550,7 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	configured, ulaw, item := false, false, 1
+	speaking := false // a semantic_vad session heard speech begin, and no end of turn since
 	errorEvent := func(code, msg string) {
 		c.queue(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "code": code, "message": msg}}, 0)
 	}
@@ -502,6 +602,7 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 			configured = true
 			td := ev.Session.Audio.Input.TurnDetection
 			c.ownEndpoint.Store(td != nil && td.Type == "server_vad")
+			c.turns.Store(td != nil && td.Type == "semantic_vad")
 			c.queue(map[string]any{"type": "session.updated", "session": map[string]any{"type": "transcription"}}, 0)
 		case "transcription_session.update":
 			if ev.Session.InputAudioFormat != "pcm16" {
@@ -533,12 +634,30 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			h := c.received(pcm)
+			semantic := c.turns.Load()
+			if semantic && h.voiced && !speaking {
+				// The semantic VAD heard speech begin.
+				speaking = true
+				c.queue(map[string]any{"type": "input_audio_buffer.speech_started", "item_id": itemID,
+					"audio_start_ms": h.at.Milliseconds()}, 0)
+				c.turn("input_audio_buffer.speech_started", "", h.at)
+			}
 			switch {
 			case h.fail:
 				c.queue(map[string]any{"type": "error", "error": map[string]any{"type": "server_error", "code": "scripted_error", "message": h.live.errorMessage()}}, 0)
 			case h.drop:
 				c.closeAfter(0, -1)
 				return
+			case semantic && speaking && h.crossed(h.live.endOfTurn()):
+				// The semantic VAD ends the turn: it commits the item
+				// itself.
+				speaking = false
+				end := h.at + time.Duration(len(pcm))*time.Second/time.Duration(c.rate)
+				item++
+				c.queue(map[string]any{"type": "input_audio_buffer.speech_stopped", "item_id": itemID, "audio_end_ms": end.Milliseconds()}, 0)
+				c.turn("input_audio_buffer.speech_stopped", "", end)
+				c.queue(map[string]any{"type": "input_audio_buffer.committed", "item_id": itemID}, 0)
+				c.complete(itemID, -1)
 			case h.endOfSpeech:
 				// The server's VAD commits the item itself.
 				c.s.audio.mu.Lock()
@@ -721,4 +840,147 @@ func pcmBytes(pcm []int16) []byte {
 		binary.LittleEndian.PutUint16(raw[2*i:], uint16(v))
 	}
 	return raw
+}
+
+// flux is a Deepgram-compatible turn-taking stream (/v2/listen): binary
+// linear16 audio at the query's sample_rate in, TurnInfo messages out
+// (see Live.EndOfTurn and Live.EagerEndOfTurn); ForceEndTurn ends the
+// open turn (an EndOfTurn after the script's FinalDelay) and is ignored
+// with none open; CloseStream closes the stream.
+func (s *Server) flux(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	rate, err := strconv.Atoi(q.Get("sample_rate"))
+	switch {
+	case s.refused(w, r, "Token"):
+		return
+	case q.Get("encoding") != "linear16" || err != nil || rate < 8000 || rate > 48000 || q.Get("model") == "":
+		s.record(r, nil)
+		writeError(w, http.StatusBadRequest, "providertest: v2 listen needs model, encoding=linear16 and sample_rate")
+		return
+	}
+	c, ok := s.openLive(w, r, "flux", rate)
+	if !ok {
+		return
+	}
+	defer c.end()
+	c.turns.Store(true)
+	eagerOn := q.Get("eager_eot_threshold") != ""
+	seq := 0
+	c.queue(map[string]any{"type": "Connected", "request_id": "req_test", "sequence_id": seq}, 0)
+	if s.stalled() {
+		<-c.ctx.Done()
+		return
+	}
+	open, eager, index := false, false, 0
+	var turnStart time.Duration
+	info := func(event, transcript string, at time.Duration, delay time.Duration) {
+		seq++
+		words := []map[string]any{}
+		for _, w := range strings.Fields(transcript) {
+			words = append(words, map[string]any{"word": w, "confidence": 0.98})
+		}
+		confidence := 0.1
+		switch event {
+		case "EagerEndOfTurn":
+			confidence = 0.55
+		case "EndOfTurn":
+			confidence = 0.9
+		}
+		c.queue(map[string]any{"type": "TurnInfo", "request_id": "req_test", "sequence_id": seq, "event": event,
+			"turn_index": index, "audio_window_start": turnStart.Seconds(), "audio_window_end": at.Seconds(),
+			"transcript": transcript, "words": words, "end_of_turn_confidence": confidence}, delay)
+		c.turn(event, transcript, at)
+	}
+	// endTurn closes the open turn with the script's transcript.
+	endTurn := func(at, delay time.Duration) bool {
+		text, ok, _ := c.final()
+		if !ok {
+			c.closeAfter(delay, websocket.StatusInternalError)
+			return false
+		}
+		info("EndOfTurn", text, at, delay)
+		open, eager = false, false
+		index++
+		return true
+	}
+	for {
+		typ, msg, err := c.conn.Read(c.ctx)
+		if err != nil {
+			return
+		}
+		if typ == websocket.MessageBinary {
+			if len(msg)%2 != 0 {
+				c.closeAfter(0, websocket.StatusPolicyViolation)
+				return
+			}
+			pcm := make([]int16, len(msg)/2)
+			for i := range pcm {
+				pcm[i] = int16(binary.LittleEndian.Uint16(msg[2*i:]))
+			}
+			h := c.received(pcm)
+			at := h.at + time.Duration(len(pcm))*time.Second/time.Duration(rate)
+			switch {
+			case h.fail:
+				c.closeAfter(0, websocket.StatusInternalError)
+				return
+			case h.drop:
+				c.closeAfter(0, -1)
+				return
+			}
+			switch {
+			case h.voiced && !open:
+				open, turnStart = true, h.at
+				info("StartOfTurn", "", at, h.live.InterimLag)
+			case h.voiced && eager:
+				eager = false
+				info("TurnResumed", c.saidSoFar(), at, h.live.InterimLag)
+			}
+			switch {
+			case h.interim != "" && open && !eager:
+				info("Update", h.interim, at, h.live.InterimLag)
+			case open && !h.voiced && h.crossed(h.live.endOfTurn()):
+				if !endTurn(at, h.live.InterimLag) {
+					return
+				}
+			case open && !h.voiced && !eager && eagerOn && h.crossed(h.live.eagerEndOfTurn()):
+				eager = true
+				info("EagerEndOfTurn", c.next(), at, h.live.InterimLag)
+			}
+			continue
+		}
+		c.message(string(msg))
+		var m struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(msg, &m)
+		switch m.Type {
+		case "ForceEndTurn":
+			if !open {
+				continue // no turn in progress: ignored
+			}
+			c.s.audio.mu.Lock()
+			at := time.Duration(c.heard) * time.Second / time.Duration(rate)
+			l := c.s.audio.live
+			c.s.audio.mu.Unlock()
+			if !endTurn(at, l.finalDelay()) {
+				return
+			}
+		case "Configure":
+			c.queue(map[string]any{"type": "ConfigureSuccess", "request_id": "req_test"}, 0)
+		case "CloseStream":
+			c.out <- outItem{at: time.Now(), close: websocket.StatusNormalClosure}
+			<-c.ctx.Done()
+			return
+		default:
+			c.closeAfter(0, websocket.StatusPolicyViolation)
+			return
+		}
+	}
+}
+
+// saidSoFar is the last interim of the utterance in progress.
+func (c *liveConn) saidSoFar() string {
+	c.s.audio.mu.Lock()
+	defer c.s.audio.mu.Unlock()
+	return c.said
 }

@@ -1,8 +1,9 @@
 // Package providertest is the one stand-in the box's tests use: a scripted
 // OpenAI-compatible HTTP server that plays the model provider at its wire and
 // records every request it was sent. It also plays live transcription over
-// WebSocket (an OpenAI Realtime transcription session at /v1/realtime and a
-// Deepgram-compatible /v1/listen; see Live and LiveSessions).
+// WebSocket (an OpenAI Realtime transcription session at /v1/realtime, a
+// Deepgram-compatible /v1/listen and its turn-taking stream at /v2/listen;
+// see Live and LiveSessions).
 //
 //	srv := providertest.New(t)
 //	srv.Script(providertest.Reply{Content: `{"operations":[],"summary":"hi"}`})
@@ -124,6 +125,7 @@ func Start() *Server {
 	mux.HandleFunc("POST /v1/audio/speech", s.faulty(EndpointSpeech, s.speak))
 	mux.HandleFunc("GET /v1/realtime", s.realtime)
 	mux.HandleFunc("GET /v1/listen", s.deepgram)
+	mux.HandleFunc("GET /v2/listen", s.flux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.record(r, nil)
 		writeError(w, http.StatusNotFound, "providertest: no handler for "+r.Method+" "+r.URL.Path)
