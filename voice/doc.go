@@ -51,7 +51,13 @@
 // is abandoned and nothing of it is committed, saved or sent again. When
 // the provider's own end-of-speech detection settled the words through the
 // caller's last voiced frame (TranscriptEvent.Settled), the endpoint takes
-// them without waiting for the answer to its Finalize. Speech
+// them without waiting for the answer to its Finalize. With
+// voice.turnDetection provider, the live stream's turn signal
+// (TranscriptEvent.Turn: semantic_vad on a Realtime session, the
+// Deepgram-compatible turn-taking stream) comes first: the provider's end
+// of turn ends the utterance at once with its words, its eager end of turn
+// starts the held answer, and a resumed turn abandons it; the endpointing
+// above stays as the backstop. Speech
 // plays as it streams (StreamingSynthesizer), the next sentence is
 // synthesised while one plays, and a talkspurt starts on its own 20 ms
 // grid the moment its first audio is playable.
