@@ -35,6 +35,7 @@ var keyEvents = map[rune]uint8{
 // keypress is one SendDigits waiting for its digits to go out.
 type keypress struct {
 	digits []rune
+	pt     uint8 // the peer's telephone-event payload type
 	done   chan struct{}
 }
 
@@ -66,10 +67,11 @@ func (m *rtpMedia) SendDigits(ctx context.Context, digits string) error {
 	if err := voice.ValidDigits(digits); err != nil {
 		return err
 	}
-	if _, ok := m.telephoneEvent(); !ok {
+	pt, ok := m.telephoneEvent()
+	if !ok {
 		return voice.ErrNoKeypad
 	}
-	kp := &keypress{digits: []rune(digits), done: make(chan struct{})}
+	kp := &keypress{digits: []rune(digits), pt: pt, done: make(chan struct{})}
 	m.wmu.Lock()
 	m.keys.queue = append(m.keys.queue, kp)
 	m.wmu.Unlock()
@@ -119,14 +121,10 @@ func (m *rtpMedia) keyFrame() (sent bool, err error) {
 	if d == 'w' || slot >= keyToneFrames+keyEndPackets {
 		return false, nil
 	}
-	pt, ok := m.telephoneEvent()
-	if !ok {
-		return false, nil
-	}
 	ev := media.DTMFEvent{Event: keyEvents[d], Volume: keyVolume, Duration: uint16(min(slot+1, keyToneFrames) * frameSamples)}
 	ev.EndOfEvent = slot >= keyToneFrames
 	w := m.med.RTPPacketWriter
-	_, err = w.WriteSamples(media.DTMFEncode(ev), 0, slot == 0, pt)
+	_, err = w.WriteSamples(media.DTMFEncode(ev), 0, slot == 0, kp.pt)
 	if slot == keyToneFrames+keyEndPackets-1 {
 		// The event is over: the stream's clock moves on by the frames it
 		// took, and the audio after it starts a talkspurt.

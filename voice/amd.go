@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stackbone/box/agent"
@@ -70,6 +71,9 @@ const (
 // goroutine feeds it; converse reads its findings.
 type screener struct {
 	found chan screenFinding
+	// over is set once the call is past screening: the frames after it
+	// cost nothing.
+	over atomic.Bool
 
 	mu      sync.Mutex
 	frames  int // frames heard since the answer
@@ -98,6 +102,9 @@ func (s *screener) report(f screenFinding) {
 
 // hear takes one caller frame and whether the VAD counted it as voiced.
 func (s *screener) hear(frame []int16, voiced bool) {
+	if s.over.Load() {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.frames
@@ -159,6 +166,15 @@ func (s *screener) hear(frame []int16, voiced bool) {
 		s.decided = true
 		s.report(foundSilence)
 	}
+}
+
+// stop ends screening: the frames after it are not looked at, and the
+// greeting's audio is let go.
+func (s *screener) stop() {
+	s.over.Store(true)
+	s.mu.Lock()
+	s.pcm = nil
+	s.mu.Unlock()
 }
 
 // greeting is the audio heard so far (at most keepMax frames).
@@ -235,6 +251,7 @@ func (c *Call) screen(ctx context.Context, utterances <-chan utterance, p *confi
 	c.answering = true // nothing is drafted for a greeting being screened
 	c.mu.Unlock()
 	defer func() {
+		c.scr.stop()
 		c.mu.Lock()
 		c.answering = false
 		c.mu.Unlock()
@@ -403,12 +420,14 @@ func (c *Call) askWhoAnswered(ctx context.Context, text string, unsure bool) str
 func (c *Call) leaveMessage(ctx context.Context, message string) {
 	c.toMachine.Store(true)
 	t := c.speakFixed(ctx, c.fill(message))
-	if t != nil {
-		select {
-		case <-t.committed:
-		case <-ctx.Done():
-			return
-		}
+	if t == nil {
+		c.End(OutcomeMachine, "the voicemail message could not be said")
+		return
+	}
+	select {
+	case <-t.committed:
+	case <-ctx.Done():
+		return
 	}
 	c.End(OutcomeCompleted, "left a voicemail message")
 }

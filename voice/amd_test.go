@@ -69,6 +69,9 @@ func TestScreenedCallFindsAPerson(t *testing.T) {
 		t.Fatalf("the agent spoke (%d frames) before it knew who answered", v)
 	}
 	r.stepUntil("the greeting", 400, func() bool { return len(r.call.Entries()) > 0 })
+	if !r.call.scr.over.Load() {
+		t.Fatal("the call still screens its frames after it found a person")
+	}
 	r.call.End(OutcomeCompleted, "")
 	rec := r.end()
 	by, ms := answeredBy(t, rec)

@@ -277,6 +277,20 @@ func (c *liveConn) queue(v any, after time.Duration) {
 
 // closeAfter ends the connection once what is queued went out, after
 // delay: with code, or dropped without a close frame (-1).
+// pcm is a binary message's 16-bit little-endian samples; a message of
+// an odd length is refused (the stream closes, as a provider would).
+func (c *liveConn) pcm(msg []byte) ([]int16, bool) {
+	if len(msg)%2 != 0 {
+		c.closeAfter(0, websocket.StatusPolicyViolation)
+		return nil, false
+	}
+	pcm := make([]int16, len(msg)/2)
+	for i := range pcm {
+		pcm[i] = int16(binary.LittleEndian.Uint16(msg[2*i:]))
+	}
+	return pcm, true
+}
+
 func (c *liveConn) closeAfter(delay time.Duration, code websocket.StatusCode) {
 	c.out <- outItem{at: time.Now().Add(delay), close: code}
 	<-c.ctx.Done()
@@ -745,13 +759,9 @@ func (s *Server) deepgram(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if typ == websocket.MessageBinary {
-			if len(msg)%2 != 0 {
-				c.closeAfter(0, websocket.StatusPolicyViolation)
+			pcm, ok := c.pcm(msg)
+			if !ok {
 				return
-			}
-			pcm := make([]int16, len(msg)/2)
-			for i := range pcm {
-				pcm[i] = int16(binary.LittleEndian.Uint16(msg[2*i:]))
 			}
 			spoke := c.voiced > 0
 			h := c.received(pcm)
@@ -909,13 +919,9 @@ func (s *Server) flux(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if typ == websocket.MessageBinary {
-			if len(msg)%2 != 0 {
-				c.closeAfter(0, websocket.StatusPolicyViolation)
+			pcm, ok := c.pcm(msg)
+			if !ok {
 				return
-			}
-			pcm := make([]int16, len(msg)/2)
-			for i := range pcm {
-				pcm[i] = int16(binary.LittleEndian.Uint16(msg[2*i:]))
 			}
 			h := c.received(pcm)
 			at := h.at + time.Duration(len(pcm))*time.Second/time.Duration(rate)
