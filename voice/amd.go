@@ -51,6 +51,7 @@ const (
 	screenLimit   = 30 * time.Second
 	toneRatio     = 0.6 // share of a frame's energy at one frequency that makes it a tone
 	toneLevel     = 300 // RMS below which a frame is too quiet to be a tone
+	toneGapMax    = 2   // frames a tone may miss and go on (a lost packet)
 )
 
 // screenFinding is what the audio found, in order of its arrival.
@@ -80,11 +81,14 @@ type screener struct {
 	first   int // the first voiced frame, -1 before any
 	last    int // the latest voiced frame
 	toneRun int
+	toneGap int       // frames without the tone since the run's last
+	gapAt   time.Time // the first of them
 	toneHz  float64
 	faxRun  int
 	decided bool // the audio reported its decision
 	beeped  bool
-	quietOK bool // greetingEnd reported
+	beepEnd time.Time // when the beep ended, as the frames had it
+	quietOK bool      // greetingEnd reported
 	pcm     []int16
 	rate    int
 }
@@ -101,7 +105,7 @@ func (s *screener) report(f screenFinding) {
 }
 
 // hear takes one caller frame and whether the VAD counted it as voiced.
-func (s *screener) hear(frame []int16, voiced bool) {
+func (s *screener) hear(frame []int16, voiced bool, now time.Time) {
 	if s.over.Load() {
 		return
 	}
@@ -122,13 +126,23 @@ func (s *screener) hear(frame []int16, voiced bool) {
 			s.toneRun = 0
 		}
 		s.toneRun++
-		s.toneHz = hz
+		s.toneHz, s.toneGap = hz, 0
 		s.faxRun = 0
+	case s.toneRun > 0 && s.toneGap < toneGapMax:
+		// A frame or two lost or garbled in a beep does not end it.
+		if s.toneGap == 0 {
+			s.gapAt = now
+		}
+		s.toneGap++
 	default:
 		if s.toneRun >= beepMin {
+			s.beepEnd = s.gapAt
+			if s.toneGap == 0 {
+				s.beepEnd = now
+			}
 			s.report(foundBeepEnd)
 		}
-		s.toneRun, s.faxRun = 0, 0
+		s.toneRun, s.toneGap, s.faxRun = 0, 0, 0
 		if voiced {
 			if s.first < 0 {
 				s.first = n
@@ -175,6 +189,13 @@ func (s *screener) stop() {
 	s.mu.Lock()
 	s.pcm = nil
 	s.mu.Unlock()
+}
+
+// beepEnded is when the last beep ended (zero: none heard).
+func (s *screener) beepEnded() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.beepEnd
 }
 
 // greeting is the audio heard so far (at most keepMax frames).
@@ -429,6 +450,14 @@ func (c *Call) leaveMessage(ctx context.Context, message string) {
 	case <-ctx.Done():
 		return
 	}
+	// The call's record says how soon after the beep the message began.
+	m := map[string]any{"turn": t.id, "voicemailMessage": true}
+	c.mu.Lock()
+	if beep := c.scr.beepEnded(); !beep.IsZero() && !t.firstAudio.IsZero() {
+		m["messageAfterBeepMs"] = t.firstAudio.Sub(beep).Milliseconds()
+	}
+	c.metrics = append(c.metrics, m)
+	c.mu.Unlock()
 	c.End(OutcomeCompleted, "left a voicemail message")
 }
 

@@ -108,8 +108,12 @@ func TestScreenedCallLeavesAMessageAfterTheBeep(t *testing.T) {
 		t.Fatalf("the agent spoke over the greeting (%d frames)", v)
 	}
 	r.step(10)
-	r.tone(1000, 400)
-	r.step(len(r.in)) // the beep, then its end
+	// The beep, one packet of it lost on the way (a frame of silence), then
+	// its end.
+	r.tone(1000, 200)
+	r.in = append(r.in, make([]int16, r.call.info.SampleRate/50))
+	r.tone(1000, 200)
+	r.step(len(r.in))
 	frames := 0
 	r.stepUntil("the message", 100, func() bool { frames++; return r.line.voicedOut() > 0 })
 	if frames*20 > 500 {
@@ -134,6 +138,20 @@ func TestScreenedCallLeavesAMessageAfterTheBeep(t *testing.T) {
 	}
 	if rec.Outcome == nil || *rec.Outcome != OutcomeCompleted {
 		t.Fatalf("outcome %v", rec.Outcome)
+	}
+	// The record times the message from the beep's end as the call heard
+	// it: the frames the test stepped after the beep, at most.
+	timed := false
+	for _, m := range rec.Metrics {
+		if ms, ok := m["messageAfterBeepMs"].(float64); ok {
+			timed = true
+			if int(ms) > frames*20 || ms < 0 {
+				t.Fatalf("messageAfterBeepMs %v, the test stepped %d ms", ms, frames*20)
+			}
+		}
+	}
+	if !timed {
+		t.Fatalf("the call record does not time the message: %+v", rec.Metrics)
 	}
 }
 

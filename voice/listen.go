@@ -121,7 +121,7 @@ func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
 	speaking, _ := det.Speaking()
 	l.overlapStep(speaking, now)
 	if l.c.scr != nil {
-		l.c.scr.hear(frame, speaking && det.Silent() == 0)
+		l.c.scr.hear(frame, speaking && det.Silent() == 0, now)
 	}
 	if l.live != nil && (speaking || wasSpeaking) {
 		pcm := frame
