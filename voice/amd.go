@@ -41,6 +41,7 @@ const OutcomeMachine Outcome = "machine"
 // greetingQuiet of silence when the greeting has no beep, or screenLimit.
 const (
 	humanMax      = 75  // 1.5 s
+	earlyWords    = 60  // 1.2 s of greeting: its words are asked for already
 	humanQuiet    = 40  // 800 ms
 	machineMin    = 90  // 1.8 s
 	silentMax     = 250 // 5 s
@@ -66,6 +67,7 @@ const (
 	foundGreetingEnd               // a machine's greeting went quiet
 	foundFax
 	foundSilence
+	foundTalking // a greeting long enough to be a machine's: transcribe it early
 )
 
 // screener classifies what answered from the caller's frames. The listen
@@ -89,6 +91,7 @@ type screener struct {
 	beeped  bool
 	beepEnd time.Time // when the beep ended, as the frames had it
 	quietOK bool      // greetingEnd reported
+	talking bool      // foundTalking reported
 	pcm     []int16
 	rate    int
 }
@@ -171,6 +174,9 @@ func (s *screener) hear(frame []int16, voiced bool, now time.Time) {
 			case span >= machineMin:
 				s.decided = true
 				s.report(foundMachine)
+			case span >= earlyWords && quiet == 0 && !s.talking:
+				s.talking = true
+				s.report(foundTalking)
 			}
 		} else if quiet >= greetingQuiet && !s.quietOK && s.toneRun == 0 {
 			s.quietOK = true
@@ -205,23 +211,35 @@ func (s *screener) greeting() []int16 {
 	return append([]int16(nil), s.pcm...)
 }
 
-// toneOf finds the strongest frequency of the frame between 1 and 2.2 kHz
-// (25 Hz apart, Goertzel) and whether it holds most of the frame's energy:
-// a pure tone, not speech.
+// toneOf finds whether the frame is a pure tone between 1 and 2.2 kHz,
+// and its frequency. Its zero crossings give the frequency within a few
+// tens of hertz (a tone crosses zero twice a period); Goertzel filters
+// 25 Hz apart around it then say whether that frequency holds most of the
+// frame's energy, as a beep's does and speech's does not. A frame whose
+// crossings put it outside the band costs no filter at all.
 func toneOf(frame []int16, rate int) (float64, bool) {
 	n := len(frame)
 	if n == 0 || rate == 0 {
 		return 0, false
 	}
 	var energy float64
-	for _, v := range frame {
+	crossings := 0
+	for i, v := range frame {
 		energy += float64(v) * float64(v)
+		if i > 0 && (v >= 0) != (frame[i-1] >= 0) {
+			crossings++
+		}
 	}
 	if math.Sqrt(energy/float64(n)) < toneLevel {
 		return 0, false
 	}
+	est := float64(crossings) * float64(rate) / float64(2*n)
+	if est < 900 || est > 2250 {
+		return 0, false
+	}
+	center := math.Round(est/25) * 25
 	best, bestHz := 0.0, 0.0
-	for hz := 975.0; hz <= 2175; hz += 25 {
+	for hz := center - 75; hz <= center+75; hz += 25 {
 		w := 2 * math.Pi * hz / float64(rate)
 		coeff := 2 * math.Cos(w)
 		var s1, s2 float64
@@ -280,6 +298,7 @@ func (c *Call) screen(ctx context.Context, utterances <-chan utterance, p *confi
 	limit := c.clk.Timer(screenLimit)
 	defer limit.Stop()
 	var held []utterance
+	var early <-chan greetingWordsResult // the greeting's words asked for at earlyWords
 	by := ""
 	beepEnded, greetingEnded := false, false
 	for {
@@ -311,6 +330,11 @@ func (c *Call) screen(ctx context.Context, utterances <-chan utterance, p *confi
 			case foundGreetingEnd:
 				greetingEnded = true
 				continue
+			case foundTalking:
+				if by == "" && early == nil {
+					early = c.transcribeGreeting(ctx)
+				}
+				continue
 			}
 			if by != "" {
 				continue
@@ -325,7 +349,7 @@ func (c *Call) screen(ctx context.Context, utterances <-chan utterance, p *confi
 			case foundBeep:
 				by = AnsweredVoicemail
 			case foundMachine, foundUnsure:
-				by = c.classifyGreeting(ctx, f == foundUnsure)
+				by = c.classifyGreeting(ctx, f == foundUnsure, early)
 			}
 			c.recordAnswer(by)
 			switch {
@@ -354,24 +378,40 @@ func (c *Call) screen(ctx context.Context, utterances <-chan utterance, p *confi
 const menuNote = "An automated phone menu answered this call, not a person. Listen to its options; " +
 	"press keys with send_dtmf when you have it to reach the right department or a person, and speak only when the menu asks you to."
 
-// recordAnswer records who answered and when the box knew.
+// recordAnswer records who answered and when the box knew. The row is
+// written beside the call, not in its way: a busy database must not hold
+// a message that is due after the beep.
 func (c *Call) recordAnswer(by string) {
 	ms := c.clk.Since(c.answeredAt()).Milliseconds()
 	c.mu.Lock()
 	c.answeredBy, c.decisionMs = by, ms
 	c.mu.Unlock()
-	if _, err := c.m.cfg.Pool.Exec(context.Background(), `UPDATE stackbone_platform.voice_calls SET answered_by = $2, answer_decision_ms = $3 WHERE id = $1`,
-		c.info.ID, by, ms); err != nil {
-		c.m.log.Warn("voice: record who answered", "call", c.info.ID, "error", err)
-	}
 	c.m.log.Info("call answered by", "call", c.info.ID, "answeredBy", by, "decisionMs", ms)
+	go func() {
+		if _, err := c.m.cfg.Pool.Exec(context.Background(), `UPDATE stackbone_platform.voice_calls SET answered_by = $2, answer_decision_ms = $3 WHERE id = $1`,
+			c.info.ID, by, ms); err != nil {
+			c.m.log.Warn("voice: record who answered", "call", c.info.ID, "error", err)
+		}
+	}()
 }
 
 // classifyGreeting tells a voicemail greeting from a menu and from a
 // person by the greeting's words: the usual phrases first, then, when
 // none is there, one small model request. unsure says the audio leaned to
 // a person (a middling greeting, then a pause).
-func (c *Call) classifyGreeting(ctx context.Context, unsure bool) string {
+func (c *Call) classifyGreeting(ctx context.Context, unsure bool, early <-chan greetingWordsResult) string {
+	if early != nil {
+		// The words of the greeting's first seconds, asked for while it
+		// went on, settle most greetings at once.
+		select {
+		case r := <-early:
+			if by := greetingWords(r.text); r.err == nil && by != "" {
+				return by
+			}
+		case <-ctx.Done():
+			return AnsweredUnknown
+		}
+	}
 	text, err := c.stt.Transcribe(ctx, c.scr.greeting(), c.info.SampleRate)
 	if err != nil || strings.TrimSpace(text) == "" {
 		if unsure {
@@ -383,6 +423,24 @@ func (c *Call) classifyGreeting(ctx context.Context, unsure bool) string {
 		return by
 	}
 	return c.askWhoAnswered(ctx, text, unsure)
+}
+
+// greetingWordsResult is a transcription of the greeting so far.
+type greetingWordsResult struct {
+	text string
+	err  error
+}
+
+// transcribeGreeting asks for the words of the greeting heard so far; the
+// answer arrives on the channel.
+func (c *Call) transcribeGreeting(ctx context.Context) <-chan greetingWordsResult {
+	out := make(chan greetingWordsResult, 1)
+	pcm := c.scr.greeting()
+	go func() {
+		text, err := c.stt.Transcribe(ctx, pcm, c.info.SampleRate)
+		out <- greetingWordsResult{text, err}
+	}()
+	return out
 }
 
 // greetingWords classifies a greeting by the phrases machines use.

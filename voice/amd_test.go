@@ -251,3 +251,46 @@ func TestInboundCallsAreNotScreened(t *testing.T) {
 		t.Fatalf("an inbound call was screened: %s", *rec.AnsweredBy)
 	}
 }
+
+// toneOf finds beeps and fax tones anywhere in their bands, and no tone
+// in speech-like sound or noise.
+func TestToneOf(t *testing.T) {
+	const rate = 8000
+	sine := func(hz float64) []int16 {
+		f := make([]int16, 160)
+		for j := range f {
+			f[j] = int16(8000 * math.Sin(2*math.Pi*hz*float64(j)/rate+0.3))
+		}
+		return f
+	}
+	for _, hz := range []float64{1000, 1012, 1250, 1400, 1437, 1800, 1990, 2100} {
+		got, tone := toneOf(sine(hz), rate)
+		if !tone || math.Abs(got-hz) > 25 {
+			t.Errorf("a %.0f Hz tone: found %.0f Hz, tone %v", hz, got, tone)
+		}
+	}
+	// Two tones at once (speech's harmonics), a low voice, and noise.
+	mix := sine(1000)
+	for j, v := range sine(1500) {
+		mix[j] = mix[j]/2 + v/2
+	}
+	noise := make([]int16, 160)
+	for j := range noise {
+		noise[j] = int16((j*7919)%4001 - 2000)
+	}
+	for name, f := range map[string][]int16{"two tones": mix, "300 Hz": sine(300), "noise": noise} {
+		if hz, tone := toneOf(f, rate); tone {
+			t.Errorf("%s taken for a tone at %.0f Hz", name, hz)
+		}
+	}
+}
+
+func BenchmarkToneOf(b *testing.B) {
+	f := make([]int16, 160)
+	for j := range f {
+		f[j] = int16(8000 * math.Sin(2*math.Pi*1000*float64(j)/8000))
+	}
+	for b.Loop() {
+		toneOf(f, 8000)
+	}
+}
