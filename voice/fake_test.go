@@ -173,13 +173,13 @@ func (l *line) voicedOut() int {
 
 // run is one test call from the caller's side.
 type run struct {
-	e    *env
-	call *Call
-	line *line
-	in   [][]int16 // caller frames still to send; line noise when empty
-	said int       // frames of speech said so far: each utterance sounds new
-	done chan error
-	stop context.CancelFunc
+	e          *env
+	call       *Call
+	line       *line
+	in         [][]int16 // caller frames still to send; line noise when empty
+	utterances int       // utterances said so far: each has its own pitch
+	done       chan error
+	stop       context.CancelFunc
 }
 
 // start opens a call and runs it on a test line until its first agent
@@ -259,19 +259,20 @@ func (r *run) stepUntil(what string, max int, cond func() bool) {
 func (r *run) say(ms int) {
 	rate := r.call.info.SampleRate
 	n := rate / 50
-	// The tone goes on from where the last utterance left it, so no
-	// utterance's audio is another's beginning (the scripted transcriber
-	// takes a longer copy of an utterance it answered for the same one).
-	start := r.said
-	r.said += ms / 20
-	for i := start; i < r.said; i++ {
-		if (i-start)%10 >= 8 {
+	// Each utterance has its own pitch, so no utterance's audio is
+	// another's beginning (the scripted transcriber takes a longer copy of
+	// an utterance it answered for the same one; a 300 Hz frame is six
+	// whole periods, so carrying the phase on would not tell them apart).
+	hz := 300 + 20*float64(r.utterances%10)
+	r.utterances++
+	for i := range ms / 20 {
+		if i%10 >= 8 {
 			r.in = append(r.in, noise(n, 30))
 			continue
 		}
 		f := make([]int16, n)
 		for j := range f {
-			f[j] = int16(10000 * math.Sin(2*math.Pi*300*float64(i*n+j)/float64(rate)))
+			f[j] = int16(10000 * math.Sin(2*math.Pi*hz*float64(i*n+j)/float64(rate)))
 		}
 		r.in = append(r.in, f)
 	}
