@@ -150,6 +150,8 @@ type HTTP struct {
 // CORS lists the origins (scheme://host[:port], or "*" for any) allowed to
 // call the text wires from a browser. Empty: CORS is off.
 type CORS struct {
+	// AllowedOrigins are the origins whose pages may call the text wires
+	// (https://app.example.com), or ["*"] for any; empty: none.
 	AllowedOrigins []string `yaml:"allowedOrigins"`
 }
 
@@ -194,7 +196,9 @@ type Provider struct {
 
 // Price of one model in US dollars per million tokens.
 type Price struct {
-	Input  float64 `yaml:"input"`
+	// Input is the price of a million input (prompt) tokens.
+	Input float64 `yaml:"input"`
+	// Output is the price of a million output (completion) tokens.
 	Output float64 `yaml:"output"`
 }
 
@@ -202,10 +206,11 @@ type Price struct {
 type Memory struct {
 	// Model is the extraction model fallback after a Studio selection, the
 	// request's model and STACKBONE_MEMORY_MODEL. Empty means the platform
-	// default.
+	// default, openai/gpt-5.6-luna.
 	Model string `yaml:"model"`
 	// ReasoningEffort is the fallback after Studio, the request and
-	// STACKBONE_MEMORY_REASONING_EFFORT. Empty means the platform default.
+	// STACKBONE_MEMORY_REASONING_EFFORT: none, minimal, low, medium, high
+	// or xhigh. Empty means the platform default, high.
 	ReasoningEffort string `yaml:"reasoningEffort"`
 }
 
@@ -278,7 +283,8 @@ type Agent struct {
 	// over one collection (see AgentTool).
 	Tools []AgentTool `yaml:"tools"`
 	// MemoryStores attaches curated memory stores to every session of the
-	// agent, next to its learned memory (see MemoryStoreAttachment).
+	// agent, next to its learned memory, at most 7 (see
+	// MemoryStoreAttachment).
 	MemoryStores []MemoryStoreAttachment `yaml:"memoryStores"`
 	// StoreTools offers the memory store tools on every turn. By default
 	// they are offered only when they can help: a curated store is
@@ -414,9 +420,10 @@ type AnsweringMachine struct {
 	Detect string `yaml:"detect"`
 	// Voicemail is hangup (default) or message.
 	Voicemail string `yaml:"voicemail"`
-	// Message is said after the beep when Voicemail is message; {name}
-	// placeholders take the call's identities ({phoneNumber}, or any
-	// identity field of the call).
+	// Message is said after the beep when Voicemail is message, and is
+	// required then (at most 1,000 characters); {name} placeholders take
+	// the call's identities ({phoneNumber}, or any identity field of the
+	// call).
 	Message string `yaml:"message"`
 	// Menu is talk (default) or hangup.
 	Menu string `yaml:"menu"`

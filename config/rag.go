@@ -40,9 +40,11 @@ type ObjectStore struct {
 	Prefix string `yaml:"prefix"`
 	// Insecure talks plain HTTP to the endpoint (a store on loopback).
 	Insecure bool `yaml:"insecure"`
-	// AccessKeyEnv and SecretKeyEnv name the environment variables holding
-	// the credentials (default AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY).
+	// AccessKeyEnv names the environment variable holding the access key
+	// (default AWS_ACCESS_KEY_ID).
 	AccessKeyEnv string `yaml:"accessKeyEnv"`
+	// SecretKeyEnv names the environment variable holding the secret key
+	// (default AWS_SECRET_ACCESS_KEY).
 	SecretKeyEnv string `yaml:"secretKeyEnv"`
 }
 

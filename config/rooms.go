@@ -49,8 +49,10 @@ type LiveKit struct {
 	PublicURL string `yaml:"publicURL"`
 	// APIKey and APISecret (or APISecretEnv, an environment variable) sign
 	// the access tokens and the room service calls.
-	APIKey       string `yaml:"apiKey"`
-	APISecret    string `yaml:"apiSecret"`
+	APIKey string `yaml:"apiKey"`
+	// APISecret is the key's secret; prefer APISecretEnv in files.
+	APISecret string `yaml:"apiSecret"`
+	// APISecretEnv names the environment variable holding the secret.
 	APISecretEnv string `yaml:"apiSecretEnv"`
 }
 

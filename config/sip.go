@@ -35,6 +35,8 @@ type SIP struct {
 	// RTPPortMin and RTPPortMax bound the UDP ports of call media (RTP on
 	// even ports, RTCP on the next). Both 0: any free port.
 	RTPPortMin int `yaml:"rtpPortMin"`
+	// RTPPortMax is the highest port of call media (see RTPPortMin); set
+	// with it, at least two ports above it, at most 65535.
 	RTPPortMax int `yaml:"rtpPortMax"`
 	// MaxCalls is how many calls (ringing or answered) the SIP side carries
 	// at once; more are refused with 503 (default 200).
@@ -71,8 +73,10 @@ type InboundTrunk struct {
 	Sources []string `yaml:"sources"`
 	// Username and Password (or PasswordEnv, an environment variable) make
 	// the trunk require digest authentication.
-	Username    string `yaml:"username"`
-	Password    string `yaml:"password"`
+	Username string `yaml:"username"`
+	// Password of the digest authentication; prefer PasswordEnv in files.
+	Password string `yaml:"password"`
+	// PasswordEnv names the environment variable holding the password.
 	PasswordEnv string `yaml:"passwordEnv"`
 	// Realm of the digest challenge (default "stackbone").
 	Realm string `yaml:"realm"`
@@ -103,8 +107,10 @@ type OutboundTrunk struct {
 	Transport string `yaml:"transport"`
 	// Username and Password (or PasswordEnv) answer the proxy's digest
 	// challenge.
-	Username    string `yaml:"username"`
-	Password    string `yaml:"password"`
+	Username string `yaml:"username"`
+	// Password answers the digest challenge; prefer PasswordEnv in files.
+	Password string `yaml:"password"`
+	// PasswordEnv names the environment variable holding the password.
 	PasswordEnv string `yaml:"passwordEnv"`
 	// CallerNumber is the box's own number, sent as the caller (From).
 	CallerNumber string `yaml:"callerNumber"`
