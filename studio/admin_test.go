@@ -27,9 +27,9 @@ func TestKeysScreen(t *testing.T) {
 	}
 	p.set("#new-key input[name=name]", "ci <b>bot</b>")
 	p.js(`document.getElementById("new-key").requestSubmit()`)
-	p.waitFor(`!!document.getElementById("new-secret")`, "the new secret")
+	p.waitFor(`!!document.querySelector("#key-secrets input.secret")`, "the new secret")
 	var secret, href string
-	p.js(`document.getElementById("new-secret").value`, &secret)
+	p.js(`document.querySelector("#key-secrets input.secret").value`, &secret)
 	p.js(`location.href`, &href)
 	if !strings.HasPrefix(secret, "sbk_") || strings.Contains(href, secret) {
 		t.Fatalf("secret %q, address %q", secret, href)
@@ -217,5 +217,53 @@ func TestRunsScreen(t *testing.T) {
 	p.waitFor(`!!document.getElementById("run")`, "the run's detail")
 	if got := p.text("#run"); !strings.Contains(got, "openai/extractor") || !strings.Contains(got, "77 ms") {
 		t.Fatalf("run detail %q", got)
+	}
+}
+
+// A key's secret stays on the screen until the operator dismisses it: a
+// second Create key (the same name again, refused, or another key) does
+// not wipe it, and each new key's secret is shown beside the others.
+func TestKeySecretStaysUntilDismissed(t *testing.T) {
+	b := newBox(t)
+	p := b.openAt(t, "#/keys")
+	p.set("#new-key input[name=name]", "deploy")
+	p.click(`#new-key input[value="sessions:read"]`)
+	p.js(`document.getElementById("new-key").requestSubmit()`)
+	// The secret is read wherever the form shows it (a read-only field
+	// holding sbk_…).
+	secrets := `[...document.querySelectorAll("#new-key input[readonly], #key-secrets input[readonly]")].map(i => i.value).filter(v => v.startsWith("sbk_"))`
+	p.waitFor(secrets+`.length === 1`, "the first secret")
+	var first string
+	p.js(secrets+`[0]`, &first)
+	if !strings.HasPrefix(first, "sbk_") {
+		t.Fatalf("first secret %q", first)
+	}
+	// Create key again, as a second click does: the name is taken now.
+	p.set("#new-key input[name=name]", "deploy")
+	p.js(`document.getElementById("new-key").requestSubmit()`)
+	p.waitFor(`!!document.querySelector("#key-result .error")`, "the refusal of the second Create key")
+	var shown []string
+	p.js(secrets, &shown)
+	if len(shown) != 1 || shown[0] != first {
+		t.Fatalf("after a second Create key the secrets shown are %q (the first was %q)", shown, first)
+	}
+	if st, _ := b.do(first, "GET", "/api/keys/self", nil, nil); st != 200 {
+		t.Fatalf("the first key answered %d", st)
+	}
+	// Another key: both secrets are on the screen, each under its name.
+	p.set("#new-key input[name=name]", "backup")
+	p.js(`document.getElementById("new-key").requestSubmit()`)
+	p.waitFor(`document.querySelectorAll("#key-secrets input.secret").length === 2`, "the second secret beside the first")
+	var names []string
+	p.js(`[...document.querySelectorAll("#key-secrets [data-name]")].map(e => e.dataset.name)`, &names)
+	if strings.Join(names, ",") != "backup,deploy" {
+		t.Fatalf("secrets shown for %q", names)
+	}
+	// Dismissed, a secret goes; the other stays.
+	p.click(`#key-secrets [data-name="deploy"] button.dismiss`)
+	p.waitFor(`document.querySelectorAll("#key-secrets input.secret").length === 1`, "the dismissed secret gone")
+	p.js(`[...document.querySelectorAll("#key-secrets [data-name]")].map(e => e.dataset.name)`, &names)
+	if strings.Join(names, ",") != "backup" {
+		t.Fatalf("after the dismissal, secrets shown for %q", names)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/stackbone/box/provider/providertest"
 )
 
 // seedCalls writes n ended calls through SQL, one second apart, spread
@@ -154,4 +156,27 @@ func TestSessionsListPages(t *testing.T) {
 	}
 	b.noSort(`SELECT id FROM stackbone_platform.sessions ORDER BY last_activity_at DESC, id DESC LIMIT 50`)
 	b.noSort(`SELECT id FROM stackbone_platform.sessions WHERE agent_id = 'support' ORDER BY last_activity_at DESC, id DESC LIMIT 50`)
+}
+
+// The rows of Sessions, Calls and Runs open from the keyboard: Tab reaches
+// a row, Enter opens it.
+func TestListRowsOpenFromTheKeyboard(t *testing.T) {
+	b := newBox(t)
+	b.model.Script(providertest.Reply{Content: "Hello."})
+	b.chat("support", "k-1", "crm/1", "Hi")
+	b.insertCall("call_key", "inbound", "receptionist", "+34600111222", "completed", time.Now().Add(-time.Minute), `[]`, `{"read":true,"save":true}`, `[]`)
+	p := b.open(t)
+	p.signIn(adminKey)
+	for _, screen := range []struct{ hash, table, detail string }{
+		{"#/sessions", "table.sessions", `location.hash.startsWith("#/sessions/") && !!document.getElementById("turns")`},
+		{"#/calls", "table.calls", `location.hash === "#/calls/call_key" && !!document.getElementById("heard")`},
+		{"#/runs", "table.runs", `location.hash.startsWith("#/runs/") && !!document.getElementById("run")`},
+	} {
+		p.goTo(screen.hash)
+		p.waitFor(`document.querySelector("`+screen.table+`").dataset.rows === "1"`, "the row of "+screen.hash)
+		p.js(`document.activeElement && document.activeElement.blur()`)
+		p.tabTo(screen.table+" tbody tr", 40)
+		p.press("Enter")
+		p.waitFor(`document.getElementById("root").dataset.state === "ready" && `+screen.detail, "the row of "+screen.hash+" opened with Enter")
+	}
 }

@@ -7,6 +7,9 @@ export async function keysScreen(main) {
   const boxes = self.allScopes.map((s) => h("label", { class: "scope" },
     h("input", { type: "checkbox", name: "scope", value: s, disabled: !self.scopes.includes(s) }), " ", s));
   const out = h("div", { id: "key-result", role: "status" });
+  // Each new key's secret stays here until the operator dismisses it: a
+  // refusal or another key never wipes one (it is not shown again).
+  const secrets = h("div", { id: "key-secrets" });
   // A key that may act for persons says whom, as the CLI asks: one person
   // (or a pattern of them), or any person its holder names.
   const idField = h("input", { name: "identity-field", value: "customerId", maxlength: 100, "aria-label": "Identity field" });
@@ -21,7 +24,7 @@ export async function keysScreen(main) {
   };
   const form = h("form", { id: "new-key", class: "card", novalidate: true, onchange: () => showWhom() }, h("h2", {}, "New key"), field("Name", name),
     h("fieldset", { class: "scopes" }, h("legend", {}, "Scopes (a key can grant only the scopes it holds)"), boxes),
-    whom, h("button", { type: "submit" }, "Create key"), out);
+    whom, h("button", { type: "submit" }, "Create key"), out, secrets);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const scopes = [...form.querySelectorAll("input[name=scope]:checked")].map((b) => b.value);
@@ -35,15 +38,25 @@ export async function keysScreen(main) {
     }
     try {
       const r = await api("POST", "/api/keys", body);
-      // The secret is shown once, in the page only: never in a URL, never stored.
-      const secret = h("input", { id: "new-secret", readonly: true, value: r.secret, size: 44 });
-      clear(out).append(h("p", { class: "ok" }, "Key ", h("b", {}, r.key.name), " created. Copy its secret now: it is not shown again."), secret,
-        h("button", { type: "button", onclick: () => { secret.select(); navigator.clipboard?.writeText(r.secret); } }, "Copy"));
+      clear(out);
+      name.value = "";
+      secrets.prepend(secretOnce(r));
       list.replaceWith(list = keyTable(await api("GET", "/api/keys")));
     } catch (e) { clear(out).append(h("p", { class: "error" }, explain(e))); }
   });
   let list = keyTable(keys);
   main.append(h("h1", {}, "Keys"), list, form);
+}
+
+// secretOnce shows a new key's secret, in the page only (never in a URL,
+// never stored), until Dismiss.
+function secretOnce(r) {
+  const secret = h("input", { class: "secret", readonly: true, value: r.secret, size: 44, "aria-label": "Secret of " + r.key.name });
+  const box = h("div", { class: "secret-once", dataset: { name: r.key.name } },
+    h("p", { class: "ok" }, "Key ", h("b", {}, r.key.name), " created. Copy its secret now: it is not shown again."), secret,
+    h("button", { type: "button", onclick: () => { secret.select(); navigator.clipboard?.writeText(r.secret); } }, "Copy"), " ",
+    h("button", { type: "button", class: "link dismiss", onclick: () => box.remove() }, "I have copied it"));
+  return box;
 }
 
 function keyTable(keys) {

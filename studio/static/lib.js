@@ -165,8 +165,11 @@ export function table(cols, rows, opts = {}) {
 export function row(cols, r, opts = {}) {
   const tr = h("tr", { dataset: { id: opts.id ? opts.id(r) : r.id } }, cols.map((c) => h("td", { class: c.class }, c.cell(r))));
   if (opts.href) {
+    // The row opens with a click, or from the keyboard: Tab to it, Enter.
     tr.classList.add("link");
-    tr.addEventListener("click", (ev) => { if (!ev.target.closest("a,button")) location.hash = opts.href(r); });
+    tr.tabIndex = 0;
+    tr.addEventListener("click", (ev) => { if (!ev.target.closest("a,button,input,select,textarea")) location.hash = opts.href(r); });
+    tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter" && ev.target === tr) location.hash = opts.href(r); });
   }
   return tr;
 }
