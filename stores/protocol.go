@@ -186,23 +186,25 @@ type shownMemory struct {
 	Content *string `json:"content,omitempty"`
 }
 
+// rawChange is a change as the model wrote it, before validation.
+type rawChange struct {
+	Op        *string   `json:"op"`
+	Path      *string   `json:"path"`
+	Paths     *[]string `json:"paths"`
+	Summary   *string   `json:"summary"`
+	Content   *string   `json:"content"`
+	Rationale *string   `json:"rationale"`
+	Evidence  *[]string `json:"evidence_session_ids"`
+}
+
 // parseLearning validates a learning answer, all or nothing. existing are
 // the paths the model was shown; sessions are the session ids of the
 // reports it read; count is the store's live memories. Messages name
 // positions and fields, never content.
 func parseLearning(out string, existing map[string]bool, sessions map[string]bool, count, maxChanges int) (learningAnswer, error) {
-	type raw struct {
-		Op        *string   `json:"op"`
-		Path      *string   `json:"path"`
-		Paths     *[]string `json:"paths"`
-		Summary   *string   `json:"summary"`
-		Content   *string   `json:"content"`
-		Rationale *string   `json:"rationale"`
-		Evidence  *[]string `json:"evidence_session_ids"`
-	}
 	var a struct {
-		Changes *[]raw  `json:"changes"`
-		Summary *string `json:"summary"`
+		Changes *[]rawChange `json:"changes"`
+		Summary *string      `json:"summary"`
 	}
 	if err := strictJSON(out, &a); err != nil {
 		return learningAnswer{}, err
@@ -217,146 +219,206 @@ func parseLearning(out string, existing map[string]bool, sessions map[string]boo
 	if ans.summary == "" || utf8.RuneCountInString(ans.summary) > 600 || strings.ContainsRune(ans.summary, 0) {
 		return learningAnswer{}, badOutput("the summary must be 1 to 600 characters")
 	}
-	touched := map[string]bool{}
-	touch := func(i int, p string) error {
-		if touched[p] {
-			return badOutput("change %d: a path is used by two changes", i)
-		}
-		touched[p] = true
-		return nil
-	}
-	isPath := func(i int, field string, p *string) (string, error) {
-		if p == nil {
-			return "", badOutput("change %d: %s is required", i, field)
-		}
-		if err := ValidatePath(field, *p); err != nil {
-			return "", badOutput("change %d: %s is not a valid path", i, field)
-		}
-		return *p, nil
-	}
-	for i0, r := range *a.Changes {
-		i := i0 + 1
-		if r.Op == nil {
-			return learningAnswer{}, badOutput("change %d has no op", i)
-		}
-		c := change{Op: *r.Op}
-		if r.Rationale == nil || strings.TrimSpace(*r.Rationale) == "" || utf8.RuneCountInString(*r.Rationale) > 1000 || strings.ContainsRune(*r.Rationale, 0) {
-			return learningAnswer{}, badOutput("change %d: rationale must be 1 to 1000 characters", i)
-		}
-		c.Rationale = strings.TrimSpace(*r.Rationale)
-		if r.Evidence == nil || len(*r.Evidence) == 0 || len(*r.Evidence) > 50 {
-			return learningAnswer{}, badOutput("change %d: evidence_session_ids must name 1 to 50 sessions", i)
-		}
-		for _, id := range *r.Evidence {
-			if !sessions[id] {
-				return learningAnswer{}, badOutput("change %d: evidence_session_ids names a session whose report was not given", i)
-			}
-			if !slices.Contains(c.Evidence, id) {
-				c.Evidence = append(c.Evidence, id)
-			}
-		}
-		text := func(needSummary bool) error {
-			if r.Content == nil {
-				return badOutput("change %d: content is required", i)
-			}
-			if err := checkContent(*r.Content); err != nil {
-				return badOutput("change %d: content must be 1 byte to 100 KiB of text", i)
-			}
-			c.Content = *r.Content
-			if r.Summary == nil {
-				if needSummary {
-					return badOutput("change %d: summary is required", i)
-				}
-				return nil
-			}
-			if err := checkSummary(*r.Summary); err != nil {
-				return badOutput("change %d: summary must be 1 to %d characters", i, MaxSummaryChars)
-			}
-			c.Summary = *r.Summary
-			return nil
-		}
-		var err error
-		switch c.Op {
-		case changeAdd:
-			if r.Paths != nil {
-				return learningAnswer{}, badOutput("change %d: add takes path, not paths", i)
-			}
-			if c.Path, err = isPath(i, "path", r.Path); err != nil {
-				return learningAnswer{}, err
-			}
-			if existing[c.Path] {
-				return learningAnswer{}, badOutput("change %d: add uses a path that exists; refine it instead", i)
-			}
-			if err = text(true); err != nil {
-				return learningAnswer{}, err
-			}
-			count++
-		case changeRefine:
-			if r.Paths != nil {
-				return learningAnswer{}, badOutput("change %d: refine takes path, not paths", i)
-			}
-			if c.Path, err = isPath(i, "path", r.Path); err != nil {
-				return learningAnswer{}, err
-			}
-			if !existing[c.Path] {
-				return learningAnswer{}, badOutput("change %d: refine names a path that was not shown", i)
-			}
-			if err = text(false); err != nil {
-				return learningAnswer{}, err
-			}
-		case changeMerge:
-			if r.Paths == nil || len(*r.Paths) < 2 || len(*r.Paths) > 20 {
-				return learningAnswer{}, badOutput("change %d: merge needs 2 to 20 paths", i)
-			}
-			for _, p := range *r.Paths {
-				if !existing[p] {
-					return learningAnswer{}, badOutput("change %d: merge names a path that was not shown", i)
-				}
-				if slices.Contains(c.Sources, p) {
-					return learningAnswer{}, badOutput("change %d: merge names a path twice", i)
-				}
-				c.Sources = append(c.Sources, p)
-			}
-			if c.Path, err = isPath(i, "path", r.Path); err != nil {
-				return learningAnswer{}, err
-			}
-			if existing[c.Path] && !slices.Contains(c.Sources, c.Path) {
-				return learningAnswer{}, badOutput("change %d: merge writes into an existing path it does not merge", i)
-			}
-			if err = text(true); err != nil {
-				return learningAnswer{}, err
-			}
-			count -= len(c.Sources) - 1
-			if !slices.Contains(c.Sources, c.Path) {
-				count--
-			}
-		case changeRetire:
-			if r.Paths != nil || r.Content != nil || r.Summary != nil {
-				return learningAnswer{}, badOutput("change %d: retire takes only path, rationale and evidence", i)
-			}
-			if c.Path, err = isPath(i, "path", r.Path); err != nil {
-				return learningAnswer{}, err
-			}
-			if !existing[c.Path] {
-				return learningAnswer{}, badOutput("change %d: retire names a path that was not shown", i)
-			}
-			count--
-		default:
-			return learningAnswer{}, badOutput("change %d: op must be add, refine, merge or retire", i)
-		}
-		paths := c.Sources
-		if !slices.Contains(paths, c.Path) {
-			paths = append(slices.Clone(paths), c.Path)
-		}
-		for _, p := range paths {
-			if err := touch(i, p); err != nil {
-				return learningAnswer{}, err
-			}
+	chk := changeCheck{existing: existing, sessions: sessions, touched: map[string]bool{}, count: count}
+	for i, r := range *a.Changes {
+		c, err := chk.change(i+1, r)
+		if err != nil {
+			return learningAnswer{}, err
 		}
 		ans.changes = append(ans.changes, c)
 	}
-	if count > MaxMemories {
+	if chk.count > MaxMemories {
 		return learningAnswer{}, badOutput("the changes would leave more than %d memories", MaxMemories)
 	}
 	return ans, nil
+}
+
+// changeCheck validates the changes of one learning answer in order,
+// against what the model was shown and what the changes before wrote.
+type changeCheck struct {
+	existing map[string]bool // the paths shown
+	sessions map[string]bool // the sessions whose reports were given
+	touched  map[string]bool // the paths of the changes so far
+	count    int             // the store's live memories after the changes so far
+}
+
+// change validates the i-th change (from 1).
+func (k *changeCheck) change(i int, r rawChange) (change, error) {
+	if r.Op == nil {
+		return change{}, badOutput("change %d has no op", i)
+	}
+	c := change{Op: *r.Op}
+	if r.Rationale == nil || strings.TrimSpace(*r.Rationale) == "" || utf8.RuneCountInString(*r.Rationale) > 1000 || strings.ContainsRune(*r.Rationale, 0) {
+		return change{}, badOutput("change %d: rationale must be 1 to 1000 characters", i)
+	}
+	c.Rationale = strings.TrimSpace(*r.Rationale)
+	var err error
+	if c.Evidence, err = k.evidence(i, r.Evidence); err != nil {
+		return change{}, err
+	}
+	switch c.Op {
+	case changeAdd:
+		err = k.add(i, r, &c)
+	case changeRefine:
+		err = k.refine(i, r, &c)
+	case changeMerge:
+		err = k.merge(i, r, &c)
+	case changeRetire:
+		err = k.retire(i, r, &c)
+	default:
+		err = badOutput("change %d: op must be add, refine, merge or retire", i)
+	}
+	if err != nil {
+		return change{}, err
+	}
+	return c, k.touch(i, c)
+}
+
+// evidence is the change's session ids, each once, every one a session
+// whose report was given.
+func (k *changeCheck) evidence(i int, ids *[]string) ([]string, error) {
+	if ids == nil || len(*ids) == 0 || len(*ids) > 50 {
+		return nil, badOutput("change %d: evidence_session_ids must name 1 to 50 sessions", i)
+	}
+	var out []string
+	for _, id := range *ids {
+		if !k.sessions[id] {
+			return nil, badOutput("change %d: evidence_session_ids names a session whose report was not given", i)
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+func (k *changeCheck) add(i int, r rawChange, c *change) error {
+	if r.Paths != nil {
+		return badOutput("change %d: add takes path, not paths", i)
+	}
+	var err error
+	if c.Path, err = changePath(i, r.Path); err != nil {
+		return err
+	}
+	if k.existing[c.Path] {
+		return badOutput("change %d: add uses a path that exists; refine it instead", i)
+	}
+	if err := r.text(i, true, c); err != nil {
+		return err
+	}
+	k.count++
+	return nil
+}
+
+func (k *changeCheck) refine(i int, r rawChange, c *change) error {
+	if r.Paths != nil {
+		return badOutput("change %d: refine takes path, not paths", i)
+	}
+	if err := k.shown(i, r, c); err != nil {
+		return err
+	}
+	return r.text(i, false, c)
+}
+
+func (k *changeCheck) merge(i int, r rawChange, c *change) error {
+	if r.Paths == nil || len(*r.Paths) < 2 || len(*r.Paths) > 20 {
+		return badOutput("change %d: merge needs 2 to 20 paths", i)
+	}
+	for _, p := range *r.Paths {
+		if !k.existing[p] {
+			return badOutput("change %d: merge names a path that was not shown", i)
+		}
+		if slices.Contains(c.Sources, p) {
+			return badOutput("change %d: merge names a path twice", i)
+		}
+		c.Sources = append(c.Sources, p)
+	}
+	var err error
+	if c.Path, err = changePath(i, r.Path); err != nil {
+		return err
+	}
+	if k.existing[c.Path] && !slices.Contains(c.Sources, c.Path) {
+		return badOutput("change %d: merge writes into an existing path it does not merge", i)
+	}
+	if err := r.text(i, true, c); err != nil {
+		return err
+	}
+	k.count -= len(c.Sources) - 1
+	if !slices.Contains(c.Sources, c.Path) {
+		k.count--
+	}
+	return nil
+}
+
+func (k *changeCheck) retire(i int, r rawChange, c *change) error {
+	if r.Paths != nil || r.Content != nil || r.Summary != nil {
+		return badOutput("change %d: retire takes only path, rationale and evidence", i)
+	}
+	if err := k.shown(i, r, c); err != nil {
+		return err
+	}
+	k.count--
+	return nil
+}
+
+// shown sets the path of a change that rewrites or retires a memory: one
+// the model was shown.
+func (k *changeCheck) shown(i int, r rawChange, c *change) error {
+	var err error
+	if c.Path, err = changePath(i, r.Path); err != nil {
+		return err
+	}
+	if !k.existing[c.Path] {
+		return badOutput("change %d: %s names a path that was not shown", i, c.Op)
+	}
+	return nil
+}
+
+// touch claims the change's paths: a path is used by one change at most.
+func (k *changeCheck) touch(i int, c change) error {
+	paths := c.Sources
+	if !slices.Contains(paths, c.Path) {
+		paths = append(slices.Clone(paths), c.Path)
+	}
+	for _, p := range paths {
+		if k.touched[p] {
+			return badOutput("change %d: a path is used by two changes", i)
+		}
+		k.touched[p] = true
+	}
+	return nil
+}
+
+// changePath is the change's valid path.
+func changePath(i int, p *string) (string, error) {
+	if p == nil {
+		return "", badOutput("change %d: path is required", i)
+	}
+	if err := ValidatePath("path", *p); err != nil {
+		return "", badOutput("change %d: path is not a valid path", i)
+	}
+	return *p, nil
+}
+
+// text sets the change's content and, where given, its summary;
+// needSummary makes the summary required.
+func (r rawChange) text(i int, needSummary bool, c *change) error {
+	if r.Content == nil {
+		return badOutput("change %d: content is required", i)
+	}
+	if err := checkContent(*r.Content); err != nil {
+		return badOutput("change %d: content must be 1 byte to 100 KiB of text", i)
+	}
+	c.Content = *r.Content
+	if r.Summary == nil {
+		if needSummary {
+			return badOutput("change %d: summary is required", i)
+		}
+		return nil
+	}
+	if err := checkSummary(*r.Summary); err != nil {
+		return badOutput("change %d: summary must be 1 to %d characters", i, MaxSummaryChars)
+	}
+	c.Summary = *r.Summary
+	return nil
 }

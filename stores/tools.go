@@ -1,6 +1,7 @@
 package stores
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,237 +188,281 @@ func (c *toolCache) invalidate() {
 	c.mu.Unlock()
 }
 
+// storeTools builds the memory store tools of one session from the
+// stores it uses.
+type storeTools struct {
+	s        *Service
+	att      []Attached
+	slugs    []string // every store, in attachment order
+	writable []string // the read_write stores
+}
+
 func (s *Service) toolsFor(att []Attached) []agent.ServerTool {
-	var slugs, writable []string
-	var catalog strings.Builder
-	catalog.WriteString("Memory stores of this conversation (their contents are not in the prompt; browse, search and read them when it helps the task):\n")
+	st := storeTools{s: s, att: att}
 	for _, a := range att {
-		slugs = append(slugs, a.Store.Slug)
+		st.slugs = append(st.slugs, a.Store.Slug)
+		if a.Access == config.AccessReadWrite {
+			st.writable = append(st.writable, a.Store.Slug)
+		}
+	}
+	tools := []agent.ServerTool{st.list(), st.search(), st.read()}
+	if len(st.writable) == 0 {
+		return tools
+	}
+	return append(tools, st.create(), st.update(), st.remove())
+}
+
+// catalog describes the stores of the conversation (never their contents);
+// it heads list_memories' description.
+func (st storeTools) catalog() string {
+	var b strings.Builder
+	b.WriteString("Memory stores of this conversation (their contents are not in the prompt; browse, search and read them when it helps the task):\n")
+	for _, a := range st.att {
 		access := "read only"
 		if a.Access == config.AccessReadWrite {
 			access = "read and write"
-			writable = append(writable, a.Store.Slug)
 		}
-		fmt.Fprintf(&catalog, "- %s (%s, %s): %s", a.Store.Slug, a.Store.Name, access, oneLine(a.Store.Description))
+		fmt.Fprintf(&b, "- %s (%s, %s): %s", a.Store.Slug, a.Store.Name, access, oneLine(a.Store.Description))
 		if a.Instructions != "" {
-			fmt.Fprintf(&catalog, " Instructions: %s", oneLine(a.Instructions))
+			fmt.Fprintf(&b, " Instructions: %s", oneLine(a.Instructions))
 		}
-		catalog.WriteString("\n")
+		b.WriteString("\n")
 	}
-	byslug := func(slug string) (Attached, bool) {
-		i := slices.IndexFunc(att, func(a Attached) bool { return a.Store.Slug == slug })
-		if i < 0 {
-			return Attached{}, false
-		}
-		return att[i], true
-	}
-	storeProp := func(list []string, desc string) map[string]any {
-		return map[string]any{"type": "string", "enum": list, "description": desc}
-	}
-	schema := func(props map[string]any, required ...string) json.RawMessage {
-		b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false})
-		return b
-	}
-	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
-	run := func(fn func(ctx context.Context, args map[string]any, scope agent.Scope) (any, error)) func(context.Context, agent.ToolCall, agent.Scope) (string, error) {
-		return func(ctx context.Context, call agent.ToolCall, scope agent.Scope) (string, error) {
-			args := map[string]any{}
-			if strings.TrimSpace(call.Arguments) != "" {
-				if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
-					return toolError(invalid("arguments", "must be a JSON object")), nil
-				}
-			}
-			out, err := fn(ctx, args, scope)
-			if errors.Is(err, ErrUnavailable) {
-				return "", fmt.Errorf("%w: memory stores: %v", agent.ErrMemory, err)
-			}
-			if err != nil {
-				return toolError(err), nil
-			}
-			b, err := json.Marshal(out)
-			return string(b), err
-		}
-	}
-	target := func(args map[string]any, needWrite bool) (Attached, error) {
-		slug, _ := args["store"].(string)
-		a, ok := byslug(slug)
-		if !ok {
-			return Attached{}, invalid("store", "must be one of %s", strings.Join(slugs, ", "))
-		}
-		if needWrite && a.Access != config.AccessReadWrite {
-			return Attached{}, invalid("store", "%s is read only in this conversation", slug)
-		}
-		return a, nil
-	}
-	arg := func(args map[string]any, k string) string { v, _ := args[k].(string); return v }
-	tools := []agent.ServerTool{
-		{
-			Def: agent.Tool{Name: ToolListMemories, Parameters: schema(map[string]any{
-				"store":       storeProp(slugs, "The memory store to browse."),
-				"path_prefix": str("The folder to list, such as / or /releases/. Defaults to /."),
-				"cursor":      str("next_cursor of the previous page, for more entries."),
-			}, "store"),
-				Description: catalog.String() + "\nlist_memories lists one folder of a store like a directory: memories (path, summary, byte_size) and memory_prefix entries for the folders beneath, with how many memories each holds. Content is not included; read a memory with read_memory."},
-			Run: run(func(ctx context.Context, args map[string]any, _ agent.Scope) (any, error) {
-				a, err := target(args, false)
-				if err != nil {
-					return nil, err
-				}
-				l, err := s.ListMemories(ctx, a.Store.ID, arg(args, "path_prefix"), ListOptions{Cursor: arg(args, "cursor")})
-				if err != nil {
-					return nil, err
-				}
-				return map[string]any{"store": a.Store.Slug, "entries": l.Entries, "next_cursor": l.NextCursor}, nil
-			}),
-		},
-		{
-			Def: agent.Tool{Name: ToolSearchMemories, Parameters: schema(map[string]any{
-				"query":       str("Words to look for in the memories' content, summaries and paths."),
-				"store":       storeProp(slugs, "Search one store; leave it out to search every store of this conversation."),
-				"path_prefix": str("Only memories under this folder, such as /releases/."),
-			}, "query"),
-				Description: "Find memories by content in the memory stores of this conversation (listed in list_memories), best matches first: path, summary and size of each. Read one with read_memory."},
-			Run: run(func(ctx context.Context, args map[string]any, _ agent.Scope) (any, error) {
-				list := att
-				if arg(args, "store") != "" {
-					a, err := target(args, false)
-					if err != nil {
-						return nil, err
-					}
-					list = []Attached{a}
-				}
-				type hit struct {
-					Store    string  `json:"store"`
-					MemoryID string  `json:"memory_id"`
-					Path     string  `json:"path"`
-					Summary  string  `json:"summary"`
-					ByteSize int     `json:"byte_size"`
-					Rank     float32 `json:"-"`
-				}
-				var hits []hit
-				for _, a := range list {
-					res, err := s.SearchMemories(ctx, a.Store.ID, arg(args, "query"), SearchOptions{PathPrefix: arg(args, "path_prefix"), Limit: 10})
-					if err != nil {
-						return nil, err
-					}
-					for _, h := range res.Memories {
-						hits = append(hits, hit{Store: a.Store.Slug, MemoryID: h.MemoryID.String(), Path: h.Path, Summary: h.Summary, ByteSize: h.ByteSize, Rank: h.Rank})
-					}
-				}
-				slices.SortStableFunc(hits, func(x, y hit) int {
-					switch {
-					case x.Rank > y.Rank:
-						return -1
-					case x.Rank < y.Rank:
-						return 1
-					}
-					return 0
-				})
-				if len(hits) > 10 {
-					hits = hits[:10]
-				}
-				if hits == nil {
-					hits = []hit{}
-				}
-				return map[string]any{"results": hits}, nil
-			}),
-		},
-		{
-			Def: agent.Tool{Name: ToolReadMemory, Parameters: schema(map[string]any{
-				"store":     storeProp(slugs, "The memory store."),
-				"path":      str("The memory's path, such as /releases/versioning.md."),
-				"memory_id": str("The memory's id (from search_memories), instead of path."),
-			}, "store"),
-				Description: "Read one memory in full: its path, summary, content and content_sha256 (needed to update it)."},
-			Run: run(func(ctx context.Context, args map[string]any, _ agent.Scope) (any, error) {
-				a, err := target(args, false)
-				if err != nil {
-					return nil, err
-				}
-				m, err := s.readArg(ctx, a.Store.ID, args)
-				if err != nil {
-					return nil, err
-				}
-				return toolMemory(a, m, true), nil
-			}),
-		},
-	}
-	if len(writable) == 0 {
-		return tools
-	}
-	wprop := storeProp(writable, "A memory store of this conversation you may write.")
-	tools = append(tools,
-		agent.ServerTool{
-			Def: agent.Tool{Name: ToolCreateMemory, Parameters: schema(map[string]any{
-				"store": wprop, "path": str("A new path, such as /releases/tagging.md; an existing path is refused."),
-				"summary": str("One line saying what the memory tells (at most 512 characters)."),
-				"content": str("The memory's text (at most 100 KiB). One idea per memory."),
-			}, "store", "path", "summary", "content"),
-				Description: "Add a memory to a writable memory store. It never overwrites: use update_memory for an existing path."},
-			Run: run(func(ctx context.Context, args map[string]any, scope agent.Scope) (any, error) {
-				a, err := target(args, true)
-				if err != nil {
-					return nil, err
-				}
-				m, err := s.CreateMemory(ctx, a.Store.ID, CreateMemory{Path: arg(args, "path"), Summary: arg(args, "summary"), Content: arg(args, "content")}, sessionAuthor(scope))
-				if err != nil {
-					return nil, err
-				}
-				return toolMemory(a, m, false), nil
-			}),
-		},
-		agent.ServerTool{
-			Def: agent.Tool{Name: ToolUpdateMemory, Parameters: schema(map[string]any{
-				"store": wprop, "path": str("The memory's current path."), "memory_id": str("The memory's id, instead of path."),
-				"content_sha256": str("The content_sha256 you read; the update is refused if the memory changed since."),
-				"content":        str("New content (leave out to keep)."), "summary": str("New summary (leave out to keep)."),
-				"new_path": str("A new path, to rename the memory."),
-			}, "store", "content_sha256"),
-				Description: "Change a memory of a writable store. Read it first: the update needs its content_sha256 and is refused if someone changed it since."},
-			Run: run(func(ctx context.Context, args map[string]any, scope agent.Scope) (any, error) {
-				a, err := target(args, true)
-				if err != nil {
-					return nil, err
-				}
-				m, err := s.readArg(ctx, a.Store.ID, args)
-				if err != nil {
-					return nil, err
-				}
-				in := UpdateMemory{ContentSHA256: optional(args, "content_sha256"), Content: optional(args, "content"),
-					Summary: optional(args, "summary"), Path: optional(args, "new_path")}
-				if in.ContentSHA256 == nil {
-					return nil, invalid("content_sha256", "is required: read the memory first")
-				}
-				m, err = s.UpdateMemory(ctx, a.Store.ID, m.ID, in, sessionAuthor(scope))
-				if err != nil {
-					return nil, err
-				}
-				return toolMemory(a, m, false), nil
-			}),
-		},
-		agent.ServerTool{
-			Def: agent.Tool{Name: ToolDeleteMemory, Parameters: schema(map[string]any{
-				"store": wprop, "path": str("The memory's path."), "memory_id": str("The memory's id, instead of path."),
-			}, "store"),
-				Description: "Delete a memory of a writable store. Its history is kept and people can restore it."},
-			Run: run(func(ctx context.Context, args map[string]any, scope agent.Scope) (any, error) {
-				a, err := target(args, true)
-				if err != nil {
-					return nil, err
-				}
-				m, err := s.readArg(ctx, a.Store.ID, args)
-				if err != nil {
-					return nil, err
-				}
-				if err := s.DeleteMemory(ctx, a.Store.ID, m.ID, sessionAuthor(scope)); err != nil {
-					return nil, err
-				}
-				return map[string]any{"deleted": true, "path": m.Path}, nil
-			}),
-		},
-	)
-	return tools
+	return b.String()
 }
+
+// target is the store a call names in "store"; needWrite asks for a
+// read_write one.
+func (st storeTools) target(args map[string]any, needWrite bool) (Attached, error) {
+	slug := arg(args, "store")
+	i := slices.IndexFunc(st.att, func(a Attached) bool { return a.Store.Slug == slug })
+	if i < 0 {
+		return Attached{}, invalid("store", "must be one of %s", strings.Join(st.slugs, ", "))
+	}
+	if needWrite && st.att[i].Access != config.AccessReadWrite {
+		return Attached{}, invalid("store", "%s is read only in this conversation", slug)
+	}
+	return st.att[i], nil
+}
+
+func (st storeTools) list() agent.ServerTool {
+	return agent.ServerTool{
+		Def: agent.Tool{Name: ToolListMemories, Parameters: toolSchema(map[string]any{
+			"store":       storeProp(st.slugs, "The memory store to browse."),
+			"path_prefix": strProp("The folder to list, such as / or /releases/. Defaults to /."),
+			"cursor":      strProp("next_cursor of the previous page, for more entries."),
+		}, "store"),
+			Description: st.catalog() + "\nlist_memories lists one folder of a store like a directory: memories (path, summary, byte_size) and memory_prefix entries for the folders beneath, with how many memories each holds. Content is not included; read a memory with read_memory."},
+		Run: runTool(func(ctx context.Context, args map[string]any, _ agent.Scope) (any, error) {
+			a, err := st.target(args, false)
+			if err != nil {
+				return nil, err
+			}
+			l, err := st.s.ListMemories(ctx, a.Store.ID, arg(args, "path_prefix"), ListOptions{Cursor: arg(args, "cursor")})
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"store": a.Store.Slug, "entries": l.Entries, "next_cursor": l.NextCursor}, nil
+		}),
+	}
+}
+
+func (st storeTools) search() agent.ServerTool {
+	return agent.ServerTool{
+		Def: agent.Tool{Name: ToolSearchMemories, Parameters: toolSchema(map[string]any{
+			"query":       strProp("Words to look for in the memories' content, summaries and paths."),
+			"store":       storeProp(st.slugs, "Search one store; leave it out to search every store of this conversation."),
+			"path_prefix": strProp("Only memories under this folder, such as /releases/."),
+		}, "query"),
+			Description: "Find memories by content in the memory stores of this conversation (listed in list_memories), best matches first: path, summary and size of each. Read one with read_memory."},
+		Run: runTool(func(ctx context.Context, args map[string]any, _ agent.Scope) (any, error) {
+			list := st.att
+			if arg(args, "store") != "" {
+				a, err := st.target(args, false)
+				if err != nil {
+					return nil, err
+				}
+				list = []Attached{a}
+			}
+			hits, err := st.searchIn(ctx, list, arg(args, "query"), arg(args, "path_prefix"))
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"results": hits}, nil
+		}),
+	}
+}
+
+// toolHit is one search_memories result.
+type toolHit struct {
+	Store    string  `json:"store"`
+	MemoryID string  `json:"memory_id"`
+	Path     string  `json:"path"`
+	Summary  string  `json:"summary"`
+	ByteSize int     `json:"byte_size"`
+	Rank     float32 `json:"-"`
+}
+
+// searchIn searches each store for the best ten of each, and keeps the
+// best ten of all.
+func (st storeTools) searchIn(ctx context.Context, list []Attached, query, prefix string) ([]toolHit, error) {
+	hits := []toolHit{}
+	for _, a := range list {
+		res, err := st.s.SearchMemories(ctx, a.Store.ID, query, SearchOptions{PathPrefix: prefix, Limit: 10})
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range res.Memories {
+			hits = append(hits, toolHit{Store: a.Store.Slug, MemoryID: h.MemoryID.String(), Path: h.Path, Summary: h.Summary, ByteSize: h.ByteSize, Rank: h.Rank})
+		}
+	}
+	slices.SortStableFunc(hits, func(x, y toolHit) int { return cmp.Compare(y.Rank, x.Rank) })
+	if len(hits) > 10 {
+		hits = hits[:10]
+	}
+	return hits, nil
+}
+
+func (st storeTools) read() agent.ServerTool {
+	return agent.ServerTool{
+		Def: agent.Tool{Name: ToolReadMemory, Parameters: toolSchema(map[string]any{
+			"store":     storeProp(st.slugs, "The memory store."),
+			"path":      strProp("The memory's path, such as /releases/versioning.md."),
+			"memory_id": strProp("The memory's id (from search_memories), instead of path."),
+		}, "store"),
+			Description: "Read one memory in full: its path, summary, content and content_sha256 (needed to update it)."},
+		Run: runTool(func(ctx context.Context, args map[string]any, _ agent.Scope) (any, error) {
+			a, m, err := st.named(ctx, args, false)
+			if err != nil {
+				return nil, err
+			}
+			return toolMemory(a, m, true), nil
+		}),
+	}
+}
+
+// named reads the memory a call names by store and memory_id or path.
+func (st storeTools) named(ctx context.Context, args map[string]any, needWrite bool) (Attached, Memory, error) {
+	a, err := st.target(args, needWrite)
+	if err != nil {
+		return Attached{}, Memory{}, err
+	}
+	m, err := st.s.readArg(ctx, a.Store.ID, args)
+	return a, m, err
+}
+
+// writableProp is the "store" parameter of the writing tools.
+func (st storeTools) writableProp() map[string]any {
+	return storeProp(st.writable, "A memory store of this conversation you may write.")
+}
+
+func (st storeTools) create() agent.ServerTool {
+	return agent.ServerTool{
+		Def: agent.Tool{Name: ToolCreateMemory, Parameters: toolSchema(map[string]any{
+			"store": st.writableProp(), "path": strProp("A new path, such as /releases/tagging.md; an existing path is refused."),
+			"summary": strProp("One line saying what the memory tells (at most 512 characters)."),
+			"content": strProp("The memory's text (at most 100 KiB). One idea per memory."),
+		}, "store", "path", "summary", "content"),
+			Description: "Add a memory to a writable memory store. It never overwrites: use update_memory for an existing path."},
+		Run: runTool(func(ctx context.Context, args map[string]any, scope agent.Scope) (any, error) {
+			a, err := st.target(args, true)
+			if err != nil {
+				return nil, err
+			}
+			m, err := st.s.CreateMemory(ctx, a.Store.ID, CreateMemory{Path: arg(args, "path"), Summary: arg(args, "summary"), Content: arg(args, "content")}, sessionAuthor(scope))
+			if err != nil {
+				return nil, err
+			}
+			return toolMemory(a, m, false), nil
+		}),
+	}
+}
+
+func (st storeTools) update() agent.ServerTool {
+	return agent.ServerTool{
+		Def: agent.Tool{Name: ToolUpdateMemory, Parameters: toolSchema(map[string]any{
+			"store": st.writableProp(), "path": strProp("The memory's current path."), "memory_id": strProp("The memory's id, instead of path."),
+			"content_sha256": strProp("The content_sha256 you read; the update is refused if the memory changed since."),
+			"content":        strProp("New content (leave out to keep)."), "summary": strProp("New summary (leave out to keep)."),
+			"new_path": strProp("A new path, to rename the memory."),
+		}, "store", "content_sha256"),
+			Description: "Change a memory of a writable store. Read it first: the update needs its content_sha256 and is refused if someone changed it since."},
+		Run: runTool(func(ctx context.Context, args map[string]any, scope agent.Scope) (any, error) {
+			a, m, err := st.named(ctx, args, true)
+			if err != nil {
+				return nil, err
+			}
+			in := UpdateMemory{ContentSHA256: optional(args, "content_sha256"), Content: optional(args, "content"),
+				Summary: optional(args, "summary"), Path: optional(args, "new_path")}
+			if in.ContentSHA256 == nil {
+				return nil, invalid("content_sha256", "is required: read the memory first")
+			}
+			m, err = st.s.UpdateMemory(ctx, a.Store.ID, m.ID, in, sessionAuthor(scope))
+			if err != nil {
+				return nil, err
+			}
+			return toolMemory(a, m, false), nil
+		}),
+	}
+}
+
+func (st storeTools) remove() agent.ServerTool {
+	return agent.ServerTool{
+		Def: agent.Tool{Name: ToolDeleteMemory, Parameters: toolSchema(map[string]any{
+			"store": st.writableProp(), "path": strProp("The memory's path."), "memory_id": strProp("The memory's id, instead of path."),
+		}, "store"),
+			Description: "Delete a memory of a writable store. Its history is kept and people can restore it."},
+		Run: runTool(func(ctx context.Context, args map[string]any, scope agent.Scope) (any, error) {
+			a, m, err := st.named(ctx, args, true)
+			if err != nil {
+				return nil, err
+			}
+			if err := st.s.DeleteMemory(ctx, a.Store.ID, m.ID, sessionAuthor(scope)); err != nil {
+				return nil, err
+			}
+			return map[string]any{"deleted": true, "path": m.Path}, nil
+		}),
+	}
+}
+
+// runTool adapts a tool's body to agent.ServerTool.Run: arguments are a
+// JSON object, a store's own error is the model's error result, and an
+// unavailable database fails the turn.
+func runTool(fn func(ctx context.Context, args map[string]any, scope agent.Scope) (any, error)) func(context.Context, agent.ToolCall, agent.Scope) (string, error) {
+	return func(ctx context.Context, call agent.ToolCall, scope agent.Scope) (string, error) {
+		args := map[string]any{}
+		if strings.TrimSpace(call.Arguments) != "" {
+			if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
+				return toolError(invalid("arguments", "must be a JSON object")), nil
+			}
+		}
+		out, err := fn(ctx, args, scope)
+		if errors.Is(err, ErrUnavailable) {
+			return "", fmt.Errorf("%w: memory stores: %v", agent.ErrMemory, err)
+		}
+		if err != nil {
+			return toolError(err), nil
+		}
+		b, err := json.Marshal(out)
+		return string(b), err
+	}
+}
+
+func toolSchema(props map[string]any, required ...string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false})
+	return b
+}
+
+func storeProp(list []string, desc string) map[string]any {
+	return map[string]any{"type": "string", "enum": list, "description": desc}
+}
+
+func strProp(desc string) map[string]any {
+	return map[string]any{"type": "string", "description": desc}
+}
+
+// arg is a string argument, empty when absent or not a string.
+func arg(args map[string]any, k string) string { v, _ := args[k].(string); return v }
 
 // readArg reads the memory a tool call names by memory_id or path.
 func (s *Service) readArg(ctx context.Context, storeID uuid.UUID, args map[string]any) (Memory, error) {
