@@ -14,7 +14,7 @@ export async function collectionScreen(main, name, params) {
   const cols = await api("GET", "/api/rag/collections");
   const current = cols.find((c) => c.name === name) || (name ? null : cols[0]);
   const rail = h("nav", { class: "rail", id: "collections" }, cols.map((c) => h("a", { href: "#/rag/" + encodeURIComponent(c.name), class: current && c.name === current.name ? "active" : "", dataset: { name: c.name } },
-    h("b", {}, c.name), h("small", {}, count(c.documents, "doc") + " · " + count(c.chunks, "chunk")))));
+    h("b", {}, c.name), h("small", {}, railCounts(c)))));
   const body = h("div", { class: "rag-body" });
   main.append(h("h1", {}, "RAG"), h("div", { class: "rag" }, h("div", {}, rail, newCollection()), body));
   if (!current) {
@@ -22,12 +22,32 @@ export async function collectionScreen(main, name, params) {
     return;
   }
   body.append(h("h2", {}, current.name), current.description ? h("p", { class: "hint" }, current.description) : null,
-    h("ul", { class: "stats", id: "stats" },
-      h("li", {}, h("b", {}, fmtInt(current.documents)), " docs"), h("li", {}, h("b", {}, fmtInt(current.chunks)), " chunks"),
-      h("li", {}, h("b", {}, String(current.dimensions)), " dimensions"), h("li", {}, "embedded with ", h("code", {}, current.model))));
+    stats(current));
   body.append(searchPanel(current));
   body.append(can("rag:write") ? upload(current) : readOnlyNote("rag:write", "upload or delete documents"));
   await documents(body, current, params.get("filter") || "");
+}
+
+function railCounts(c) { return count(c.documents, "doc") + " · " + count(c.chunks, "chunk"); }
+
+// counted is a figure in bold and its noun, singular for one.
+function counted(n, one) { return [h("b", {}, fmtInt(n)), " " + count(n, one).replace(/^\S+ /, "")]; }
+
+function stats(c) {
+  return h("ul", { class: "stats", id: "stats" },
+    h("li", {}, counted(c.documents, "doc")), h("li", {}, counted(c.chunks, "chunk")),
+    h("li", {}, counted(c.dimensions, "dimension")), h("li", {}, "embedded with ", h("code", {}, c.model)));
+}
+
+// recount reads the collections again and redraws the counts of c (its
+// stats and its place in the rail), which change as documents are ingested.
+async function recount(c) {
+  const fresh = (await api("GET", "/api/rag/collections")).find((x) => x.name === c.name);
+  if (!fresh) return;
+  const old = document.getElementById("stats");
+  if (old) old.replaceWith(stats(fresh));
+  const small = [...document.querySelectorAll("#collections a")].find((a) => a.dataset.name === c.name)?.querySelector("small");
+  if (small) small.textContent = railCounts(fresh);
 }
 
 function newCollection() {
@@ -137,12 +157,15 @@ async function documents(body, c, filter) {
   markPainted();
   // Ingest status updates by itself while a document is queued or running:
   // the rows shown are read again (one keyset query, as many rows as shown).
+  // The collection's counts are read again with them, so they follow the
+  // ingest.
   poll(tbl, 1000, async () => {
-    if (![...tbody.querySelectorAll("td:nth-child(2)")].some((td) => /queued|running/.test(td.textContent))) return false;
+    if (![...tbody.querySelectorAll("td:nth-child(2)")].some((td) => /queued|running|retrying/.test(td.textContent))) return false;
     const n = Math.min(1000, Math.max(limit, tbody.children.length));
     const page = await api("GET", "/api/rag/collections/" + encodeURIComponent(c.name) + "/documents" + qs({ filter, limit: n }));
     clear(tbody).append(...page.map((d) => row(cols, d)));
     tbl.dataset.rows = tbody.children.length;
+    await recount(c);
     return false;
   });
 }
@@ -151,6 +174,15 @@ function docActions(d) {
   return h("span", { class: "actions" },
     d.runId && can("runs:read") ? h("a", { href: "#/runs/" + d.runId }, "View run") : null,
     d.source === "upload" || d.filename ? h("button", { type: "button", class: "link download", onclick: () => download(d) }, "Download") : null,
+    // A failed or cancelled upload's ingest job can run again.
+    d.jobId && can("rag:write") && (d.status === "failed" || d.status === "cancelled") ? h("button", { type: "button", class: "link retry", onclick: async (ev) => {
+      ev.target.disabled = true;
+      try {
+        const j = await api("POST", "/api/rag/jobs/" + d.jobId + "/retry");
+        if (j.state === "running") { ev.target.disabled = false; notice("The failed attempt is still being closed: Retry again in a moment.", "ok"); return; }
+        window.dispatchEvent(new HashChangeEvent("hashchange"));
+      } catch (e) { ev.target.disabled = false; notice(explain(e)); }
+    } }, "Retry") : null,
     can("rag:write") ? h("button", { type: "button", class: "link danger delete", onclick: (ev) => ask(ev.target.closest("td"), ["Delete ", h("b", {}, d.filename || d.id), " with its chunks and original?"], "Delete", async () => {
       try { await api("DELETE", "/api/rag/documents/" + encodeURIComponent(d.id)); window.dispatchEvent(new HashChangeEvent("hashchange")); }
       catch (e) { notice(explain(e)); }
