@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 	"github.com/stackbone/box/postgres/notify"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/rag"
+	"github.com/stackbone/box/recordings"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/runs"
 	"github.com/stackbone/box/sip"
@@ -112,7 +114,9 @@ type Box struct {
 	Phones   *sip.Server
 	Tools    *tools.Service
 	Webhooks *webhooks.Service
-	API      *api.Server
+	// Recordings keeps the audio of recorded calls.
+	Recordings *recordings.Service
+	API        *api.Server
 
 	listener *notify.Listener
 	handler  http.Handler
@@ -163,9 +167,22 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
+	originals, err := objectstore.Open(cfg.ObjectStore, opt.DataDir, opt.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	spool := ""
+	if opt.DataDir != "" {
+		spool = filepath.Join(opt.DataDir, "spool", "recordings")
+	}
+	b.Recordings, err = recordings.New(recordings.Config{Pool: pool, Store: originals, SpoolDir: spool, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	b.Memory = memory.NewService(memory.Config{
 		Pool: pool, Models: b.Models, Logger: log, Metrics: metrics, Events: b.Webhooks,
 		FallbackModel: cfg.Memory.Model, FallbackReasoningEffort: cfg.Memory.ReasoningEffort,
+		Erase: b.Recordings.EraseTx,
 	})
 	b.Settings = memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
 	if err := b.Settings.FixDeclaredKeys(ctx); err != nil {
@@ -173,10 +190,6 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	}
 	b.Stores = stores.New(stores.Config{Pool: pool, Agents: cfg.Agents, Models: b.Models, Logger: log})
 	if err := b.Stores.Sync(ctx); err != nil {
-		return nil, err
-	}
-	originals, err := objectstore.Open(cfg.ObjectStore, opt.DataDir, opt.Getenv)
-	if err != nil {
 		return nil, err
 	}
 	b.RAG, err = rag.New(rag.Config{Metrics: metrics, Pool: pool, Models: b.Models, Store: originals, Runs: b.Runs, Logger: log, Hybrid: cfg.RAG.Hybrid, Events: b.Webhooks})
@@ -205,7 +218,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	}
 	vcfg := voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: b.Runtime, Memory: b.Memory, Settings: b.Settings,
 		Metrics: metrics, BoxID: b.ID, Runs: b.Runs, Speech: speech, Logger: log,
-		Realtime: cfg.Media.Realtime(), Events: b.Webhooks}
+		Realtime: cfg.Media.Realtime(), Events: b.Webhooks, Recorder: b.Recordings}
 	if opt.TuneCalls != nil {
 		opt.TuneCalls(&vcfg)
 	}
@@ -305,6 +318,7 @@ func (b *Box) Start(ctx context.Context) (stop func(), err error) {
 	}
 	b.RAG.AddWorkers(queue)
 	b.Webhooks.AddWorkers(queue)
+	b.Recordings.AddWorkers(queue)
 	client, err := jobs.NewBoxClient(b.Pool, queue, b.Log, b.ID)
 	if err != nil {
 		stop()
@@ -312,6 +326,7 @@ func (b *Box) Start(ctx context.Context) (stop func(), err error) {
 	}
 	client.PeriodicJobs().AddMany(b.Stores.PeriodicJobs())
 	client.PeriodicJobs().AddMany(b.Webhooks.PeriodicJobs())
+	client.PeriodicJobs().AddMany(b.Recordings.PeriodicJobs())
 	if err := b.RAG.Start(ctx, client); err != nil {
 		stop()
 		return nil, err

@@ -387,7 +387,35 @@ type AgentVoice struct {
 	// speaks: a person, a voicemail greeting, an automated menu, a fax
 	// (see AnsweringMachine).
 	AnsweringMachine *AnsweringMachine `yaml:"answeringMachine"`
+	// Recording keeps the call's audio, opt-in (see Recording).
+	Recording *Recording `yaml:"recording"`
 }
+
+// Recording keeps a call's audio: two channels (the caller left, the agent
+// right) in the time the caller heard the agent, stored in the object store
+// beside the call record, downloadable and played in Studio with the heard
+// transcript. It is deleted with the person's erasure and after Retention.
+type Recording struct {
+	// Enabled records the agent's calls.
+	Enabled bool `yaml:"enabled"`
+	// Consent is said first on every recorded call, before the greeting
+	// (default "This call is recorded. If you'd rather it wasn't, just say
+	// no."; "-" says nothing). A caller whose first words decline ("no",
+	// "don't record me") turns recording off for that call: nothing of it
+	// is kept.
+	Consent string `yaml:"consent"`
+	// Retention is how long a recording is kept (default 30 days, at most
+	// 10 years); a job removes it after.
+	Retention time.Duration `yaml:"retention"`
+}
+
+// DefaultRecordingConsent is what a recorded call says first unless its
+// agent's recording settings say otherwise.
+const DefaultRecordingConsent = "This call is recorded. If you'd rather it wasn't, just say no."
+
+// DefaultRecordingRetention is how long a recording is kept unless its
+// agent's recording settings say otherwise.
+const DefaultRecordingRetention = 30 * 24 * time.Hour
 
 // Answering-machine detection: which calls are screened.
 const (

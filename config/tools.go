@@ -188,6 +188,14 @@ func validateToolLimits(agent string, a Agent) []string {
 		if m := v.AnsweringMachine; m != nil {
 			problems = append(problems, AnsweringMachineProblems("agent "+agent+": voice.answeringMachine.", *m)...)
 		}
+		if r := v.Recording; r != nil {
+			if r.Retention < 0 || r.Retention > 10*365*24*time.Hour {
+				problems = append(problems, fmt.Sprintf("agent %s: voice.recording.retention must be between 0 (the default, 30 days) and 10 years", agent))
+			}
+			if utf8.RuneCountInString(r.Consent) > MaxVoicemailMessage {
+				problems = append(problems, fmt.Sprintf("agent %s: voice.recording.consent is longer than %d characters", agent, MaxVoicemailMessage))
+			}
+		}
 		if utf8.RuneCountInString(v.Filler) > MaxFiller {
 			problems = append(problems, fmt.Sprintf("agent %s: voice.filler is longer than %d characters", agent, MaxFiller))
 		}

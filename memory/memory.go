@@ -57,6 +57,9 @@ type Config struct {
 	// Events records memory.saved in the transaction of each add that
 	// changed memory (nil: none).
 	Events Events
+	// Erase, when set, erases in DeleteAll's transaction what other parts
+	// of the box keep of the person (their calls' recordings).
+	Erase func(ctx context.Context, tx pgx.Tx, agentID, userID string) error
 }
 
 // Events publishes what memory did (package webhooks).
@@ -526,6 +529,11 @@ func (s *Service) DeleteAll(ctx context.Context, agentID, userID string) (_ int6
 	}
 	if err := br.Close(); err != nil {
 		return 0, dbError(ErrUnavailable, "erase", err)
+	}
+	if s.cfg.Erase != nil {
+		if err := s.cfg.Erase(ctx, tx, agentID, userID); err != nil {
+			return 0, dbError(ErrUnavailable, "erase", err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, dbError(ErrUnavailable, "commit", err)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/postgres/notify"
+	"github.com/stackbone/box/recordings"
 )
 
 // CallRecord is one call as the API shows it.
@@ -41,6 +44,9 @@ type CallRecord struct {
 	// knew; null when the call was not screened.
 	AnsweredBy       *string `json:"answeredBy"`
 	AnswerDecisionMs *int64  `json:"answerDecisionMs"`
+	// Recording describes the call's recording (GET
+	// /api/voice/calls/{id}/recording), absent when it has none.
+	Recording *recordings.Info `json:"recording,omitempty"`
 }
 
 // Register mounts the calls routes.
@@ -48,6 +54,40 @@ func (m *Manager) Register(srv *api.Server) {
 	srv.Route("GET /api/voice/calls", auth.ScopeVoice, m.list)
 	srv.Route("GET /api/voice/calls/{id}", auth.ScopeVoice, m.get)
 	srv.Route("POST /api/voice/calls/{id}/hangup", auth.ScopeVoice, m.hangupRoute)
+	srv.Route("GET /api/voice/calls/{id}/recording", auth.ScopeVoice, m.recordingRoute)
+}
+
+// recordingRoute serves a call's recording (audio/ogg or audio/wav; byte
+// ranges where the store can seek, so a player can jump in it).
+func (m *Manager) recordingRoute(w http.ResponseWriter, r *http.Request) error {
+	if m.cfg.Recorder == nil {
+		return fmt.Errorf("%w: this box keeps no recordings", ErrNotFound)
+	}
+	id := r.PathValue("id")
+	if err := m.Admit(r.Context(), id); err != nil {
+		return err
+	}
+	rc, in, err := m.cfg.Recorder.Open(r.Context(), id)
+	if errors.Is(err, recordings.ErrNotFound) {
+		return fmt.Errorf("%w: the call has no recording", ErrNotFound)
+	}
+	if err != nil {
+		return fault.Hide(ErrUnavailable, err)
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", recordings.ContentType(in.Format))
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": id + "." + in.Format}))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "private, no-store")
+	if rs, ok := rc.(io.ReadSeeker); ok {
+		http.ServeContent(w, r, "", in.CreatedAt, rs)
+		return nil
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(in.SizeBytes, 10))
+	if _, err := io.Copy(w, rc); err != nil {
+		m.log.Warn("voice: recording download cut short", "call", id, "error", err)
+	}
+	return nil
 }
 
 // NotifyHangup is the notify topic that asks the box carrying a call to
@@ -126,6 +166,11 @@ func (m *Manager) Get(ctx context.Context, id string) (CallRecord, error) {
 	_ = json.Unmarshal(tr, &c.Transcript)
 	_ = json.Unmarshal(mem, c.Memory)
 	_ = json.Unmarshal(met, &c.Metrics)
+	if m.cfg.Recorder != nil {
+		if in, err := m.cfg.Recorder.Get(ctx, id); err == nil {
+			c.Recording = &in
+		}
+	}
 	return c, nil
 }
 

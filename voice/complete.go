@@ -27,6 +27,7 @@ func (c *Call) complete(end End) {
 	close(c.stopPersist)
 	<-c.persisted
 	entries := c.transcript.Entries()
+	c.keepRecording(ctx, entries)
 	c.m.saveHeard(ctx, &c.report, c.info.Agent, snapshot{Instructions: c.view.Value.Instructions, UserID: c.sel.Value},
 		entries, c.started, duration, end.Outcome, c.info.ID)
 	tr, _ := json.Marshal(entries)

@@ -58,6 +58,7 @@ type listener struct {
 
 	lastVoice time.Time    // the last frame loud enough to be speech, for wire-to-wire
 	voicedAt  time.Time    // the last frame the VAD counted as voiced
+	began     time.Time    // the first voiced frame of the utterance in progress
 	spec      *speculation // of the utterance in progress
 	draft     *generation  // the answer started before the endpoint
 	eager     bool         // draft started on the provider's eager end of turn
@@ -137,6 +138,7 @@ func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
 		l.dropSpan()
 		_, l.span = telemetry.Tracer("voice").Start(l.ctx, "turn")
 		l.voicedAt = now
+		l.began = now.Add(-time.Duration(det.cfg.StartFrames-1) * FrameDuration)
 		if l.live != nil {
 			l.live.begin()
 		}
@@ -151,7 +153,7 @@ func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
 		if !l.kept(false) {
 			return true, true
 		}
-		return true, l.emit(utterance{pcm: det.Utterance(), lastVoice: l.lastVoice, endpoint: now, reason: reason})
+		return true, l.emit(utterance{pcm: det.Utterance(), began: l.began, lastVoice: l.lastVoice, endpoint: now, reason: reason})
 	case speaking && det.Silent() == 0:
 		l.voicedAt = now
 		l.discard() // the caller went on
@@ -213,7 +215,7 @@ func (l *listener) endpoint(now time.Time) bool {
 	if !l.kept(false) {
 		return true
 	}
-	return l.emit(utterance{pcm: pcm, lastVoice: l.lastVoice, endpoint: now, reason: reason})
+	return l.emit(utterance{pcm: pcm, began: l.began, lastVoice: l.lastVoice, endpoint: now, reason: reason})
 }
 
 // overlapStep follows the caller's sound over the agent's speech: the

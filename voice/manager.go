@@ -74,6 +74,9 @@ type Config struct {
 	// Events records call.started, call.answered and call.ended in the
 	// transactions that record them on the call (nil: none).
 	Events Events
+	// Recorder keeps the audio of the calls whose agents record them
+	// (nil: no call is recorded).
+	Recorder Recorder
 	// OnOpen, when set, is called with each call once it opened, before
 	// its transport answers (observers: tests, operators' tools). It must
 	// not block.
@@ -354,6 +357,9 @@ type Call struct {
 	// toMachine is set while the agent leaves a voicemail message: what
 	// the machine plays never interrupts it.
 	toMachine atomic.Bool
+	// rec is the call's recording, nil when it is not recorded (or the
+	// caller declined it).
+	rec atomic.Pointer[callRecording]
 
 	mu      sync.Mutex
 	turnSeq int
@@ -474,7 +480,12 @@ func (c *Call) End(outcome Outcome, reason string) {
 // Hear hands the controller decoded caller audio of any length (16-bit
 // mono PCM at the call's SampleRate). One goroutine of the transport
 // calls it.
-func (c *Call) Hear(pcm []int16) { c.inbox.hear(pcm) }
+func (c *Call) Hear(pcm []int16) {
+	if r := c.rec.Load(); r != nil {
+		r.take.Caller(pcm)
+	}
+	c.inbox.hear(pcm)
+}
 
 // Alive says the caller's transport is alive without audio (DTX
 // keep-alives, RTCP), so silence is not a media timeout.

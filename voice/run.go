@@ -90,6 +90,7 @@ func (c *Call) carry(a attachment) End {
 	c.m.cfg.Metrics.CallAnswered(c.info.Direction, c.clk.Since(c.started))
 	answered := c.clk.Now()
 	c.answered = &answered
+	c.startRecording()
 	screen := c.screening()
 	if screen != nil {
 		c.scr = newScreener(c.info.SampleRate)
@@ -165,7 +166,7 @@ func (s *callStream) Start() bool {
 // playFrame writes one frame of the playout and says whether it carried
 // speech; ok is false once the call must end.
 func (c *Call) playFrame(ctx context.Context) (speech, ok bool) {
-	speech, finished, err := c.playout.Tick(c.t)
+	speech, finished, err := c.playout.Tick(c.out())
 	if err != nil {
 		if ctx.Err() == nil {
 			c.m.log.Warn("voice: media write", "call", c.info.ID, "error", err)
@@ -175,10 +176,14 @@ func (c *Call) playFrame(ctx context.Context) (speech, ok bool) {
 	}
 	if speech {
 		c.mu.Lock()
-		if t := c.speaking; t != nil && t.firstAudio.IsZero() {
+		t := c.speaking
+		if t != nil && t.firstAudio.IsZero() {
 			t.firstAudio = c.clk.Now()
 		}
 		c.mu.Unlock()
+		if t != nil {
+			c.recordSpeech(t.id)
+		}
 	}
 	if finished {
 		c.endAssistant(false)
@@ -198,6 +203,7 @@ func (c *Call) converse(ctx context.Context, utterances <-chan utterance, screen
 			return
 		}
 	}
+	c.sayConsent(ctx)
 	var greeted time.Time
 	if g := c.agent.Greeting; g != "" && c.note == "" {
 		c.speakFixed(ctx, g)

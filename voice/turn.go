@@ -23,6 +23,7 @@ const fallbackText = "Sorry, I had a problem there. Could you say that again?"
 type utterance struct {
 	pcm       []int16
 	digit     rune
+	began     time.Time // the first voiced frame
 	lastVoice time.Time // the last voiced frame, for wire-to-wire
 	endpoint  time.Time // when endpointing decided the turn ended
 	reason    string    // why endpointing ended it (endComplete, ...)
@@ -141,7 +142,9 @@ func (t *turn) run(ctx context.Context) {
 	// The caller's side commits once final; an agent turn it interrupted
 	// committed at barge-in, before it.
 	c.endAssistant(true)
-	c.transcript.Commit(c.nextTurn(), RoleUser, text, c.clk.Now())
+	userTurn := c.nextTurn()
+	c.transcript.Commit(userTurn, RoleUser, text, c.clk.Now())
+	c.heardCaller(userTurn, text, t.u)
 	t.id = c.nextTurn() // after the caller's side
 	t.cancel, t.voices = g.cancel, g.voices
 	c.startSpeaking(t)

@@ -245,6 +245,8 @@ var Routes = []Route{
 		Status: 200, Data: []voice.CallRecord{}, Errors: []error{voice.ErrInvalidRequest, voice.ErrUnavailable}},
 	{Pattern: "GET /api/voice/calls/{id}", ID: "getCall", Tag: "voice", Summary: "One call with its heard transcript.", Scope: auth.ScopeVoice,
 		Status: 200, Data: voice.CallRecord{}, Errors: []error{voice.ErrNotFound, voice.ErrUnavailable}},
+	{Pattern: "GET /api/voice/calls/{id}/recording", ID: "getCallRecording", Tag: "voice", Summary: "The call's recording: two channels, the caller left and the agent right.", Scope: auth.ScopeVoice,
+		Status: 200, Binary: true, Errors: []error{voice.ErrNotFound, voice.ErrUnavailable}},
 	{Pattern: "POST /api/voice/calls/{id}/hangup", ID: "hangupCall", Tag: "voice", Summary: "End a ringing or running call from outside.", Scope: auth.ScopeVoice,
 		Status: 202, Data: Raw(ids), Errors: []error{voice.ErrNotFound, voice.ErrCallEnded, voice.ErrUnavailable}},
 	{Pattern: "POST /api/voice/rooms", ID: "createRoom", Tag: "voice", Summary: "Open a browser test call for an agent.", Scope: auth.ScopeVoice, Person: true,

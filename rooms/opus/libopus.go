@@ -12,6 +12,7 @@ const available = true
 
 type codec struct {
 	rate int
+	ch   int // channels
 	enc  *hraban.Encoder
 	dec  *hraban.Decoder
 	out  []byte
@@ -29,7 +30,7 @@ func New(rate int) (Codec, error) {
 		return nil, fmt.Errorf("opus: decoder: %w", err)
 	}
 	// 120 ms is the longest Opus packet.
-	return &codec{rate: rate, enc: enc, dec: dec, out: make([]byte, 1500), pcm: make([]int16, rate*120/1000)}, nil
+	return &codec{rate: rate, ch: 1, enc: enc, dec: dec, out: make([]byte, 1500), pcm: make([]int16, rate*120/1000)}, nil
 }
 
 func (c *codec) Encode(pcm []int16) ([]byte, error) {
@@ -45,5 +46,19 @@ func (c *codec) Decode(packet []byte) ([]int16, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opus: decode: %w", err)
 	}
-	return append([]int16(nil), c.pcm[:n]...), nil
+	return append([]int16(nil), c.pcm[:n*c.ch]...), nil
+}
+
+// NewStereo returns a two-channel codec at rate: Encode takes and Decode
+// returns interleaved samples (left, right), 20 ms of each channel.
+func NewStereo(rate int) (Codec, error) {
+	enc, err := hraban.NewEncoder(rate, 2, hraban.AppVoIP)
+	if err != nil {
+		return nil, fmt.Errorf("opus: encoder: %w", err)
+	}
+	dec, err := hraban.NewDecoder(rate, 2)
+	if err != nil {
+		return nil, fmt.Errorf("opus: decoder: %w", err)
+	}
+	return &codec{rate: rate, ch: 2, enc: enc, dec: dec, out: make([]byte, 4000), pcm: make([]int16, 2*rate*120/1000)}, nil
 }
