@@ -140,3 +140,74 @@ func TestContinueInPlayground(t *testing.T) {
 		t.Fatalf("%d sessions: the continuation opened another", len(list))
 	}
 }
+
+// A message the agent could not answer leaves the conversation (its text
+// goes back to the composer to send again) and is not sent with the next
+// one.
+func TestPlaygroundFailedMessageIsNotSentAgain(t *testing.T) {
+	b := newBox(t)
+	b.model.Script(providertest.Reply{Status: 400, Message: "bad request"}, providertest.Reply{Content: "Ships today."})
+	p := b.openAt(t, "#/playground")
+	p.set("main select[name=agent]", "support")
+	p.set("#composer textarea", "First try")
+	p.js(`document.getElementById("composer").requestSubmit()`)
+	p.waitFor(`document.getElementById("chat").dataset.runs === "1"`, "the failed run")
+	if got := p.text("#chat-status"); got == "" {
+		t.Fatal("the failure is not said")
+	}
+	var left struct {
+		Messages []string
+		Composer string
+	}
+	p.js(`({Messages: [...document.querySelectorAll("#chat .msg")].map(m => m.textContent), Composer: document.querySelector("#composer textarea").value})`, &left)
+	if len(left.Messages) != 0 || left.Composer != "First try" {
+		t.Fatalf("after the failure the conversation shows %q and the composer holds %q", left.Messages, left.Composer)
+	}
+	p.set("#composer textarea", "Where is my order?")
+	p.js(`document.getElementById("composer").requestSubmit()`)
+	p.waitFor(`document.getElementById("chat").dataset.runs === "2"`, "the second run")
+	reqs := b.model.ChatRequests()
+	var users []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Role == "user" {
+			users = append(users, m.Content)
+		}
+	}
+	if strings.Join(users, "|") != "Where is my order?" {
+		t.Fatalf("the model was sent the users' messages %q", users)
+	}
+}
+
+// The Playground shows its conversation's session key, so the session it
+// made can be continued from Sessions like any other.
+func TestPlaygroundSessionContinues(t *testing.T) {
+	b := newBox(t)
+	b.model.Script(providertest.Reply{Content: "Ships today."}, providertest.Reply{Content: "By noon."})
+	p := b.openAt(t, "#/playground")
+	p.set("main select[name=agent]", "support")
+	p.set("main input[name=customerId]", "crm/9")
+	p.set("#composer textarea", "Where is my order?")
+	p.js(`document.getElementById("composer").requestSubmit()`)
+	p.waitFor(`document.getElementById("chat").dataset.runs === "1"`, "the first run")
+	var key, thread string
+	p.js(`(document.querySelector("#session-key input") || {}).value || ""`, &key)
+	p.js(`document.getElementById("chat").dataset.thread`, &thread)
+	if key == "" || key != thread {
+		t.Fatalf("the Playground shows the session key %q (its thread is %q)", key, thread)
+	}
+	p.click("#new-conversation")
+	p.goTo("#/sessions/" + mustSession(t, b, "support"))
+	p.js(`document.querySelector("details.continue").open = true`)
+	p.set("#continue input[name=key]", key)
+	p.set("#continue input[name=customerId]", "crm/9")
+	p.js(`document.getElementById("continue").requestSubmit()`)
+	p.waitFor(`location.hash === "#/playground?agent=support" && document.getElementById("root").dataset.state === "ready" &&
+		document.querySelectorAll("#chat .msg").length === 2`, "the Playground's session continued")
+	p.set("#composer textarea", "And when?")
+	p.js(`document.getElementById("composer").requestSubmit()`)
+	p.waitFor(`document.getElementById("chat").dataset.runs === "1"`, "the continued run")
+	d, err := b.rt.GetSession(context.Background(), mustSession(t, b, "support"))
+	if err != nil || d.Turns != 2 {
+		t.Fatalf("the continued session: %+v %v", d, err)
+	}
+}

@@ -72,6 +72,13 @@ export async function playgroundScreen(main, params) {
   const text = h("textarea", { name: "message", rows: 3, maxlength: 100000, placeholder: "Message" });
   const send = h("button", { type: "submit", id: "send" }, "Send");
   const status = h("p", { class: "status", id: "chat-status", role: "status" });
+  // The conversation's session key (its threadId): with the identity typed
+  // above, it reopens the session from Sessions (Continue in Playground),
+  // and a client sending it goes on with the same session.
+  const keyField = h("input", { readonly: true, size: 44, "aria-label": "Session key" });
+  const keyLine = h("p", { class: "hint", id: "session-key", hidden: true }, "Session key ", keyField, " ",
+    h("button", { type: "button", class: "link", onclick: () => { keyField.select(); navigator.clipboard?.writeText(keyField.value); } }, "Copy"),
+    " (with the identity above, it continues this conversation from Sessions or from a client)");
   const form = h("form", { id: "composer", novalidate: true }, text, h("div", { class: "actions" }, send,
     h("button", { type: "button", id: "new-conversation", class: "link", onclick: () => { if (agentSel.value) newThread(agentSel.value); render(); status.textContent = "New conversation."; } }, "New conversation")), status);
   // props reads the customer id and identities the operator typed, or
@@ -92,14 +99,16 @@ export async function playgroundScreen(main, params) {
     const p = props();
     return Object.assign({}, p.identities || {}, p.customerId ? { customerId: p.customerId } : {});
   }) : readOnlyNote("voice", "place a test call");
-  main.append(h("div", { class: "filters" }, field("Agent", agentSel), field("Customer id", customer), field("Identities (JSON object)", ids)), log, form, h("h2", {}, "Test call"), call);
+  main.append(h("div", { class: "filters" }, field("Agent", agentSel), field("Customer id", customer), field("Identities (JSON object)", ids)), log, keyLine, form, h("h2", {}, "Test call"), call);
   if (!can("agents:run")) { form.replaceWith(readOnlyNote("agents:run", "talk to agents")); return; }
 
   const render = () => {
     clear(log);
+    keyLine.hidden = !agentSel.value;
     if (!agentSel.value) { log.append(h("p", { class: "empty" }, "Pick an agent to talk to.")); return; }
     const th = thread(agentSel.value);
     log.dataset.thread = th.id;
+    keyField.value = th.id;
     if (th.props) { customer.value = th.props.customerId || ""; ids.value = th.props.identities ? JSON.stringify(th.props.identities) : ""; }
     for (const m of [...(th.history || []), ...th.messages]) log.append(bubble(m));
     if (!th.messages.length && !(th.history || []).length) log.append(h("p", { class: "empty" }, "A new conversation with " + agentSel.value + "."));
@@ -117,6 +126,7 @@ export async function playgroundScreen(main, params) {
     try { forwarded = props(); } catch (e) { status.textContent = e.message; return; }
     const th = thread(agent);
     th.props = forwarded;
+    const sent = th.messages.length;
     th.messages.push({ id: "u-" + crypto.randomUUID(), role: "user", content: msg });
     saveThread(agent, th);
     text.value = "";
@@ -127,6 +137,13 @@ export async function playgroundScreen(main, params) {
       await run(agent, th, forwarded, log);
       status.textContent = "";
     } catch (e) {
+      // A message the agent did not answer leaves the conversation (with
+      // any part of a reply): it would be sent again with the next one.
+      // Its text goes back to the composer to send again.
+      th.messages.length = sent;
+      saveThread(agent, th);
+      if (!text.value) text.value = msg;
+      render();
       status.textContent = explain(e);
     } finally {
       saveThread(agent, th);
@@ -162,7 +179,6 @@ async function run(agent, th, props, log) {
     let msg = res.statusText;
     try { const b = await res.json(); msg = (b.error && (b.error.message || b.error)) || b.message || msg; } catch { /* not JSON */ }
     if (res.status === 401) api("GET", "/api/keys/self").catch(() => {});
-    th.messages.pop();
     throw new ApiError(res.status, "", String(msg));
   }
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
