@@ -86,6 +86,8 @@ func TestTypeScriptSDK(t *testing.T) {
 	run("node_modules/typescript/bin/tsc", "-p", "tsconfig.json")
 	run("node_modules/typescript/bin/tsc", "-p", "tsconfig.cjs.json")
 	run("scripts/cjs-package.mjs")
+	// Studio's test call runs the build's browser call module (placeCall).
+	run("scripts/studio.mjs", "--check")
 	// The seeds' examples type-check against the declarations.
 	run("node_modules/typescript/bin/tsc", "-p", "tsconfig.typecheck.json")
 

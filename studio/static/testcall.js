@@ -1,49 +1,39 @@
-// A browser test call in place, the call page's flow (rooms/static/call.js)
-// through Studio's API client: open a room (POST /api/voice/rooms), join it
-// with this tab's microphone over the box's embedded WebRTC peer (one SDP
-// offer and answer through the room's offerUrl), play the agent, poll the
-// room for the heard transcript and, once the call has ended, the call's
-// record until its memory report is settled. A box whose rooms run on
-// LiveKit is sent to the call page (its SDK is not loaded into Studio).
-// window.stackboneStudioCall exposes the state for tests.
-import { h, api, clear, explain } from "./lib.js";
+// A browser test call in place, placed by the SDK's browser call module
+// (sdk/call.js, built from sdk/typescript): it opens a room, joins it with
+// this tab's microphone over the box's embedded WebRTC peer, plays the
+// agent and follows the room for the heard transcript. Once the call has
+// ended, this panel reads the call's record until its memory report is
+// settled. A box whose rooms run on LiveKit is sent to the call page (its
+// SDK is not loaded into Studio). window.stackboneStudioCall exposes the
+// state for tests.
+import { h, api, can, clear, explain, session } from "./lib.js";
 import { memoryReport, memorySettled } from "./calls.js";
+import { createClient } from "./sdk/index.js";
+import { placeCall } from "./sdk/call.js";
 
 const state = { status: "idle", roomId: null, callId: null, transcript: [], memory: null, error: "" };
 window.stackboneStudioCall = state;
 
-let pc = null, mic = null, audioEl = null, timer = null;
-
-function teardown() {
-  if (pc) { pc.close(); pc = null; }
-  if (mic) { mic.getTracks().forEach((t) => t.stop()); mic = null; }
-  if (audioEl) { audioEl.srcObject = null; audioEl.remove(); audioEl = null; }
-}
+let current = null; // the call in progress
 
 // Leaving the page hangs up at once rather than waiting for the network.
-window.addEventListener("pagehide", teardown);
+window.addEventListener("pagehide", () => { if (current) current.hangup(); });
 
-async function join(offerUrl) {
-  mic = await navigator.mediaDevices.getUserMedia({ audio: true, video: false });
-  pc = new RTCPeerConnection({ iceServers: [] });
-  for (const t of mic.getAudioTracks()) pc.addTrack(t, mic);
-  pc.ontrack = (ev) => {
-    audioEl = audioEl || h("audio", { autoplay: true, class: "hidden" });
-    audioEl.srcObject = ev.streams[0] || new MediaStream([ev.track]);
-    document.body.append(audioEl);
-    audioEl.play().catch(() => {});
-  };
-  await pc.setLocalDescription(await pc.createOffer());
-  // No trickle: the offer goes with its candidates.
-  await new Promise((resolve) => {
-    if (pc.iceGatheringState === "complete") return resolve();
-    const t = setTimeout(resolve, 3000);
-    pc.addEventListener("icegatheringstatechange", () => {
-      if (pc && pc.iceGatheringState === "complete") { clearTimeout(t); resolve(); }
-    });
-  });
-  const answer = await api("POST", offerUrl, { type: "offer", sdp: pc.localDescription.sdp });
-  await pc.setRemoteDescription(answer);
+// why is an SDK error for the operator: the box's message and its code.
+function why(e) {
+  if (e.status === 401) api("GET", "/api/keys/self").catch(() => {}); // signs out a revoked key
+  return e.message + (e.code ? " (" + e.code + ")" : "");
+}
+
+// NO_PROVIDER says which settings give the box a model provider: without
+// one a call cannot hear or speak.
+const NO_PROVIDER = "No model provider is configured: set OPENAI_BASE_URL or OPENAI_API_KEY (providers.openai.baseURL / apiKey in the config) and restart the box.";
+
+// noProvider resolves true when the box has no model provider (read with
+// config:read; without it the box's own reason has to do).
+async function noProvider() {
+  if (!can("config:read")) return false;
+  try { return (await api("GET", "/api/system/providers")).length === 0; } catch { return false; }
 }
 
 // testCallPanel is the Call button with its transcript and memory report.
@@ -55,8 +45,11 @@ export function testCallPanel(agent, identities) {
   const end = h("button", { type: "button", id: "call-end", disabled: true }, "Hang up");
   const heard = h("ol", { class: "heard", id: "call-transcript", "aria-live": "polite" });
   const memory = h("section", { class: "memory", id: "call-memory" });
+  const hint = h("p", { class: "hint", id: "call-provider", hidden: true }, NO_PROVIDER);
   const panel = h("section", { class: "testcall", id: "test-call" },
-    h("div", { class: "actions" }, start, end, status), heard, memory);
+    h("div", { class: "actions" }, start, end, status), hint, heard, memory);
+  let timer = null;
+  noProvider().then((none) => { hint.hidden = !none; });
 
   const set = (s, error) => {
     state.status = s;
@@ -73,43 +66,36 @@ export function testCallPanel(agent, identities) {
     clear(memory);
     if (m) memory.append(h("h3", {}, "What memory did"), memoryReport(m, callStatus));
   };
-  const stop = (s, error) => {
-    clearTimeout(timer);
-    teardown();
-    set(s, error);
-    start.disabled = false;
-    end.disabled = true;
-  };
 
   // After the call: the call's record until memory has settled (saved,
-  // failed, or why not).
+  // failed, or why not). A failed call keeps saying why it failed.
   const settle = async () => {
     if (!panel.isConnected) return;
     try {
       const c = await api("GET", "/api/voice/calls/" + encodeURIComponent(state.callId));
       paint(c.transcript);
       paintMemory(c.memory, c.status);
-      if (c.status === "ended" && memorySettled(c.memory)) { set("ended (" + (c.outcome || "done") + ")"); panel.dataset.settled = "1"; return; }
-    } catch (e) { status.textContent = "ended; " + explain(e); }
+      if (c.status === "ended" && memorySettled(c.memory)) {
+        if (state.status !== "failed") set("ended (" + (c.outcome || "done") + ")");
+        panel.dataset.settled = "1";
+        return;
+      }
+    } catch (e) { status.textContent = state.status + "; " + explain(e); }
     timer = setTimeout(settle, 500);
   };
-  const watch = async () => {
-    if (!panel.isConnected) { // the operator left the Playground: hang up
-      teardown();
-      api("DELETE", "/api/voice/rooms/" + encodeURIComponent(state.roomId)).catch(() => {});
-      return;
-    }
-    try {
-      const room = await api("GET", "/api/voice/rooms/" + encodeURIComponent(state.roomId));
-      paint(room.transcript);
-      paintMemory(room.memory, room.status);
-      if (room.status === "ended") { stop("ended"); settle(); return; }
-      if (room.status === "active" && state.status !== "active") set("active");
-    } catch (e) { status.textContent = state.status + "; " + explain(e); }
-    timer = setTimeout(watch, 500);
+
+  const ended = async (e) => {
+    current = null;
+    start.disabled = false;
+    end.disabled = true;
+    if (e.state === "failed") {
+      const reason = e.error ? why(e.error) : e.reason || "the call failed (" + (e.outcome || "no outcome") + ")";
+      set("failed", (await noProvider()) ? reason + ". " + NO_PROVIDER : reason);
+    } else set("ended");
+    if (state.callId && e.room) settle();
   };
 
-  start.addEventListener("click", async () => {
+  start.addEventListener("click", () => {
     let ids;
     const name = agent();
     try {
@@ -117,34 +103,33 @@ export function testCallPanel(agent, identities) {
       ids = identities();
     } catch (e) { set("idle", e.message); return; }
     start.disabled = true;
+    clearTimeout(timer);
     delete panel.dataset.settled;
+    delete panel.dataset.callId;
     Object.assign(state, { roomId: null, callId: null });
     paint([]);
     paintMemory(null);
     set("opening");
-    try {
-      const room = await api("POST", "/api/voice/rooms", { agent: name, identities: ids });
-      Object.assign(state, { roomId: room.id, callId: room.callId });
-      panel.dataset.callId = room.callId;
-      end.disabled = false;
-      if (!room.join || !room.join.offerUrl) {
-        await api("DELETE", "/api/voice/rooms/" + encodeURIComponent(room.id)).catch(() => {});
-        throw new Error("this box's rooms run on LiveKit: place the test call from the call page (/call)");
+    const client = createClient({ baseURL: location.origin, apiKey: session.key() });
+    const call = placeCall(client, { agent: name, identities: ids });
+    current = call;
+    call.on("state", (s) => { if (s !== "ended" && s !== "failed") set(s); });
+    call.on("room", (room) => {
+      if (!panel.isConnected) { call.hangup(); return; } // the operator left the Playground
+      if (!state.callId) {
+        Object.assign(state, { roomId: room.id, callId: room.callId });
+        panel.dataset.callId = room.callId;
+        end.disabled = false;
       }
-      set("joining");
-      await join(room.join.offerUrl);
-      set("joined");
-      watch();
-    } catch (e) {
-      if (state.roomId) api("DELETE", "/api/voice/rooms/" + encodeURIComponent(state.roomId)).catch(() => {});
-      stop("failed", explain(e));
-    }
+      paintMemory(room.memory, room.status);
+    });
+    call.on("transcript", paint);
+    call.on("end", ended);
   });
   end.addEventListener("click", async () => {
     end.disabled = true;
-    set("ending");
-    try { await api("DELETE", "/api/voice/rooms/" + encodeURIComponent(state.roomId)); } catch (e) { status.textContent = "ending; " + explain(e); }
-    teardown();
+    const r = current ? await current.hangup() : { error: null };
+    if (r.error) status.textContent = "ending; " + why(r.error);
   });
   return panel;
 }

@@ -535,6 +535,9 @@ export class StackboneClient {
       get: (id: string, o?: RequestOptions): Promise<Result<Room>> => this.#t.request({ method: 'GET', path: `/api/voice/rooms/${seg(id)}`, ...o }),
       end: (id: string, o?: RequestOptions): Promise<Result<{ id: string; status: string }>> =>
         this.#t.request({ method: 'DELETE', path: `/api/voice/rooms/${seg(id)}`, ...o }),
+      /** Joins a room on the box's embedded peer: the browser's SDP offer for the box's answer (placeCall in @stackbone/sdk/call does it). */
+      offer: (id: string, offer: B<'offerRoom'>, o?: RequestOptions): Promise<Result<Operations['offerRoom']['data']>> =>
+        this.#t.request({ method: 'POST', path: `/api/voice/rooms/${seg(id)}/offer`, body: offer, ...o }),
     },
     calls: {
       /** Awaited: the first page (newest first); iterated: every call. */

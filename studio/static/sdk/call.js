@@ -1,0 +1,257 @@
+// Built from sdk/typescript/src/call.ts by `npm run studio` in sdk/typescript. Do not edit.
+import { SdkError } from './index.js';
+/** One browser call; made by placeCall. */
+export class BrowserCall {
+    /** Where the call is. */
+    state = 'opening';
+    /** The room's id, once it is open. */
+    roomId = null;
+    /** The call's id (its record: voice.calls.get), once the room is open. */
+    callId = null;
+    /** The room as the box last showed it. */
+    room = null;
+    /** The heard transcript so far. */
+    transcript = [];
+    /** Resolves once, when the call has ended. */
+    ended;
+    #client;
+    #o;
+    #listeners = new Map();
+    #resolveEnded;
+    #pc = null;
+    #mic = null;
+    #ownMic = false;
+    #audio = null;
+    #ownAudio = false;
+    #timer;
+    #hungUp = false;
+    #done = false;
+    constructor(client, options) {
+        this.#client = client;
+        this.#o = options;
+        this.ended = new Promise((resolve) => (this.#resolveEnded = resolve));
+        options.signal?.addEventListener('abort', () => void this.hangup(), { once: true });
+    }
+    /** Calls fn on each event of type; returns a function that stops it. */
+    on(type, fn) {
+        let set = this.#listeners.get(type);
+        if (!set)
+            this.#listeners.set(type, (set = new Set()));
+        const f = fn;
+        set.add(f);
+        return () => void set.delete(f);
+    }
+    #emit(type, value) {
+        for (const fn of (this.#listeners.get(type) ?? [])) {
+            try {
+                fn(value);
+            }
+            catch (err) {
+                setTimeout(() => {
+                    throw err;
+                });
+            }
+        }
+    }
+    #set(state) {
+        if (this.state === state)
+            return;
+        this.state = state;
+        this.#emit('state', state);
+    }
+    /**
+     * Hangs up: the media stops at once and the box ends the room; the end
+     * event follows with the room's final state. Hanging up a call that
+     * ended does nothing.
+     */
+    async hangup() {
+        if (this.#done || this.#hungUp)
+            return { data: undefined, error: null };
+        this.#hungUp = true;
+        this.#teardown();
+        if (!this.roomId)
+            return { data: undefined, error: null }; // the opening sees #hungUp
+        this.#set('ending');
+        const r = await this.#client.voice.rooms.end(this.roomId);
+        if (r.error && r.error.code !== 'room_ended')
+            return { data: null, error: r.error };
+        this.#poll(0); // at once: the end comes with the room's final state
+        return { data: undefined, error: null };
+    }
+    /** Opens the room and joins it; failures end the call. */
+    async start() {
+        const w = globalThis;
+        if (typeof w.RTCPeerConnection !== 'function' || !w.navigator?.mediaDevices?.getUserMedia) {
+            return this.#fail(new SdkError('not_configured', 'placing a call needs a browser with WebRTC and a microphone'));
+        }
+        this.#emit('state', 'opening');
+        const opened = await this.#client.voice.rooms.create({ agent: this.#o.agent, identities: this.#o.identities });
+        if (opened.error)
+            return this.#fail(opened.error);
+        const room = opened.data;
+        this.room = room;
+        this.roomId = room.id;
+        this.callId = room.callId;
+        this.#emit('room', room);
+        if (this.#hungUp)
+            return this.#endRoom(null);
+        const offerUrl = room.join?.offerUrl;
+        if (!offerUrl) {
+            return this.#endRoom(new SdkError('not_implemented', "this box's rooms run on LiveKit and placeCall joins the box's embedded peer only: join with the LiveKit client (the box's call page, /call, does)"));
+        }
+        this.#set('joining');
+        try {
+            await this.#join(room.id);
+        }
+        catch (err) {
+            if (this.#hungUp)
+                return this.#endRoom(null);
+            const e = err instanceof SdkError ? err : new SdkError('join_failed', `joining the call: ${err?.message ?? err}`, 0, undefined, { cause: err });
+            return this.#endRoom(e);
+        }
+        if (this.#hungUp)
+            return;
+        this.#set('joined');
+        this.#poll();
+    }
+    async #join(roomId) {
+        const mic = this.#o.microphone;
+        if (mic && typeof mic.getAudioTracks === 'function') {
+            this.#mic = mic;
+        }
+        else {
+            this.#mic = await navigator.mediaDevices.getUserMedia({ audio: mic ?? true, video: false });
+            this.#ownMic = true;
+        }
+        const pc = new RTCPeerConnection({ iceServers: [] });
+        this.#pc = pc;
+        for (const t of this.#mic.getAudioTracks())
+            pc.addTrack(t, this.#mic);
+        pc.ontrack = (ev) => this.#play(ev.streams[0] ?? new MediaStream([ev.track]));
+        pc.onconnectionstatechange = () => this.#emit('connection', pc.connectionState);
+        await pc.setLocalDescription(await pc.createOffer());
+        // No trickle: the offer goes with its candidates.
+        await new Promise((resolve) => {
+            if (pc.iceGatheringState === 'complete')
+                return resolve();
+            const t = setTimeout(resolve, this.#o.iceGatheringTimeoutMs ?? 3000);
+            pc.addEventListener('icegatheringstatechange', () => {
+                if (pc.iceGatheringState === 'complete') {
+                    clearTimeout(t);
+                    resolve();
+                }
+            });
+        });
+        if (this.#hungUp)
+            return;
+        const answer = await this.#client.voice.rooms.offer(roomId, { type: 'offer', sdp: pc.localDescription.sdp });
+        if (answer.error)
+            throw answer.error;
+        if (this.#pc !== pc)
+            return; // hung up meanwhile
+        await pc.setRemoteDescription({ type: 'answer', sdp: answer.data.sdp });
+    }
+    #play(stream) {
+        if (this.#o.audio === null)
+            return;
+        if (!this.#audio) {
+            if (this.#o.audio) {
+                this.#audio = this.#o.audio;
+            }
+            else {
+                const el = document.createElement('audio');
+                el.autoplay = true;
+                el.hidden = true;
+                document.body.append(el);
+                this.#audio = el;
+                this.#ownAudio = true;
+            }
+        }
+        this.#audio.srcObject = stream;
+        this.#audio.play().catch(() => { });
+    }
+    /** Stops the media: the connection, the microphone this call opened and its audio element. */
+    #teardown() {
+        if (this.#pc) {
+            this.#pc.close();
+            this.#pc = null;
+        }
+        if (this.#mic && this.#ownMic)
+            this.#mic.getTracks().forEach((t) => t.stop());
+        this.#mic = null;
+        if (this.#audio) {
+            this.#audio.srcObject = null;
+            if (this.#ownAudio)
+                this.#audio.remove();
+            this.#audio = null;
+        }
+    }
+    /** Reads the room until it has ended. */
+    #poll(delay = this.#o.pollMs ?? 500) {
+        clearTimeout(this.#timer);
+        if (this.#done || !this.roomId)
+            return;
+        const id = this.roomId;
+        this.#timer = setTimeout(async () => {
+            const r = await this.#client.voice.rooms.get(id);
+            if (this.#done)
+                return;
+            if (!r.error) {
+                this.#show(r.data);
+                if (r.data.status === 'ended')
+                    return this.#finish(r.data, null);
+                if (r.data.status === 'active' && !this.#hungUp)
+                    this.#set('active');
+            }
+            this.#poll();
+        }, delay);
+    }
+    #show(room) {
+        this.room = room;
+        this.#emit('room', room);
+        const t = room.transcript ?? [];
+        if (JSON.stringify(t) !== JSON.stringify(this.transcript)) {
+            this.transcript = t;
+            this.#emit('transcript', t);
+        }
+    }
+    /** Ends the open room (failing the call with error, if any), then waits for its end. */
+    async #endRoom(error) {
+        this.#teardown();
+        if (this.roomId)
+            await this.#client.voice.rooms.end(this.roomId);
+        if (error)
+            return this.#fail(error);
+        this.#set('ending');
+        this.#poll();
+    }
+    #fail(error) {
+        this.#finish(this.room, error);
+    }
+    #finish(room, error) {
+        if (this.#done)
+            return;
+        this.#done = true;
+        clearTimeout(this.#timer);
+        this.#teardown();
+        const outcome = room?.status === 'ended' ? room.outcome : null;
+        const state = error || outcome === 'failed' ? 'failed' : 'ended';
+        const end = { state, room, outcome, reason: error ? error.message : (room?.endReason ?? null), error };
+        this.#set(state);
+        this.#emit('end', end);
+        this.#resolveEnded(end);
+    }
+}
+/**
+ * Places a browser call to an agent with the page's microphone: the room
+ * is opened and joined at once; listen with call.on('state' | 'connection'
+ * | 'transcript' | 'room' | 'end'), hang up with call.hangup(). Rooms on
+ * the box's embedded peer only: a room on LiveKit ends the call with
+ * not_implemented.
+ */
+export function placeCall(client, options) {
+    const call = new BrowserCall(client, options);
+    // Listeners attached right after placeCall see the first state.
+    queueMicrotask(() => void call.start());
+    return call;
+}
