@@ -110,7 +110,7 @@ type Shutdown struct {
 
 // HTTP holds the listener settings.
 type HTTP struct {
-	// Addr defaults to 127.0.0.1:4242; STACKBONE_HTTP_ADDR overrides it.
+	// Addr defaults to DefaultHTTPAddr; STACKBONE_HTTP_ADDR overrides it.
 	Addr string `yaml:"addr"`
 	// CORS lets browser clients call the text wires; off by default.
 	CORS CORS `yaml:"cors"`
@@ -283,7 +283,7 @@ type Agent struct {
 	// over one collection (see AgentTool).
 	Tools []AgentTool `yaml:"tools"`
 	// MemoryStores attaches curated memory stores to every session of the
-	// agent, next to its learned memory, at most 7 (see
+	// agent, next to its learned memory, at most MaxAttachedStores (see
 	// MemoryStoreAttachment).
 	MemoryStores []MemoryStoreAttachment `yaml:"memoryStores"`
 	// StoreTools offers the memory store tools on every turn. By default
@@ -298,15 +298,16 @@ type Agent struct {
 	// after the recall); empty waits for the caller.
 	Greeting string `yaml:"greeting"`
 	// MaxToolCalls bounds the calls of server tools (retrieval, http, mcp,
-	// memory...) in one turn (default 16, at most 100): past it the model
-	// is told to answer with what it has.
+	// memory...) in one turn (default DefaultMaxToolCalls, at most
+	// MaxToolCallsLimit): past it the model is told to answer with what it
+	// has.
 	MaxToolCalls int `yaml:"maxToolCalls"`
 }
 
 // AgentVoice is how an agent listens and speaks on calls.
 type AgentVoice struct {
 	// STT is the speech-to-text model, provider/model (default
-	// openai/whisper-1), or a list of them tried in order: an utterance a
+	// DefaultSTT), or a list of them tried in order: an utterance a
 	// provider fails to transcribe (or whose circuit is open) goes to the
 	// next. A live mode (STTMode) streams to the first.
 	STT ModelChain `yaml:"stt"`
@@ -332,7 +333,7 @@ type AgentVoice struct {
 	// an eager end of turn at 0.5; high: 0.6 and 0.4).
 	Eagerness string `yaml:"eagerness"`
 	// TTS is the text-to-speech engine: provider/model (default
-	// openai/tts-1), or "espeak" for the offline engine with word timings;
+	// DefaultTTS), or "espeak" for the offline engine with word timings;
 	// or a list of them tried in order: a sentence a provider fails to
 	// speak before any of its audio arrived (or whose circuit is open) goes
 	// to the next ([openai/tts-1, espeak] falls back to the offline voice).
@@ -369,7 +370,7 @@ type AgentVoice struct {
 	// own filler run in silence.
 	Filler string `yaml:"filler"`
 	// FillerAfter is how long a tool may run before the filler plays
-	// (default 700ms).
+	// (default DefaultFillerAfter).
 	FillerAfter time.Duration `yaml:"fillerAfter"`
 	// MinEndpointDelay is the silence after which a caller's turn that is
 	// complete (its transcript so far ends a sentence or a question) ends
@@ -449,7 +450,8 @@ type AnsweringMachine struct {
 	// Voicemail is hangup (default) or message.
 	Voicemail string `yaml:"voicemail"`
 	// Message is said after the beep when Voicemail is message, and is
-	// required then (at most 1,000 characters); {name} placeholders take
+	// required then (at most MaxVoicemailMessage characters); {name}
+	// placeholders take
 	// the call's identities ({phoneNumber}, or any identity field of the
 	// call).
 	Message string `yaml:"message"`

@@ -16,7 +16,7 @@ type MemoryStoreAttachment struct {
 	// Access is read_only (the default) or read_write.
 	Access string `yaml:"access"`
 	// Instructions are shown to the agent beside the store's name and
-	// description; at most 4,096 characters (MaxAttachmentInstructions).
+	// description; at most MaxAttachmentInstructions characters.
 	Instructions string `yaml:"instructions"`
 }
 

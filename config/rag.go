@@ -95,7 +95,8 @@ type AgentTool struct {
 	// Collection is the one collection the tool searches ("default" when
 	// empty). The model can never choose another.
 	Collection string `yaml:"collection"`
-	// TopK is how many hits the tool hands the model (default 3, at most 50).
+	// TopK is how many hits the tool hands the model (default
+	// DefaultToolTopK, at most MaxToolTopK).
 	TopK int `yaml:"topK"`
 	// Description tells the model when to use the tool.
 	Description string `yaml:"description"`
@@ -119,11 +120,12 @@ type AgentTool struct {
 	// environment at start. Credentials (Authorization, Cookie, names with
 	// key, token or secret) must come from the environment this way.
 	Headers map[string]string `yaml:"headers"`
-	// Timeout bounds one call of a kind http or mcp tool (default 10s, at
-	// most 2m).
+	// Timeout bounds one call of a kind http or mcp tool (default
+	// DefaultToolTimeout, at most MaxToolTimeout).
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxResponseBytes caps the response a kind http tool hands the model
-	// (default 16384, at most 1 MiB); a longer one is cut and said to be.
+	// (default DefaultMaxResponseBytes, at most MaxResponseBytesLimit, 1
+	// MiB); a longer one is cut and said to be.
 	MaxResponseBytes int `yaml:"maxResponseBytes"`
 	// FailStatuses are the HTTP statuses that count as a failure of a kind
 	// http tool; empty: every status from 400.

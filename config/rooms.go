@@ -27,16 +27,17 @@ type Rooms struct {
 	// Embedded tunes the box's own WebRTC peer, used when LiveKit is not
 	// configured.
 	Embedded EmbeddedRooms `yaml:"embedded"`
-	// MaxRooms is how many rooms are open at once (default 50); the voice
-	// call limit applies as well.
+	// MaxRooms is how many rooms are open at once (default
+	// DefaultRoomsMaxRooms); the voice call limit applies as well.
 	MaxRooms int `yaml:"maxRooms"`
-	// JoinTimeout ends a room the browser did not join in time (default 1m).
+	// JoinTimeout ends a room the browser did not join in time (default
+	// DefaultRoomsJoinTimeout).
 	JoinTimeout time.Duration `yaml:"joinTimeout"`
 	// MediaTimeout ends a call when no caller audio arrived for this long
-	// (default 30s).
+	// (default DefaultRoomsMediaTimeout).
 	MediaTimeout time.Duration `yaml:"mediaTimeout"`
-	// MaxCallDuration ends a browser call that lasts longer (default 1h;
-	// phone calls have sip.maxCallDuration).
+	// MaxCallDuration ends a browser call that lasts longer (default
+	// DefaultRoomsMaxCallDuration; phone calls have sip.maxCallDuration).
 	MaxCallDuration time.Duration `yaml:"maxCallDuration"`
 }
 

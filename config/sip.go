@@ -26,7 +26,7 @@ const (
 
 // SIP holds the SIP listener, call limits and trunks (package sip).
 type SIP struct {
-	// Addr is host:port for UDP and TCP alike (default 127.0.0.1:5060);
+	// Addr is host:port for UDP and TCP alike (default DefaultSIPAddr);
 	// STACKBONE_SIP_ADDR overrides it. Port 0 picks a free port.
 	Addr string `yaml:"addr"`
 	// ExternalHost is the address written into Contact headers and SDP
@@ -39,16 +39,17 @@ type SIP struct {
 	// with it, at least two ports above it, at most 65535.
 	RTPPortMax int `yaml:"rtpPortMax"`
 	// MaxCalls is how many calls (ringing or answered) the SIP side carries
-	// at once; more are refused with 503 (default 200).
+	// at once; more are refused with 503 (default DefaultSIPMaxCalls).
 	MaxCalls int `yaml:"maxCalls"`
-	// MaxCallDuration ends a call that lasts longer (default 1h).
+	// MaxCallDuration ends a call that lasts longer (default
+	// DefaultSIPMaxCallDuration).
 	MaxCallDuration time.Duration `yaml:"maxCallDuration"`
 	// MediaTimeout ends a call when no RTP arrived for this long while not
-	// on hold (default 30s).
+	// on hold (default DefaultSIPMediaTimeout).
 	MediaTimeout time.Duration `yaml:"mediaTimeout"`
 	// SessionTimer is the RFC 4028 session interval the box asks for and
-	// accepts at most (default 30m, at least 90s); a negative value turns
-	// session timers off.
+	// accepts at most (default DefaultSIPSessionTimer, at least
+	// MinSIPSessionTimer); a negative value turns session timers off.
 	SessionTimer time.Duration `yaml:"sessionTimer"`
 	// Trunks are the carriers or PBXs the box talks to.
 	Trunks Trunks `yaml:"trunks"`

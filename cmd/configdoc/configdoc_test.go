@@ -43,7 +43,7 @@ func TestFieldWithoutDocIsNamed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "config", "config.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	types, err := parseConfig(filepath.Join(dir, "config"))
+	parsed, err := parseConfig(filepath.Join(dir, "config"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestFieldWithoutDocIsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &renderer{types: types, defaults: defaults, done: map[string]bool{}}
+	r := &renderer{types: parsed.types, defaults: defaults, done: map[string]bool{}}
 	if _, err := r.section("http"); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/stackbone/box/config"
 )
@@ -39,14 +40,23 @@ type field struct {
 	doc    string
 }
 
-// parseConfig reads the struct types of package config from its source.
-func parseConfig(dir string) (map[string]*structType, error) {
+// source is what the config package declares: its structs, and its
+// constants whose value is a plain string or number.
+type source struct {
+	types  map[string]*structType
+	consts map[string]string
+}
+
+// parseConfig reads the struct types and constants of package config from
+// its source.
+func parseConfig(dir string) (*source, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return nil, err
 	}
 	fset := token.NewFileSet()
 	types := map[string]*structType{}
+	consts := map[string]string{}
 	for _, path := range files {
 		if strings.HasSuffix(path, "_test.go") {
 			continue
@@ -57,6 +67,9 @@ func parseConfig(dir string) (map[string]*structType, error) {
 		}
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
+			if ok && gd.Tok == token.CONST {
+				addConsts(consts, gd)
+			}
 			if !ok || gd.Tok != token.TYPE {
 				continue
 			}
@@ -94,7 +107,82 @@ func parseConfig(dir string) (map[string]*structType, error) {
 			}
 		}
 	}
-	return types, nil
+	return &source{types: types, consts: consts}, nil
+}
+
+// addConsts records, as Markdown, the constants of a declaration whose
+// value is a string (a word in code font, a sentence quoted), a number, or
+// a product of numbers and time units (a duration such as 30 * time.Second,
+// written 30s).
+func addConsts(consts map[string]string, gd *ast.GenDecl) {
+	for _, s := range gd.Specs {
+		vs := s.(*ast.ValueSpec)
+		if len(vs.Names) != 1 || len(vs.Values) != 1 {
+			continue
+		}
+		if lit, ok := vs.Values[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if v, err := strconv.Unquote(lit.Value); err == nil {
+				consts[vs.Names[0].Name] = "`" + v + "`"
+				if strings.Contains(v, " ") {
+					consts[vs.Names[0].Name] = strconv.Quote(v) // a sentence
+				}
+			}
+			continue
+		}
+		if v, dur, ok := evalConst(vs.Values[0]); ok {
+			consts[vs.Names[0].Name] = "`" + strconv.FormatInt(v, 10) + "`"
+			if dur {
+				consts[vs.Names[0].Name] = "`" + formatDuration(time.Duration(v)) + "`"
+			}
+		}
+	}
+}
+
+// evalConst computes an integer constant expression of literals, time
+// units, products and shifts; dur says a time unit is in it.
+func evalConst(e ast.Expr) (v int64, dur, ok bool) {
+	switch x := e.(type) {
+	case *ast.BasicLit:
+		if x.Kind != token.INT {
+			return 0, false, false
+		}
+		n, err := strconv.ParseInt(x.Value, 0, 64)
+		return n, false, err == nil
+	case *ast.ParenExpr:
+		return evalConst(x.X)
+	case *ast.SelectorExpr:
+		units := map[string]time.Duration{"Millisecond": time.Millisecond, "Second": time.Second, "Minute": time.Minute, "Hour": time.Hour}
+		if pkg, isIdent := x.X.(*ast.Ident); isIdent && pkg.Name == "time" {
+			u, ok := units[x.Sel.Name]
+			return int64(u), true, ok
+		}
+	case *ast.BinaryExpr:
+		a, da, oka := evalConst(x.X)
+		b, db, okb := evalConst(x.Y)
+		if !oka || !okb {
+			return 0, false, false
+		}
+		switch x.Op {
+		case token.MUL:
+			return a * b, da || db, true
+		case token.SHL:
+			return a << b, da, true
+		}
+	}
+	return 0, false, false
+}
+
+// formatDuration writes a duration as the file would: 1h, 30m, 1m30s,
+// 700ms.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // emptyConfig is what the box makes of an empty file in an empty
@@ -114,6 +202,7 @@ func emptyConfig() (reflect.Value, error) {
 // without a doc comment.
 type renderer struct {
 	types    map[string]*structType
+	consts   map[string]string
 	defaults reflect.Value
 	problems []string
 	done     map[string]bool
@@ -121,15 +210,16 @@ type renderer struct {
 
 // generate builds the document from the config package under root.
 func generate(root string) ([]byte, error) {
-	types, err := parseConfig(filepath.Join(root, "config"))
+	src, err := parseConfig(filepath.Join(root, "config"))
 	if err != nil {
 		return nil, err
 	}
+	types := src.types
 	defaults, err := emptyConfig()
 	if err != nil {
 		return nil, err
 	}
-	r := &renderer{types: types, defaults: defaults, done: map[string]bool{}}
+	r := &renderer{types: types, consts: src.consts, defaults: defaults, done: map[string]bool{}}
 	tmpl, err := template.New("configuration.md").Funcs(template.FuncMap{"settings": r.section}).Parse(tmplText)
 	if err != nil {
 		return nil, err
@@ -197,7 +287,9 @@ func (r *renderer) block(b *strings.Builder, level int, path, owner string, f fi
 		}
 		desc := cell(r.markdown(c.doc, t))
 		if d := fieldValue(v, c.goName); d.IsValid() && !d.IsZero() {
-			desc += fmt.Sprintf(" Default: `%v`.", d.Interface())
+			if val := fmt.Sprintf("`%v`", d.Interface()); !strings.Contains(desc, val) {
+				desc += " Default: " + val + "."
+			}
 		}
 		fmt.Fprintf(b, "| `%s` | %s | %s |\n", c.key, typeWords(c.typ), desc)
 	}
@@ -323,8 +415,9 @@ var (
 )
 
 // markdown turns a doc comment into Markdown, the struct's Go field names
-// into their YAML keys: a name of several words anywhere, a one-word name
-// (URL, Model) only as the comment's first word.
+// into their YAML keys (a name of several words anywhere, a one-word name
+// such as URL or Model only as the comment's first word) and the names of
+// constants into their values.
 func (r *renderer) markdown(text string, t *structType) string {
 	if strings.TrimSpace(text) == "" {
 		return ""
@@ -347,6 +440,9 @@ func (r *renderer) markdown(text string, t *structType) string {
 		lines[i] = goNameRe.ReplaceAllStringFunc(l, func(w string) string {
 			if k, ok := keys[w]; ok && camelRe.MatchString(w) && !properNames[w] {
 				return "`" + k + "`"
+			}
+			if v, ok := r.consts[w]; ok {
+				return v
 			}
 			return w
 		})
