@@ -114,24 +114,27 @@ type HTTP struct {
 	Addr string `yaml:"addr"`
 	// CORS lets browser clients call the text wires; off by default.
 	CORS CORS `yaml:"cors"`
-	// HeaderTimeout bounds reading a request's headers (default 10s).
+	// HeaderTimeout bounds reading a request's headers (default
+	// api.DefaultHeaderTimeout).
 	HeaderTimeout time.Duration `yaml:"headerTimeout"`
-	// BodyTimeout bounds reading a JSON request body (default 30s).
+	// BodyTimeout bounds reading a JSON request body (default
+	// api.DefaultBodyTimeout).
 	BodyTimeout time.Duration `yaml:"bodyTimeout"`
-	// UploadTimeout bounds reading a multipart upload body (default 10m).
+	// UploadTimeout bounds reading a multipart upload body (default
+	// api.DefaultUploadTimeout).
 	UploadTimeout time.Duration `yaml:"uploadTimeout"`
 	// WriteTimeout bounds writing a response that is not a stream
-	// (default 6m: longer than a turn). Streams (server-sent events) have
+	// (default api.DefaultWriteTimeout: longer than a turn). Streams (server-sent events) have
 	// no write deadline; the turn timeout and the provider timeouts bound them.
 	WriteTimeout time.Duration `yaml:"writeTimeout"`
 	// IdleTimeout closes a keep-alive connection that sends no request
-	// (default 60s).
+	// (default api.DefaultIdleTimeout).
 	IdleTimeout time.Duration `yaml:"idleTimeout"`
 	// StreamKeepAlive is how often a streamed answer of the text wires
 	// (server-sent events) carries a keep-alive while nothing else was
 	// written, such as while the provider is slow to answer, so proxies
-	// and clients that close a silent connection do not (default 15s;
-	// negative: none). The keep-alive is the wire's own: a comment line
+	// and clients that close a silent connection do not (default
+	// wire.DefaultKeepAlive; negative: none). The keep-alive is the wire's own: a comment line
 	// (OpenAI, AG-UI) or a ping event (Anthropic). The first one starts the
 	// stream, so a later failure is reported in the stream.
 	StreamKeepAlive time.Duration `yaml:"streamKeepAlive"`
@@ -175,13 +178,15 @@ type Provider struct {
 	// Prices per million tokens by model, used to record the cost of runs.
 	// A model without a price records no cost.
 	Prices map[string]Price `yaml:"prices"`
-	// ConnectTimeout bounds connecting to the provider (default 10s).
+	// ConnectTimeout bounds connecting to the provider (default
+	// provider.DefaultConnectTimeout).
 	ConnectTimeout time.Duration `yaml:"connectTimeout"`
 	// FirstByteTimeout bounds the wait for the answer's headers once the
-	// request is sent (default 60s).
+	// request is sent (default provider.DefaultFirstByteTimeout).
 	FirstByteTimeout time.Duration `yaml:"firstByteTimeout"`
 	// ChunkTimeout bounds the silence between two reads of an answer's
-	// body, such as the chunks of a stream (default 60s).
+	// body, such as the chunks of a stream (default
+	// provider.DefaultChunkTimeout).
 	ChunkTimeout time.Duration `yaml:"chunkTimeout"`
 	// ContinuousUsage asks the provider for usage on every streamed chunk
 	// (stream_options.continuous_usage_stats, as vLLM and SGLang offer),
@@ -206,11 +211,12 @@ type Price struct {
 type Memory struct {
 	// Model is the extraction model fallback after a Studio selection, the
 	// request's model and STACKBONE_MEMORY_MODEL. Empty means the platform
-	// default, openai/gpt-5.6-luna.
+	// default, memory.PlatformDefaultModel.
 	Model string `yaml:"model"`
 	// ReasoningEffort is the fallback after Studio, the request and
 	// STACKBONE_MEMORY_REASONING_EFFORT: none, minimal, low, medium, high
-	// or xhigh. Empty means the platform default, high.
+	// or xhigh. Empty means the platform default,
+	// memory.PlatformDefaultReasoningEffort.
 	ReasoningEffort string `yaml:"reasoningEffort"`
 }
 
@@ -256,11 +262,13 @@ func (c *ModelChain) UnmarshalYAML(n *yaml.Node) error {
 // Cooldown, then one request probes it, and its success closes the
 // circuit again.
 type Circuit struct {
-	// Failures that open the circuit (default 5).
+	// Failures that open the circuit (default
+	// provider.DefaultCircuitFailures).
 	Failures int `yaml:"failures"`
-	// Window the failures are counted in (default 30s).
+	// Window the failures are counted in (default
+	// provider.DefaultCircuitWindow).
 	Window time.Duration `yaml:"window"`
-	// Cooldown before a probe (default 15s).
+	// Cooldown before a probe (default provider.DefaultCircuitCooldown).
 	Cooldown time.Duration `yaml:"cooldown"`
 }
 
@@ -361,7 +369,7 @@ type AgentVoice struct {
 	FallbackAudio string `yaml:"fallbackAudio"`
 	// FirstByteTimeout is how long a call waits for a model's first token,
 	// or a voice's first audio, before the next of the agent's chain is
-	// asked (default 1.5s; a transcription, which answers the utterance
+	// asked (default voice.DefaultFirstByteTimeout; a transcription, which answers the utterance
 	// whole, gets twice that; the last of a chain is waited for as its
 	// provider allows).
 	FirstByteTimeout time.Duration `yaml:"firstByteTimeout"`
@@ -374,11 +382,11 @@ type AgentVoice struct {
 	FillerAfter time.Duration `yaml:"fillerAfter"`
 	// MinEndpointDelay is the silence after which a caller's turn that is
 	// complete (its transcript so far ends a sentence or a question) ends
-	// (default 200ms).
+	// (default voice.DefaultMinEndpointDelay).
 	MinEndpointDelay time.Duration `yaml:"minEndpointDelay"`
 	// MaxEndpointDelay is the longest silence a turn waits for the caller to
 	// go on when they trailed off ("and", "um", a half sentence) (default
-	// 1.2s). A turn with nothing known of its words ends after the box's
+	// voice.DefaultMaxEndpointDelay). A turn with nothing known of its words ends after the box's
 	// VAD delay (600 ms by default), kept between the two.
 	MaxEndpointDelay time.Duration `yaml:"maxEndpointDelay"`
 	// Interruption is how the agent treats the caller's sound while it
@@ -483,14 +491,16 @@ type Interruption struct {
 	// ImmediateAfter of voiced sound, backchannels included).
 	Mode string `yaml:"mode"`
 	// MinWords is how many words, not counting backchannels, make the
-	// agent yield (default 2).
+	// agent yield (default voice.DefaultInterruptionMinWords).
 	MinWords int `yaml:"minWords"`
 	// MinVoiced is how long the caller may talk over the agent, with none
 	// of it known to be a backchannel, before the agent yields even though
-	// no words arrived yet (slow speech-to-text; default 900ms).
+	// no words arrived yet (slow speech-to-text; default
+	// voice.DefaultInterruptionMinVoiced).
 	MinVoiced time.Duration `yaml:"minVoiced"`
 	// ResumeAfter is how long a paused agent waits for words before it
-	// goes on where it paused once the caller is quiet (default 1s).
+	// goes on where it paused once the caller is quiet (default
+	// voice.DefaultInterruptionResumeAfter).
 	ResumeAfter time.Duration `yaml:"resumeAfter"`
 	// Backchannels are the words and phrases that never interrupt ("mm-hm",
 	// "yeah", "okay", "right", "uh-huh"...); they replace the default list,
@@ -498,7 +508,7 @@ type Interruption struct {
 	// Portuguese.
 	Backchannels []string `yaml:"backchannels"`
 	// ImmediateAfter is the voiced sound that stops the agent in mode
-	// immediate (default 300ms).
+	// immediate (default voice.DefaultInterruptionImmediateAfter).
 	ImmediateAfter time.Duration `yaml:"immediateAfter"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -51,11 +52,23 @@ func TestFieldWithoutDocIsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &renderer{types: parsed.types, defaults: defaults, done: map[string]bool{}}
+	r := &renderer{root: dir, types: parsed.types, defaults: defaults, done: map[string]bool{}}
 	if _, err := r.section("http"); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.problems) != 1 || r.problems[0] != "config.HTTP.Addr (http.addr) has no doc comment" {
 		t.Fatalf("problems: %q", r.problems)
+	}
+}
+
+// A comment's constant of another package reads as its value, and a name
+// the package does not declare is a problem, named.
+func TestConstantsOfOtherPackages(t *testing.T) {
+	r := &renderer{root: filepath.Join("..", ".."), pkgConsts: map[string]map[string]string{}}
+	if got := r.qualified("voice.DefaultMinEndpointDelay"); !strings.HasSuffix(got, "ms`") {
+		t.Fatalf("voice.DefaultMinEndpointDelay reads %s", got)
+	}
+	if got := r.qualified("voice.NoSuchDefault"); got != "voice.NoSuchDefault" || len(r.problems) != 1 {
+		t.Fatalf("a stale name reads %s, problems %q", got, r.problems)
 	}
 }

@@ -201,11 +201,15 @@ func emptyConfig() (reflect.Value, error) {
 // renderer writes the settings' sections; problems collects the fields
 // without a doc comment.
 type renderer struct {
-	types    map[string]*structType
-	consts   map[string]string
-	defaults reflect.Value
-	problems []string
-	done     map[string]bool
+	root   string
+	types  map[string]*structType
+	consts map[string]string
+	// pkgConsts are the constants of the other packages a comment names
+	// (voice.DefaultMinEndpointDelay), by package.
+	pkgConsts map[string]map[string]string
+	defaults  reflect.Value
+	problems  []string
+	done      map[string]bool
 }
 
 // generate builds the document from the config package under root.
@@ -219,7 +223,8 @@ func generate(root string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &renderer{types: types, consts: src.consts, defaults: defaults, done: map[string]bool{}}
+	r := &renderer{root: root, types: types, consts: src.consts, pkgConsts: map[string]map[string]string{},
+		defaults: defaults, done: map[string]bool{}}
 	tmpl, err := template.New("configuration.md").Funcs(template.FuncMap{"settings": r.section}).Parse(tmplText)
 	if err != nil {
 		return nil, err
@@ -406,7 +411,9 @@ func plural(s string) string {
 }
 
 var (
-	goNameRe = regexp.MustCompile(`\b[A-Z][A-Za-z0-9]*\b`)
+	// qualifiedRe finds a constant of another package: voice.DefaultMinEndpointDelay.
+	qualifiedRe = regexp.MustCompile(`\b[a-z][a-z0-9]*\.[A-Z][A-Za-z0-9]*\b`)
+	goNameRe    = regexp.MustCompile(`\b[A-Z][A-Za-z0-9]*\b`)
 	// camelRe matches a name of several words (FillerAfter, RTPPortMin),
 	// which prose never uses as a word of its own.
 	camelRe = regexp.MustCompile(`[a-z0-9][A-Z]|[A-Z][A-Z][a-z]`)
@@ -446,6 +453,7 @@ func (r *renderer) markdown(text string, t *structType) string {
 			}
 			return w
 		})
+		lines[i] = qualifiedRe.ReplaceAllStringFunc(lines[i], r.qualified)
 		if i == 0 {
 			if first, rest, ok := strings.Cut(lines[0], " "); ok && keys[first] != "" {
 				lines[0] = "`" + keys[first] + "` " + rest
@@ -453,6 +461,43 @@ func (r *renderer) markdown(text string, t *structType) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// qualified is the value of a constant of another package of the box, the
+// package's folder named as the package; a name that folder does not
+// declare is a problem (the comment went stale).
+func (r *renderer) qualified(ref string) string {
+	pkg, name, _ := strings.Cut(ref, ".")
+	consts, ok := r.pkgConsts[pkg]
+	if !ok {
+		consts = map[string]string{}
+		files, _ := filepath.Glob(filepath.Join(r.root, pkg, "*.go"))
+		fset := token.NewFileSet()
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil || f.Name.Name != pkg {
+				continue
+			}
+			for _, d := range f.Decls {
+				if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.CONST {
+					addConsts(consts, gd)
+				}
+			}
+		}
+		r.pkgConsts[pkg] = consts
+	}
+	if len(consts) == 0 {
+		return ref // not a package of the box
+	}
+	v, ok := consts[name]
+	if !ok {
+		r.problems = append(r.problems, fmt.Sprintf("a comment names %s, which package %s does not declare as a constant", ref, pkg))
+		return ref
+	}
+	return v
 }
 
 // cell makes Markdown fit one table cell.
