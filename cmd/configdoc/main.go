@@ -1,7 +1,9 @@
 // Command configdoc writes docs/configuration.md, the configuration
-// reference, from the config package: every YAML key with its type, the
-// default the box fills in when the key is left out, and the doc comment
-// of its field. The prose around the tables (commands, environment,
+// reference, from the config package: every YAML key with its type and
+// the doc comment of its field, where the constants a comment names (the
+// defaults and limits the box applies, config's own or another package's
+// such as voice.DefaultMinEndpointDelay) read as their values, and the
+// defaults config fills in itself are added. The prose around the tables (commands, environment,
 // introductions and links) is the template configuration.md.tmpl beside
 // this file.
 //
@@ -9,9 +11,11 @@
 //
 //	go run ./cmd/configdoc
 //
-// Its test fails when the committed document is not what it writes, or when
-// a field has no doc comment.
+// (or go generate ./cmd/configdoc). Its test fails when the committed
+// document is not what it writes, or when a field has no doc comment.
 package main
+
+//go:generate go run . -root ../..
 
 import (
 	"flag"
