@@ -1,6 +1,7 @@
 // Calls: every phone and browser call, a call's heard transcript, what
 // memory did and where each turn's time went; a form to dial out.
 import { h, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear, agentFilter, count } from "./lib.js";
+import { recordingPlayer } from "./recording.js";
 
 const outcomes = ["completed", "caller_hangup", "transferred", "media_timeout", "max_duration", "cancelled", "failed", "shutdown", "no_answer", "box_lost", "provider_failed"];
 
@@ -108,7 +109,8 @@ export async function callScreen(main, id) {
   const mem = h("section", { class: "memory", id: "memory-report" });
   const bars = h("section", { class: "latency", id: "latency" });
   const toolList = h("ul", { class: "tools", id: "tool-calls" });
-  main.append(h("p", { class: "crumbs" }, h("a", { href: "#/calls" }, "Calls"), " / ", c.id), head,
+  const rec = h("div", {});
+  main.append(h("p", { class: "crumbs" }, h("a", { href: "#/calls" }, "Calls"), " / ", c.id), head, rec,
     h("h2", {}, "Heard transcript"), h("p", { class: "hint" }, "What the caller actually heard, and what speech-to-text made of their words."), tr,
     h("h2", {}, "Memory"), mem, h("h2", {}, "Per-turn latency"), bars, h("h2", {}, "Tool calls"), toolList);
   // A ringing or running call can be ended from here (operator_hangup).
@@ -140,6 +142,8 @@ export async function callScreen(main, id) {
       h("b", {}, e.role === "user" ? "Caller" : "Agent"), h("p", {}, e.text),
       e.cut ? h("span", { class: "badge" }, "cut: the caller spoke over the rest") : null)));
     if (!tr.children.length) tr.append(h("li", { class: "empty" }, c.status === "ended" ? "Nothing was heard." : "Waiting for the first words…"));
+    // The recording is kept once the call ended: its player is made once.
+    if (c.recording && !rec.firstChild) rec.append(h("h2", {}, "Recording"), recordingPlayer(c.id, c.recording, tr));
     clear(mem).append(memoryReport(c.memory || {}, c.status));
     clear(bars).append(latency(c.metrics || []));
     clear(toolList).append(...toolCalls(c.metrics || []));
