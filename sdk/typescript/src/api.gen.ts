@@ -51,6 +51,7 @@ export type Call = {
   }>;
   outcome: string | null;
   phoneNumber: string | null;
+  recording?: RecordingsInfo | null;
   startedAt: string;
   status: string;
   transcript?: Array<TranscriptEntry>;
@@ -314,6 +315,25 @@ export type RagRetrieveRequest = {
 export type RagUploadResult = {
   document: RagDocument;
   job: RagJob | null;
+};
+
+export type RecordingsInfo = {
+  callId: string;
+  channels: Array<string>;
+  createdAt: string;
+  durationMs: number;
+  expiresAt: string;
+  format: string;
+  marks: Array<RecordingsMark>;
+  sampleRate: number;
+  sizeBytes: number;
+};
+
+export type RecordingsMark = {
+  endMs: number;
+  role: string;
+  startMs: number;
+  turn: number;
 };
 
 export type Room = {
@@ -851,6 +871,15 @@ export interface Operations {
     body: never;
     query: never;
     data: Call;
+    codes: "call_not_found" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/voice/calls/{id}/recording: The call's recording: two channels, the caller left and the agent right. */
+  getCallRecording: {
+    method: "GET";
+    path: "/api/voice/calls/{id}/recording";
+    body: never;
+    query: never;
+    data: void;
     codes: "call_not_found" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
   };
   /** GET /api/capabilities: What this box offers, for SDKs to negotiate. */
