@@ -280,159 +280,170 @@ func (s *Service) runLearning(ctx context.Context, agentName, trigger, reason st
 	if err != nil {
 		return err
 	}
-	rows, err := s.cfg.Pool.Query(ctx, `SELECT id, session_id, report FROM stackbone_platform.session_reports
-		WHERE agent_id = $1 AND useful AND reflection_id IS NULL ORDER BY created_at, id LIMIT $2`, agentName, s.cfg.MaxReportsPerRun)
+	reports, err := s.waitingReports(ctx, agentName)
 	if err != nil {
-		return dbErr("read reports", err)
-	}
-	reports, err := pgx.CollectRows(rows, pgx.RowToStructByPos[reportRow])
-	if err != nil {
-		return dbErr("read reports", err)
+		return err
 	}
 	if len(reports) == 0 {
 		_, err := s.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.agent_learning SET last_checked_at = now(), updated_at = now(),
 			state = CASE WHEN state IN ('updating', 'delayed') THEN 'idle' ELSE state END, next_retry_at = NULL WHERE agent_id = $1`, agentName)
 		return dbErr("record check", err)
 	}
-	refID := uuid.New()
-	run := runs.Run{ID: uuid.New(), Kind: KindLearningRun, AgentID: agentName, Model: modelID, StartedAt: time.Now(),
-		Metadata: map[string]any{"reflection": refID.String(), "trigger": trigger, "attempt": attempt, "reports": len(reports)}}
-	reportIDs := make([]uuid.UUID, len(reports))
-	for i, r := range reports {
-		reportIDs[i] = r.ID
+	lr := s.newLearnRun(agentName, trigger, attempt, st, modelID, reports)
+	if err := lr.start(ctx, reason); err != nil {
+		return err
 	}
-	err = s.inTx(ctx, "start learning run", func(tx pgx.Tx) error {
+	s.log.Info("learning run started", "agent", agentName, "reflection", lr.refID, "trigger", trigger, "attempt", attempt, "reports", len(reports))
+	defer func() {
+		if err != nil {
+			lr.fail(ctx, err)
+		}
+	}()
+	ans, snapshot, err := lr.think(ctx)
+	if err != nil {
+		return err
+	}
+	if err := lr.apply(ctx, ans, snapshot, complete); err != nil {
+		return err
+	}
+	s.startWaiting(ctx, agentName)
+	s.log.Info("learning run succeeded", "agent", agentName, "reflection", lr.refID, "added", lr.counts[changeAdd],
+		"updated", lr.counts[changeRefine], "merged", lr.counts[changeMerge], "retired", lr.counts[changeRetire],
+		"in", lr.asked.in, "out", lr.asked.out)
+	return nil
+}
+
+// waitingReports reads the useful reports no learning run has consumed,
+// oldest first, as many as one run reads.
+func (s *Service) waitingReports(ctx context.Context, agentName string) ([]reportRow, error) {
+	rows, err := s.cfg.Pool.Query(ctx, `SELECT id, session_id, report FROM stackbone_platform.session_reports
+		WHERE agent_id = $1 AND useful AND reflection_id IS NULL ORDER BY created_at, id LIMIT $2`, agentName, s.cfg.MaxReportsPerRun)
+	if err != nil {
+		return nil, dbErr("read reports", err)
+	}
+	reports, err := pgx.CollectRows(rows, pgx.RowToStructByPos[reportRow])
+	if err != nil {
+		return nil, dbErr("read reports", err)
+	}
+	return reports, nil
+}
+
+// startWaiting starts the next learning run when reports that arrived
+// during this one are enough (they could not start it while this one ran).
+func (s *Service) startWaiting(ctx context.Context, agentName string) {
+	var waiting int
+	if err := s.cfg.Pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.session_reports
+		WHERE agent_id = $1 AND useful AND reflection_id IS NULL`, agentName).Scan(&waiting); err != nil || waiting < s.cfg.ReportsPerRun {
+		return
+	}
+	if err := enqueueLearn(ctx, nil, agentName, TriggerReports,
+		fmt.Sprintf("%d useful session reports were waiting (a run starts at %d)", waiting, s.cfg.ReportsPerRun)); err != nil {
+		s.log.Warn("learning run: enqueue the next run", "agent", agentName, "error", err)
+	}
+}
+
+// learnRun is one learning attempt of an agent: its reflection row, its
+// run history row, and what the model answered and the changes did.
+type learnRun struct {
+	s         *Service
+	agent     string
+	trigger   string
+	attempt   int
+	st        Store
+	modelID   string
+	reports   []reportRow
+	reportIDs []uuid.UUID
+	refID     uuid.UUID
+	run       runs.Run
+	asked     asked
+	counts    map[string]int // applied changes by op
+}
+
+func (s *Service) newLearnRun(agentName, trigger string, attempt int, st Store, modelID string, reports []reportRow) *learnRun {
+	lr := &learnRun{s: s, agent: agentName, trigger: trigger, attempt: attempt, st: st, modelID: modelID, reports: reports,
+		refID: uuid.New(), counts: map[string]int{}}
+	lr.run = runs.Run{ID: uuid.New(), Kind: KindLearningRun, AgentID: agentName, Model: modelID, StartedAt: time.Now(),
+		Metadata: map[string]any{"reflection": lr.refID.String(), "trigger": trigger, "attempt": attempt, "reports": len(reports)}}
+	lr.reportIDs = make([]uuid.UUID, len(reports))
+	for i, r := range reports {
+		lr.reportIDs[i] = r.ID
+	}
+	return lr
+}
+
+// start records the run as running and the agent as updating.
+func (lr *learnRun) start(ctx context.Context, reason string) error {
+	return lr.s.inTx(ctx, "start learning run", func(tx pgx.Tx) error {
 		// Only one learning job of an agent runs at a time, so a running row
 		// left here is from a box that died mid-run.
 		if _, err := tx.Exec(ctx, `UPDATE stackbone_platform.memory_reflections SET status = 'failed', error_code = 'interrupted',
-			error_message = 'the box stopped during the run', finished_at = now() WHERE agent_id = $1 AND status = 'running'`, agentName); err != nil {
+			error_message = 'the box stopped during the run', finished_at = now() WHERE agent_id = $1 AND status = 'running'`, lr.agent); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO stackbone_platform.memory_reflections
 			  (id, agent_id, store_id, status, triggered_by, reason, attempt, model, run_id, report_ids)
 			VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9)`,
-			refID, agentName, st.ID, trigger, reason, attempt, modelID, run.ID, reportIDs); err != nil {
+			lr.refID, lr.agent, lr.st.ID, lr.trigger, reason, lr.attempt, lr.modelID, lr.run.ID, lr.reportIDs); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE stackbone_platform.agent_learning SET state = 'updating', updated_at = now() WHERE agent_id = $1`, agentName)
+		_, err := tx.Exec(ctx, `UPDATE stackbone_platform.agent_learning SET state = 'updating', updated_at = now() WHERE agent_id = $1`, lr.agent)
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	s.log.Info("learning run started", "agent", agentName, "reflection", refID, "trigger", trigger, "attempt", attempt, "reports", len(reports))
+}
 
-	var a asked
-	defer func() {
-		if err == nil {
-			return
-		}
-		finishRun(&run, a, err)
-		next := s.cfg.Now().Add(s.cfg.RetryDelay(attempt))
-		msg := strings.TrimPrefix(err.Error(), "stores: ")
-		if !errors.Is(err, ErrModel) && !errors.Is(err, ErrInvalidModelOutput) && !errors.Is(err, ErrConflict) {
-			msg = "the run could not be saved"
-		}
-		// Recorded even when the job's context ended (a timeout is a failure
-		// like any other).
-		wctx := context.WithoutCancel(ctx)
-		werr := s.inTx(wctx, "record learning failure", func(tx pgx.Tx) error {
-			if _, err := tx.Exec(wctx, `UPDATE stackbone_platform.memory_reflections SET status = 'failed', error_code = $2,
-				error_message = $3, finished_at = now() WHERE id = $1`, refID, run.ErrorCode, clip(msg, 500)); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(wctx, `UPDATE stackbone_platform.agent_learning SET state = 'delayed', next_retry_at = $2,
-				last_error_code = $3, last_checked_at = now(), updated_at = now() WHERE agent_id = $1`, agentName, next, run.ErrorCode); err != nil {
-				return err
-			}
-			return queueRun(wctx, tx, run)
-		})
-		s.log.Warn("learning run failed", "agent", agentName, "reflection", refID, "code", run.ErrorCode, "attempt", attempt,
-			"next_retry_at", next.Format(time.RFC3339))
-		if werr != nil {
-			s.log.Error("learning run: record failure", "agent", agentName, "error", werr)
-		}
-	}()
-
-	shown, snapshot, err := s.snapshot(ctx, st.ID)
+// think shows the model the current memories and the reports, and
+// returns its validated changes with the memories as it saw them.
+func (lr *learnRun) think(ctx context.Context) (learningAnswer, map[string]snapMemory, error) {
+	shown, snapshot, err := lr.s.snapshot(ctx, lr.st.ID)
 	if err != nil {
-		return err
-	}
-	sessions := map[string]bool{}
-	for _, r := range reports {
-		sessions[r.SessionID] = true
+		return learningAnswer{}, nil, err
 	}
 	var u strings.Builder
-	fmt.Fprintf(&u, "The learned memory holds %d memories; %d are shown, the most recently updated first.\n", st.MemoryCount, len(shown))
+	fmt.Fprintf(&u, "The learned memory holds %d memories; %d are shown, the most recently updated first.\n", lr.st.MemoryCount, len(shown))
 	if err := framed(&u, "Memories", shown); err != nil {
-		return err
+		return learningAnswer{}, nil, err
 	}
-	if err := framed(&u, "Reports", reports); err != nil {
-		return err
+	if err := framed(&u, "Reports", lr.reports); err != nil {
+		return learningAnswer{}, nil, err
 	}
 	u.WriteString("Answer with the JSON object only.")
-	a, err = s.ask(ctx, modelID, fmt.Sprintf(learningProtocol, agentName, s.cfg.MaxChangesPerRun), u.String())
+	lr.asked, err = lr.s.ask(ctx, lr.modelID, fmt.Sprintf(learningProtocol, lr.agent, lr.s.cfg.MaxChangesPerRun), u.String())
 	if err != nil {
-		return err
+		return learningAnswer{}, nil, err
+	}
+	sessions := map[string]bool{}
+	for _, r := range lr.reports {
+		sessions[r.SessionID] = true
 	}
 	existing := map[string]bool{}
 	for p := range snapshot {
 		existing[p] = true
 	}
-	ans, err := parseLearning(a.text, existing, sessions, st.MemoryCount, s.cfg.MaxChangesPerRun)
+	ans, err := parseLearning(lr.asked.text, existing, sessions, lr.st.MemoryCount, lr.s.cfg.MaxChangesPerRun)
 	if err != nil {
-		return err
+		return learningAnswer{}, nil, err
 	}
-	finishRun(&run, a, nil)
-	counts := map[string]int{}
-	var learnedFrom []string
-	err = s.inTx(ctx, "apply learning run", func(tx pgx.Tx) error {
-		locked, err := lockStore(ctx, tx, st.ID)
+	finishRun(&lr.run, lr.asked, nil)
+	return ans, snapshot, nil
+}
+
+// apply writes the changes, consumes the reports and records the run's
+// success, all in one transaction (with complete, when set).
+func (lr *learnRun) apply(ctx context.Context, ans learningAnswer, snapshot map[string]snapMemory, complete func(pgx.Tx) error) error {
+	return lr.s.inTx(ctx, "apply learning run", func(tx pgx.Tx) error {
+		learnedFrom, err := lr.applyChanges(ctx, tx, ans.changes, snapshot)
 		if err != nil {
 			return err
-		}
-		author := Author{Kind: AuthorReflection, ID: refID.String()}
-		for i := range ans.changes {
-			if err := applyChange(ctx, tx, &locked, snapshot, &ans.changes[i], author, refID); err != nil {
-				return err
-			}
-			counts[ans.changes[i].Op]++
-			for _, id := range ans.changes[i].Evidence {
-				if !slices.Contains(learnedFrom, id) {
-					learnedFrom = append(learnedFrom, id)
-				}
-			}
 		}
 		tag, err := tx.Exec(ctx, `UPDATE stackbone_platform.session_reports SET reflection_id = $2
-			WHERE id = ANY($1) AND reflection_id IS NULL`, reportIDs, refID)
+			WHERE id = ANY($1) AND reflection_id IS NULL`, lr.reportIDs, lr.refID)
 		if err != nil {
 			return err
 		}
-		if int(tag.RowsAffected()) != len(reportIDs) {
+		if int(tag.RowsAffected()) != len(lr.reportIDs) {
 			return fmt.Errorf("%w: another learning run read these reports", ErrConflict)
 		}
-		changes, err := json.Marshal(ans.changes)
-		if err != nil {
-			return err
-		}
-		if learnedFrom == nil {
-			learnedFrom = []string{}
-		}
-		run.Metadata["added"], run.Metadata["updated"] = counts[changeAdd], counts[changeRefine]
-		run.Metadata["merged"], run.Metadata["retired"] = counts[changeMerge], counts[changeRetire]
-		if _, err := tx.Exec(ctx, `UPDATE stackbone_platform.memory_reflections SET status = 'succeeded', learned_from = $2,
-			  added = $3, updated = $4, merged = $5, retired = $6, changes = $7, summary = $8, finished_at = now()
-			WHERE id = $1`, refID, learnedFrom, counts[changeAdd], counts[changeRefine], counts[changeMerge], counts[changeRetire],
-			changes, ans.summary); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE stackbone_platform.agent_learning SET state = 'idle', next_retry_at = NULL,
-			  last_error_code = NULL, last_checked_at = now(), updated_at = now(),
-			  last_updated_at = CASE WHEN $2 THEN now() ELSE last_updated_at END
-			WHERE agent_id = $1`, agentName, len(ans.changes) > 0); err != nil {
-			return err
-		}
-		if err := queueRun(ctx, tx, run); err != nil {
+		if err := lr.recordSuccess(ctx, tx, ans, learnedFrom); err != nil {
 			return err
 		}
 		if complete != nil {
@@ -440,23 +451,84 @@ func (s *Service) runLearning(ctx context.Context, agentName, trigger, reason st
 		}
 		return nil
 	})
+}
+
+// applyChanges applies each change to the locked learned store and
+// returns the sessions they learned from, each once.
+func (lr *learnRun) applyChanges(ctx context.Context, tx pgx.Tx, changes []change, snapshot map[string]snapMemory) ([]string, error) {
+	locked, err := lockStore(ctx, tx, lr.st.ID)
+	if err != nil {
+		return nil, err
+	}
+	author := Author{Kind: AuthorReflection, ID: lr.refID.String()}
+	learnedFrom := []string{}
+	for i := range changes {
+		if err := applyChange(ctx, tx, &locked, snapshot, &changes[i], author, lr.refID); err != nil {
+			return nil, err
+		}
+		lr.counts[changes[i].Op]++
+		for _, id := range changes[i].Evidence {
+			if !slices.Contains(learnedFrom, id) {
+				learnedFrom = append(learnedFrom, id)
+			}
+		}
+	}
+	return learnedFrom, nil
+}
+
+// recordSuccess marks the reflection succeeded with its changes, the
+// agent idle, and queues the run's history row.
+func (lr *learnRun) recordSuccess(ctx context.Context, tx pgx.Tx, ans learningAnswer, learnedFrom []string) error {
+	changes, err := json.Marshal(ans.changes)
 	if err != nil {
 		return err
 	}
-	// Reports that arrived while this run thought could not start another
-	// (it was still running): start it now if they are enough.
-	var waiting int
-	if err := s.cfg.Pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.session_reports
-		WHERE agent_id = $1 AND useful AND reflection_id IS NULL`, agentName).Scan(&waiting); err == nil && waiting >= s.cfg.ReportsPerRun {
-		if err := enqueueLearn(ctx, nil, agentName, TriggerReports,
-			fmt.Sprintf("%d useful session reports were waiting (a run starts at %d)", waiting, s.cfg.ReportsPerRun)); err != nil {
-			s.log.Warn("learning run: enqueue the next run", "agent", agentName, "error", err)
-		}
+	c := lr.counts
+	lr.run.Metadata["added"], lr.run.Metadata["updated"] = c[changeAdd], c[changeRefine]
+	lr.run.Metadata["merged"], lr.run.Metadata["retired"] = c[changeMerge], c[changeRetire]
+	if _, err := tx.Exec(ctx, `UPDATE stackbone_platform.memory_reflections SET status = 'succeeded', learned_from = $2,
+		  added = $3, updated = $4, merged = $5, retired = $6, changes = $7, summary = $8, finished_at = now()
+		WHERE id = $1`, lr.refID, learnedFrom, c[changeAdd], c[changeRefine], c[changeMerge], c[changeRetire],
+		changes, ans.summary); err != nil {
+		return err
 	}
-	s.log.Info("learning run succeeded", "agent", agentName, "reflection", refID, "added", counts[changeAdd],
-		"updated", counts[changeRefine], "merged", counts[changeMerge], "retired", counts[changeRetire],
-		"in", a.in, "out", a.out)
-	return nil
+	if _, err := tx.Exec(ctx, `UPDATE stackbone_platform.agent_learning SET state = 'idle', next_retry_at = NULL,
+		  last_error_code = NULL, last_checked_at = now(), updated_at = now(),
+		  last_updated_at = CASE WHEN $2 THEN now() ELSE last_updated_at END
+		WHERE agent_id = $1`, lr.agent, len(ans.changes) > 0); err != nil {
+		return err
+	}
+	return queueRun(ctx, tx, lr.run)
+}
+
+// fail records a failed run: the reflection failed, the agent delayed
+// until its next retry. It is recorded even when the job's context ended
+// (a timeout is a failure like any other).
+func (lr *learnRun) fail(ctx context.Context, cause error) {
+	s := lr.s
+	finishRun(&lr.run, lr.asked, cause)
+	next := s.cfg.Now().Add(s.cfg.RetryDelay(lr.attempt))
+	msg := strings.TrimPrefix(cause.Error(), "stores: ")
+	if !errors.Is(cause, ErrModel) && !errors.Is(cause, ErrInvalidModelOutput) && !errors.Is(cause, ErrConflict) {
+		msg = "the run could not be saved"
+	}
+	wctx := context.WithoutCancel(ctx)
+	werr := s.inTx(wctx, "record learning failure", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(wctx, `UPDATE stackbone_platform.memory_reflections SET status = 'failed', error_code = $2,
+			error_message = $3, finished_at = now() WHERE id = $1`, lr.refID, lr.run.ErrorCode, clip(msg, 500)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(wctx, `UPDATE stackbone_platform.agent_learning SET state = 'delayed', next_retry_at = $2,
+			last_error_code = $3, last_checked_at = now(), updated_at = now() WHERE agent_id = $1`, lr.agent, next, lr.run.ErrorCode); err != nil {
+			return err
+		}
+		return queueRun(wctx, tx, lr.run)
+	})
+	s.log.Warn("learning run failed", "agent", lr.agent, "reflection", lr.refID, "code", lr.run.ErrorCode, "attempt", lr.attempt,
+		"next_retry_at", next.Format(time.RFC3339))
+	if werr != nil {
+		s.log.Error("learning run: record failure", "agent", lr.agent, "error", werr)
+	}
 }
 
 // snapMemory is a live memory as a learning run saw it.
