@@ -2,7 +2,7 @@
 // speech-to-text, text-to-speech) with the value in force and where it
 // comes from (studio, code, default), toggles, instructions, the identity
 // key's binding, resets and the activity log.
-import { h, api, can, badge, fmtTime, field, explain, notice, readOnlyNote, clear, ask } from "./lib.js";
+import { h, put, api, can, badge, fmtTime, field, explain, notice, readOnlyNote, clear, ask } from "./lib.js";
 
 export async function agentsScreen(main) {
   const agents = await api("GET", "/api/agents");
@@ -66,7 +66,7 @@ async function renderAgent(card, a) {
       } }, "Fix identity key")) : null);
   }
   const log = h("ol", { class: "activity" });
-  card.append(h("h2", {}, a.name, " ", h("small", {}, chains.value.model[0] || "")), toggle("read"), toggle("save"),
+  put(card, h("h2", {}, a.name, " ", h("small", {}, chains.value.model[0] || "")), toggle("read"), toggle("save"),
     field("Instructions", instr), h("div", { class: "row" }, badge(v.origins.instructions, "origin " + v.origins.instructions), " ", write ? saveInstr : null,
       write && v.origins.instructions === "studio" ? h("button", { type: "button", class: "link reset", onclick: () => act("DELETE", path + "?field=instructions", undefined, "Instructions reset.") }, "reset") : null),
     binding,

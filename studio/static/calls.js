@@ -1,6 +1,6 @@
 // Calls: every phone and browser call, a call's heard transcript, what
 // memory did and where each turn's time went; a form to dial out.
-import { h, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear, agentFilter, count } from "./lib.js";
+import { h, put, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear, agentFilter, count } from "./lib.js";
 import { recordingPlayer } from "./recording.js";
 
 const outcomes = ["completed", "caller_hangup", "transferred", "media_timeout", "max_duration", "cancelled", "failed", "shutdown", "no_answer", "box_lost", "provider_failed"];
@@ -126,7 +126,7 @@ export async function callScreen(main, id) {
   const paint = (c) => {
     const live = c.status !== "ended" && can("voice");
     if (!live) hangStatus.textContent = "";
-    clear(head).append(h("h1", {}, c.direction, " call with ", c.agent, " ", badge(c.status), c.outcome ? badge(c.outcome, "outcome") : null),
+    put(clear(head), h("h1", {}, c.direction, " call with ", c.agent, " ", badge(c.status), c.outcome ? badge(c.outcome, "outcome") : null),
       live ? h("div", { class: "inline" }, hangup, hangStatus) : null,
       h("dl", { class: "facts" },
         h("dt", {}, "Number"), h("dd", {}, c.phoneNumber || "—"),

@@ -32,6 +32,13 @@ function append(el, children) {
   }
 }
 
+// put appends children to el as h does (null, false and undefined
+// skipped, arrays flattened), where DOM append would write "null".
+export function put(el, ...children) {
+  append(el, children);
+  return el;
+}
+
 // clear empties a node.
 export function clear(el) {
   while (el.firstChild) el.firstChild.remove();

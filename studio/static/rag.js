@@ -1,7 +1,7 @@
 // RAG: collections with their stats, upload with progress, the documents
 // with their ingest status (updating by itself), a JSONB filter, and the
 // Search panel that runs the query an agent's tool would run.
-import { h, api, qs, can, session, badge, fmtInt, field, explain, notice, readOnlyNote, ask, clear, table, row, poll, ApiError, markPainted, count } from "./lib.js";
+import { h, put, api, qs, can, session, badge, fmtInt, field, explain, notice, readOnlyNote, ask, clear, table, row, poll, ApiError, markPainted, count } from "./lib.js";
 
 const maxUpload = 25 << 20;
 const allowed = /\.(txt|md|pdf)$/i;
@@ -21,7 +21,7 @@ export async function collectionScreen(main, name, params) {
     body.append(h("p", { class: "empty" }, name ? "No collection named " + name + "." : "No collection yet: create one to upload documents."));
     return;
   }
-  body.append(h("h2", {}, current.name), current.description ? h("p", { class: "hint" }, current.description) : null,
+  put(body, h("h2", {}, current.name), current.description ? h("p", { class: "hint" }, current.description) : null,
     stats(current));
   body.append(searchPanel(current));
   body.append(can("rag:write") ? upload(current) : readOnlyNote("rag:write", "upload or delete documents"));

@@ -1,6 +1,6 @@
 // System → Memory extraction: the extractor's model and reasoning effort,
 // and the guidance prompt (draft, publish, reset), with what is in force.
-import { h, api, can, fmtTime, field, select, explain, readOnlyNote, clear, ask, table, badge } from "./lib.js";
+import { h, put, api, can, fmtTime, field, select, explain, readOnlyNote, clear, ask, table, badge } from "./lib.js";
 
 // OTHER is the model choice that reads the text field (no model id is
 // without a slash).
@@ -58,7 +58,7 @@ async function render(card, msg) {
   const inForce = v.selection.model ? "the System selection" : "the fallback (environment, config or platform default)";
   const draft = h("textarea", { name: "draft", rows: 6, maxlength: 20000, disabled: !write });
   draft.value = v.prompt.draft ?? v.prompt.published ?? "";
-  card.append(h("h2", {}, "Memory extraction"),
+  put(card, h("h2", {}, "Memory extraction"),
     h("p", {}, "In force: ", h("code", { id: "model-in-force" }, v.selection.model || v.fallback.model), " (from " + inForce + "), reasoning effort ",
       h("code", {}, v.selection.reasoningEffort || v.fallback.reasoningEffort), "; guidance: ", h("b", { id: "guidance-in-force" }, v.activeGuidance), "."),
     write ? null : readOnlyNote("config:write", "change the extractor"),
