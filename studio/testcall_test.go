@@ -160,3 +160,28 @@ func TestTestCallNamesTheProviderSetting(t *testing.T) {
 		}
 	}
 }
+
+// A test call the box refuses says so with the API's message and code:
+// a key without config:read types the agent's name, and a name the box
+// does not know is agent_not_found.
+func TestTestCallShowsTheAPIError(t *testing.T) {
+	b := newBox(t)
+	const caller = "studio-caller"
+	if err := b.keys.Ensure(t.Context(), "caller", caller, []string{auth.ScopeVoice, auth.ScopeAgentsRun}); err != nil {
+		t.Fatal(err)
+	}
+	p := b.open(t)
+	p.signIn(caller)
+	p.goTo("#/playground")
+	p.set("main input[name=agent]", "ghost")
+	p.click("#call-start")
+	p.waitFor(`window.stackboneStudioCall.status === "failed"`, "the refused test call")
+	if got := p.text("#call-status"); !strings.Contains(got, "agent_not_found") || !strings.Contains(got, `"ghost"`) {
+		t.Fatalf("the refused call's page says %q", got)
+	}
+	var hidden bool
+	p.js(`document.getElementById("call-provider").hidden`, &hidden)
+	if !hidden {
+		t.Fatal("a key that cannot read the providers is told none is configured")
+	}
+}

@@ -22,6 +22,7 @@ window.addEventListener("pagehide", () => { if (current) current.hangup(); });
 // why is an SDK error for the operator: the box's message and its code.
 function why(e) {
   if (e.status === 401) api("GET", "/api/keys/self").catch(() => {}); // signs out a revoked key
+  if (e.code === "not_implemented") return "this box's rooms run on LiveKit: place the test call from the call page (/call)";
   return e.message + (e.code ? " (" + e.code + ")" : "");
 }
 

@@ -25,6 +25,7 @@ export class BrowserCall {
     #ownAudio = false;
     #timer;
     #hungUp = false;
+    #endAsked = false; // the box accepted the end: hanging up again does nothing
     #done = false;
     constructor(client, options) {
         this.#client = client;
@@ -65,7 +66,7 @@ export class BrowserCall {
      * ended does nothing.
      */
     async hangup() {
-        if (this.#done || this.#hungUp)
+        if (this.#done || this.#endAsked)
             return { data: undefined, error: null };
         this.#hungUp = true;
         this.#teardown();
@@ -73,9 +74,12 @@ export class BrowserCall {
             return { data: undefined, error: null }; // the opening sees #hungUp
         this.#set('ending');
         const r = await this.#client.voice.rooms.end(this.roomId);
+        // Read the room at once, ended or not: without the end (the box
+        // unreachable) the room ends by itself when no audio arrives.
+        this.#poll(0);
         if (r.error && r.error.code !== 'room_ended')
             return { data: null, error: r.error };
-        this.#poll(0); // at once: the end comes with the room's final state
+        this.#endAsked = true;
         return { data: undefined, error: null };
     }
     /** Opens the room and joins it; failures end the call. */
