@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +78,30 @@ func TestSDKPlacesABrowserCall(t *testing.T) {
 	if !slices.ContainsFunc(rec.Transcript, func(e voice.Entry) bool { return e.Role == voice.RoleUser && e.Text == callerSays }) {
 		t.Fatalf("the caller's turn is not in the record: %+v", rec.Transcript)
 	}
+}
+
+// A browser that cannot join (here its microphone is refused) ends the
+// call with join_failed and the box's room is ended, not left waiting for
+// its join timeout.
+func TestSDKCallThatCannotJoin(t *testing.T) {
+	b := newBox(t)
+	p := b.open(t)
+	p.js(`(async () => {
+		navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException("Permission denied", "NotAllowedError"));
+		const { createClient } = await import("/studio/sdk/index.js");
+		const { placeCall } = await import("/studio/sdk/call.js");
+		const call = placeCall(createClient({ baseURL: location.origin, apiKey: ` + strconv.Quote(adminKey) + ` }),
+			{ agent: "support", identities: { customerId: "crm/78" } });
+		const e = await call.ended;
+		window.ended = { state: e.state, code: e.error && e.error.code, reason: e.reason, callId: call.callId };
+	})()`)
+	var ended struct{ State, Code, Reason, CallID string }
+	p.js(`window.ended`, &ended)
+	if ended.State != "failed" || ended.Code != "join_failed" || !strings.Contains(ended.Reason, "Permission denied") {
+		t.Fatalf("the end of a call that could not join: %+v", ended)
+	}
+	poll.Until(t, "the room's call ended by the box", 15*time.Second, func() bool {
+		rec, err := b.calls.Get(context.Background(), ended.CallID)
+		return err == nil && rec.Status == "ended"
+	})
 }

@@ -43,7 +43,9 @@ export type ClientErrorCode =
   | 'invalid_response'
   | 'not_configured'
   | 'capability_unavailable'
-  | 'not_implemented';
+  | 'not_implemented'
+  /** A browser call could not join its room (the microphone refused, WebRTC failed). */
+  | 'join_failed';
 
 /** A failed call: the API's error code and message, with the HTTP status. */
 export class SdkError extends Error {

@@ -126,6 +126,8 @@ export class BrowserCall {
         else {
             this.#mic = await navigator.mediaDevices.getUserMedia({ audio: mic ?? true, video: false });
             this.#ownMic = true;
+            if (this.#hungUp)
+                return this.#teardown(); // hung up while the browser asked for the microphone
         }
         const pc = new RTCPeerConnection({ iceServers: [] });
         this.#pc = pc;
