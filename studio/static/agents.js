@@ -2,7 +2,7 @@
 // speech-to-text, text-to-speech) with the value in force and where it
 // comes from (studio, code, default), toggles, instructions, the identity
 // key's binding, resets and the activity log.
-import { h, put, api, can, badge, fmtTime, field, explain, notice, readOnlyNote, clear, ask } from "./lib.js";
+import { h, say, put, api, can, badge, fmtTime, field, explain, notice, readOnlyNote, clear, ask } from "./lib.js";
 
 export async function agentsScreen(main) {
   const agents = await api("GET", "/api/agents");
@@ -28,11 +28,11 @@ async function renderAgent(card, a) {
     try {
       await api(method, url, body);
       await renderAgent(clear(card), a);
-      card.querySelector(".status").textContent = done + " Applies to the next call.";
+      say(card.querySelector(".status"), done + " Applies to the next call.", "ok");
     } catch (e) {
       notice(explain(e));
       await renderAgent(clear(card), a);
-      card.querySelector(".status").textContent = "Not saved: " + explain(e);
+      say(card.querySelector(".status"), "Not saved: " + explain(e));
     }
   };
   const toggle = (name) => {
@@ -47,8 +47,8 @@ async function renderAgent(card, a) {
   instr.value = v.value.instructions || "";
   const saveInstr = h("button", { type: "button", disabled: !write, onclick: () => {
     const t = instr.value;
-    if (!t.trim()) { status.textContent = "Instructions cannot be blank: use reset to go back to the code or default."; return; }
-    if (t.length > 20000) { status.textContent = "Instructions are at most 20,000 characters."; return; }
+    if (!t.trim()) { say(status, "Instructions cannot be blank: use reset to go back to the code or default."); return; }
+    if (t.length > 20000) { say(status, "Instructions are at most 20,000 characters."); return; }
     act("PUT", path, { instructions: t }, "Instructions saved.");
   } }, "Save instructions");
   const b = v.binding;
@@ -60,7 +60,7 @@ async function renderAgent(card, a) {
     binding = h("div", { class: "binding" }, h("p", {}, "No identity key: this agent runs without memory until one is fixed. Fixing it is permanent."),
       write ? h("div", { class: "inline" }, key, h("button", { type: "button", class: "fix", onclick: (ev) => {
         const k = key.value.trim();
-        if (!k) { status.textContent = "Enter an identity key."; return; }
+        if (!k) { say(status, "Enter an identity key."); return; }
         ask(ev.target.parentNode, ["Fix the identity key ", h("code", {}, k), " for " + a.name + "? It can never change."], "Fix it",
           () => act("PUT", path, { identityKey: k }, "Identity key fixed."));
       } }, "Fix identity key")) : null);
@@ -115,10 +115,10 @@ function models(a, chains, write, act, status) {
     const body = {};
     for (const [name, label] of CHAINS) {
       const ids = inputs[name].value.split(",").map((x) => x.trim()).filter((x) => x);
-      if (!ids.length) { status.textContent = label + ": list at least one id, or use reset to go back to the code or default chain."; return; }
+      if (!ids.length) { say(status, label + ": list at least one id, or use reset to go back to the code or default chain."); return; }
       if (ids.join(",") !== chains.value[name].join(",")) body[name] = ids;
     }
-    if (!Object.keys(body).length) { status.textContent = "No model chain changed."; return; }
+    if (!Object.keys(body).length) { say(status, "No model chain changed.", ""); return; }
     act("PUT", path, body, "Models saved.");
   } }, "Save models");
   return h("section", { class: "models", "aria-label": "Models" }, h("h3", {}, "Models"),

@@ -1,9 +1,9 @@
 // Calls: every phone and browser call, a call's heard transcript, what
 // memory did and where each turn's time went; a form to dial out.
-import { h, put, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear, agentFilter, count } from "./lib.js";
+import { h, say, put, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear, agentFilter, count } from "./lib.js";
 import { recordingPlayer } from "./recording.js";
 
-const outcomes = ["completed", "caller_hangup", "transferred", "media_timeout", "max_duration", "cancelled", "failed", "shutdown", "no_answer", "box_lost", "provider_failed"];
+const outcomes = ["completed", "caller_hangup", "operator_hangup", "transferred", "machine", "media_timeout", "max_duration", "cancelled", "failed", "shutdown", "no_answer", "busy", "box_lost", "provider_failed"];
 
 // toISO reads a datetime-local input as an RFC 3339 time (or "").
 function toISO(v) { return v ? new Date(v).toISOString() : ""; }
@@ -21,7 +21,7 @@ export async function callsScreen(main, params) {
     { title: "Agent", cell: (c) => c.agent },
     { title: "Number", cell: (c) => c.phoneNumber || "—" },
     { title: "Status", cell: (c) => badge(c.status) },
-    { title: "Outcome", cell: (c) => c.outcome ? badge(c.outcome, "outcome") : "—" },
+    { title: "Outcome", cell: (c) => c.outcome ? badge(c.outcome, "outcome " + c.outcome) : "—" },
     { title: "Duration", class: "num", cell: (c) => fmtSeconds(c.durationSeconds) },
   ];
   const list = pager(cols, (before, limit) => api("GET", "/api/voice/calls" + qs({ ...f, before, limit })),
@@ -117,16 +117,16 @@ export async function callScreen(main, id) {
   const hangStatus = h("p", { class: "status", role: "status", id: "hangup-status" });
   const hangup = h("button", { type: "button", class: "danger", id: "hangup", onclick: async () => {
     hangup.disabled = true;
-    hangStatus.textContent = "Hanging up…";
+    say(hangStatus, "Hanging up…", "");
     try {
       await api("POST", "/api/voice/calls/" + encodeURIComponent(id) + "/hangup");
-      hangStatus.textContent = "Hanging up: the call ends in a moment.";
-    } catch (e) { hangup.disabled = false; hangStatus.textContent = "Not hung up: " + explain(e); }
+      say(hangStatus, "Hanging up: the call ends in a moment.", "ok");
+    } catch (e) { hangup.disabled = false; say(hangStatus, "Not hung up: " + explain(e)); }
   } }, "Hang up");
   const paint = (c) => {
     const live = c.status !== "ended" && can("voice");
     if (!live) hangStatus.textContent = "";
-    put(clear(head), h("h1", {}, c.direction, " call with ", c.agent, " ", badge(c.status), c.outcome ? badge(c.outcome, "outcome") : null),
+    put(clear(head), h("h1", {}, c.direction, " call with ", c.agent, " ", badge(c.status), c.outcome ? badge(c.outcome, "outcome " + c.outcome) : null),
       live ? h("div", { class: "inline" }, hangup, hangStatus) : null,
       h("dl", { class: "facts" },
         h("dt", {}, "Number"), h("dd", {}, c.phoneNumber || "—"),

@@ -139,6 +139,16 @@ export function badge(text, kind) {
   return h("span", { class: "badge " + (kind || String(text).toLowerCase().replace(/[^a-z_]/g, "")) }, text);
 }
 
+// say writes a message in a status line in the colour of what it says:
+// "error" (the default) for a refusal or a failure, "ok" for a change
+// made, "" for neither.
+export function say(el, text, kind = "error") {
+  el.textContent = text;
+  el.classList.toggle("error", kind === "error" && text !== "");
+  el.classList.toggle("ok", kind === "ok");
+  return el;
+}
+
 // notice shows a message in the page's message bar (role=alert for errors).
 export function notice(msg, kind = "error") {
   const bar = document.getElementById("notice");

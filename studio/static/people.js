@@ -38,7 +38,7 @@ async function show(out, agentId, userId, message) {
       try {
         const r = await api("POST", "/api/memory/delete-all", { agentId, userId });
         await show(out, agentId, userId, "Erased: " + r.deleted + " rows deleted (facts and call records).");
-      } catch (e) { result.textContent = explain(e); }
+      } catch (e) { result.className = "error"; result.textContent = explain(e); }
     }) }, "Erase this person");
   out.append(erase, result);
 }

@@ -2,7 +2,7 @@
 // does. The reply streams in; tool calls and their results are blocks that
 // unfold. The threadId is the session key, so every conversation here is a
 // session (listed under Sessions); New conversation starts another.
-import { h, api, can, session, field, explain, clear, readOnlyNote, ApiError, agentOptions } from "./lib.js";
+import { h, say, api, can, session, field, explain, clear, readOnlyNote, ApiError, agentOptions } from "./lib.js";
 import { testCallPanel } from "./testcall.js";
 
 const THREADS = "stackbone.studio.threads";
@@ -80,7 +80,7 @@ export async function playgroundScreen(main, params) {
     h("button", { type: "button", class: "link", onclick: () => { keyField.select(); navigator.clipboard?.writeText(keyField.value); } }, "Copy"),
     " (with the identity above, it continues this conversation from Sessions or from a client)");
   const form = h("form", { id: "composer", novalidate: true }, text, h("div", { class: "actions" }, send,
-    h("button", { type: "button", id: "new-conversation", class: "link", onclick: () => { if (agentSel.value) newThread(agentSel.value); render(); status.textContent = "New conversation."; } }, "New conversation")), status);
+    h("button", { type: "button", id: "new-conversation", class: "link", onclick: () => { if (agentSel.value) newThread(agentSel.value); render(); say(status, "New conversation.", ""); } }, "New conversation")), status);
   // props reads the customer id and identities the operator typed, or
   // throws a sentence saying what is wrong with them.
   const props = () => {
@@ -120,10 +120,10 @@ export async function playgroundScreen(main, params) {
     ev.preventDefault();
     const agent = agentSel.value;
     const msg = text.value;
-    if (!agent) { status.textContent = "Pick an agent."; return; }
-    if (!msg.trim()) { status.textContent = "Type a message."; return; }
+    if (!agent) { say(status, "Pick an agent."); return; }
+    if (!msg.trim()) { say(status, "Type a message."); return; }
     let forwarded;
-    try { forwarded = props(); } catch (e) { status.textContent = e.message; return; }
+    try { forwarded = props(); } catch (e) { say(status, e.message); return; }
     const th = thread(agent);
     th.props = forwarded;
     const sent = th.messages.length;
@@ -132,10 +132,10 @@ export async function playgroundScreen(main, params) {
     text.value = "";
     render();
     send.disabled = true;
-    status.textContent = "…";
+    say(status, "…", "");
     try {
       await run(agent, th, forwarded, log);
-      status.textContent = "";
+      say(status, "", "");
     } catch (e) {
       // A message the agent did not answer leaves the conversation (with
       // any part of a reply): it would be sent again with the next one.
@@ -144,7 +144,7 @@ export async function playgroundScreen(main, params) {
       saveThread(agent, th);
       if (!text.value) text.value = msg;
       render();
-      status.textContent = explain(e);
+      say(status, explain(e));
     } finally {
       saveThread(agent, th);
       send.disabled = false;

@@ -19,7 +19,7 @@ export async function storeScreen(main, slug, params) {
   main.append(h("h1", {}, "Memory stores"), h("div", { class: "rag" }, h("div", {}, rail, newStore()), body));
   if (!current) { body.append(h("p", { class: "empty" }, slug ? "No store " + slug + "." : "No store yet.")); return; }
   const learned = current.origin === "reflection";
-  body.append(h("h2", {}, current.name, " ", badge(learned ? "learned" : "curated", "origin")),
+  body.append(h("h2", {}, current.name, " ", badge(learned ? "learned" : "curated", "origin " + (learned ? "learned" : "curated"))),
     h("p", { class: "hint" }, current.description || ""),
     h("ul", { class: "stats" }, h("li", {}, h("b", {}, fmtInt(current.memory_count)), " memories"), h("li", {}, h("b", {}, fmtInt(current.total_bytes)), " bytes"),
       h("li", {}, "revision ", String(current.revision))));

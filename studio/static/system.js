@@ -1,6 +1,6 @@
 // System → Memory extraction: the extractor's model and reasoning effort,
 // and the guidance prompt (draft, publish, reset), with what is in force.
-import { h, put, api, can, fmtTime, field, select, explain, readOnlyNote, clear, ask, table, badge } from "./lib.js";
+import { h, say, put, api, can, fmtTime, field, select, explain, readOnlyNote, clear, ask, table, badge } from "./lib.js";
 
 // OTHER is the model choice that reads the text field (no model id is
 // without a slash).
@@ -41,7 +41,7 @@ async function render(card, msg) {
   const write = can("config:write");
   const status = h("p", { class: "status", role: "status" }, msg || "");
   const run = async (method, path, body, done) => {
-    try { await api(method, path, body); await render(clear(card), done); } catch (e) { status.textContent = "Not saved: " + explain(e); }
+    try { await api(method, path, body); await render(clear(card), done); } catch (e) { say(status, "Not saved: " + explain(e)); }
   };
   const model = h("input", { name: "model", value: v.selection.model || "", placeholder: v.fallback.model, maxlength: 200, disabled: !write });
   const current = v.selection.model || "";
@@ -71,7 +71,7 @@ async function render(card, msg) {
     field("Draft", draft),
     write ? h("div", { class: "actions" },
       h("button", { type: "button", id: "save-draft", onclick: () => {
-        if (!draft.value.trim()) { status.textContent = "The draft is empty: use Reset to go back to the built-in guidance."; return; }
+        if (!draft.value.trim()) { say(status, "The draft is empty: use Reset to go back to the built-in guidance."); return; }
         run("PUT", "/api/system/memory-extraction/prompt", { text: draft.value }, "Draft saved; publish it to use it.");
       } }, "Save draft"),
       h("button", { type: "button", id: "publish", disabled: v.prompt.draft == null, onclick: () => run("POST", "/api/system/memory-extraction/prompt/publish", undefined, "Published: the next extraction uses it.") }, "Publish"),
@@ -83,7 +83,7 @@ async function render(card, msg) {
   sel.addEventListener("submit", (ev) => {
     ev.preventDefault();
     const m = choice && choice.value !== OTHER ? choice.value : model.value.trim();
-    if (m && !/^[^/\s]+\/\S+$/.test(m)) { status.textContent = "The model is provider/model, e.g. openai/gpt-4o-mini."; return; }
+    if (m && !/^[^/\s]+\/\S+$/.test(m)) { say(status, "The model is provider/model, e.g. openai/gpt-4o-mini."); return; }
     run("PUT", "/api/system/memory-extraction", { model: m || null, reasoningEffort: effort.value || null }, "Saved: the next extraction uses it.");
   });
 }
