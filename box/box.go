@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/agent"
+	"github.com/stackbone/box/analysis"
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/config"
@@ -114,6 +115,8 @@ type Box struct {
 	Phones   *sip.Server
 	Tools    *tools.Service
 	Webhooks *webhooks.Service
+	// Analysis analyzes calls once they ended.
+	Analysis *analysis.Service
 	// Recordings keeps the audio of recorded calls.
 	Recordings *recordings.Service
 	API        *api.Server
@@ -212,13 +215,17 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	}
 	b.Runtime = agent.New(agent.Config{Metrics: metrics, Pool: pool, Agents: cfg.Agents, Models: b.Models, Memory: b.Memory,
 		Settings: b.Settings, Chains: b.Chains, Logger: log, Runs: runs.NewWriter(pool), Tools: agent.Sources(b.Stores.Tools(), b.RAG.Tools(cfg.Agents), b.Tools.Tools())})
+	b.Analysis, err = analysis.New(analysis.Config{Pool: pool, Agents: cfg.Agents, Runtime: b.Runtime, Events: b.Webhooks, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	speech := voice.ProviderSpeech(b.Models, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) })
 	if opt.Speech != nil {
 		speech = opt.Speech(b.Models)
 	}
 	vcfg := voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: b.Runtime, Memory: b.Memory, Settings: b.Settings,
 		Metrics: metrics, BoxID: b.ID, Runs: b.Runs, Speech: speech, Logger: log,
-		Realtime: cfg.Media.Realtime(), Events: b.Webhooks, Recorder: b.Recordings}
+		Realtime: cfg.Media.Realtime(), Events: b.Webhooks, Recorder: b.Recordings, Ended: b.Analysis.Enqueue}
 	if opt.TuneCalls != nil {
 		opt.TuneCalls(&vcfg)
 	}
@@ -319,6 +326,7 @@ func (b *Box) Start(ctx context.Context) (stop func(), err error) {
 	b.RAG.AddWorkers(queue)
 	b.Webhooks.AddWorkers(queue)
 	b.Recordings.AddWorkers(queue)
+	b.Analysis.AddWorkers(queue)
 	client, err := jobs.NewBoxClient(b.Pool, queue, b.Log, b.ID)
 	if err != nil {
 		stop()

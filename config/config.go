@@ -281,6 +281,10 @@ type Agent struct {
 	Model ModelChain `yaml:"model"`
 	// Instructions are the agent's system instructions.
 	Instructions string `yaml:"instructions"`
+	// Analysis, when set, analyzes each of the agent's calls once it
+	// ended: a summary, fields filled from the call, success criteria
+	// judged (see Analysis).
+	Analysis *Analysis `yaml:"analysis"`
 	// Memory holds the agent's memory defaults ("code" in the settings
 	// origins). Nil means the agent declares none.
 	Memory *AgentMemory `yaml:"memory"`
@@ -417,6 +421,30 @@ type Recording struct {
 	// 10 years); a job removes it after.
 	Retention time.Duration `yaml:"retention"`
 }
+
+// Analysis is what the box asks of a call once it ended, in one request
+// to the agent's model with the heard transcript as data: a short
+// summary, the Fields (a JSON Schema object the answer must satisfy; an
+// answer that breaks it is asked again once, then recorded as failed) and
+// a pass or fail with a one-line reason for each of the Criteria. The
+// result is on the call record, in the call.analyzed webhook event and in
+// Studio's call detail; calls are filtered by a field's value and by
+// success.
+type Analysis struct {
+	// Fields is a JSON Schema of type object whose properties the model
+	// fills from the call (appointmentBooked: {type: boolean}); at most
+	// MaxAnalysisFields properties.
+	Fields map[string]any `yaml:"fields"`
+	// Criteria are what makes a call a success, each judged pass or fail
+	// ("The caller got an appointment"); at most MaxAnalysisCriteria.
+	Criteria []string `yaml:"criteria"`
+}
+
+// Bounds of an agent's call analysis.
+const (
+	MaxAnalysisFields   = 50
+	MaxAnalysisCriteria = 20
+)
 
 // DefaultRecordingConsent is what a recorded call says first unless its
 // agent's recording settings say otherwise.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Kinds of tool beside retrieval.
@@ -153,7 +156,7 @@ func (t AgentTool) validateTimeout(where string) []string {
 }
 
 func validateToolLimits(agent string, a Agent) []string {
-	var problems []string
+	problems := AnalysisProblems("agent "+agent+": analysis", a.Analysis)
 	if a.MaxToolCalls < 0 || a.MaxToolCalls > MaxToolCallsLimit {
 		problems = append(problems, fmt.Sprintf("agent %s: maxToolCalls must be 1 to %d", agent, MaxToolCallsLimit))
 	}
@@ -231,4 +234,50 @@ func (t AgentTool) ToolTimeout() time.Duration {
 		return t.Timeout
 	}
 	return DefaultToolTimeout
+}
+
+// AnalysisProblems says what is wrong with an agent's call analysis, each
+// problem prefixed with where.
+func AnalysisProblems(where string, a *Analysis) []string {
+	if a == nil {
+		return nil
+	}
+	var problems []string
+	if len(a.Criteria) > MaxAnalysisCriteria {
+		problems = append(problems, fmt.Sprintf("%s.criteria: at most %d", where, MaxAnalysisCriteria))
+	}
+	for _, c := range a.Criteria {
+		if strings.TrimSpace(c) == "" || utf8.RuneCountInString(c) > 500 {
+			problems = append(problems, fmt.Sprintf("%s.criteria: each is 1 to 500 characters", where))
+			break
+		}
+	}
+	if a.Fields == nil {
+		return problems
+	}
+	if _, err := AnalysisSchema(a); err != nil {
+		problems = append(problems, fmt.Sprintf("%s.fields: %v", where, err))
+	}
+	return problems
+}
+
+// AnalysisSchema is the resolved JSON Schema of an analysis's fields: an
+// object of at most MaxAnalysisFields properties.
+func AnalysisSchema(a *Analysis) (*jsonschema.Resolved, error) {
+	raw, err := json.Marshal(a.Fields)
+	if err != nil {
+		return nil, fmt.Errorf("not a JSON Schema: %v", err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("not a JSON Schema: %v", err)
+	}
+	if s.Type != "object" || len(s.Properties) == 0 || len(s.Properties) > MaxAnalysisFields {
+		return nil, fmt.Errorf("must be a JSON Schema of type object with 1 to %d properties", MaxAnalysisFields)
+	}
+	r, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("not a valid JSON Schema: %v", err)
+	}
+	return r, nil
 }

@@ -9,10 +9,12 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stackbone/box/analysis"
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/fault"
@@ -47,6 +49,9 @@ type CallRecord struct {
 	// Recording describes the call's recording (GET
 	// /api/voice/calls/{id}/recording), absent when it has none.
 	Recording *recordings.Info `json:"recording,omitempty"`
+	// Analysis is what the post-call analysis found, absent until it ran
+	// (or when the agent has none).
+	Analysis *analysis.Result `json:"analysis,omitempty"`
 }
 
 // Register mounts the calls routes.
@@ -151,10 +156,10 @@ func (m *Manager) Get(ctx context.Context, id string) (CallRecord, error) {
 	var c CallRecord
 	var tr, mem, met []byte
 	err := m.cfg.Pool.QueryRow(ctx, `SELECT id, direction, agent_id, phone_number, trunk, status, started_at, answered_at,
-		ended_at, outcome, duration_seconds, transcript, memory, metrics, end_reason, answered_by, answer_decision_ms
+		ended_at, outcome, duration_seconds, transcript, memory, metrics, end_reason, answered_by, answer_decision_ms, analysis
 		FROM stackbone_platform.voice_calls WHERE id = $1`, id).
 		Scan(&c.ID, &c.Direction, &c.Agent, &c.PhoneNumber, &c.Trunk, &c.Status, &c.StartedAt, &c.AnsweredAt, &c.EndedAt,
-			&c.Outcome, &c.DurationSeconds, &tr, &mem, &met, &c.EndReason, &c.AnsweredBy, &c.AnswerDecisionMs)
+			&c.Outcome, &c.DurationSeconds, &tr, &mem, &met, &c.EndReason, &c.AnsweredBy, &c.AnswerDecisionMs, &c.Analysis)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return CallRecord{}, ErrNotFound
 	}
@@ -215,6 +220,11 @@ type CallFilter struct {
 	Before string
 	// Limit defaults to 50, at most 200.
 	Limit int
+	// Success keeps the calls whose analysis judged every criterion passed
+	// (true) or not (false).
+	Success *bool
+	// Fields keeps the calls whose analysis fields hold these values.
+	Fields map[string]any
 }
 
 // ListCalls returns calls newest first, without transcripts.
@@ -223,20 +233,22 @@ func (m *Manager) ListCalls(ctx context.Context, f CallFilter) ([]CallRecord, er
 		f.Limit = 50
 	}
 	rows, err := m.cfg.Pool.Query(ctx, `SELECT id, direction, agent_id, phone_number, trunk, status, started_at,
-		answered_at, ended_at, outcome, duration_seconds, answered_by, answer_decision_ms FROM stackbone_platform.voice_calls
+		answered_at, ended_at, outcome, duration_seconds, answered_by, answer_decision_ms, analysis FROM stackbone_platform.voice_calls
 		WHERE ($1 = '' OR direction = $1) AND ($2 = '' OR agent_id = $2) AND ($3 = '' OR status = $3)
 		  AND ($4 = '' OR outcome = $4) AND ($5 = '' OR phone_number = $5)
 		  AND ($6::timestamptz IS NULL OR started_at >= $6) AND ($7::timestamptz IS NULL OR started_at < $7)
 		  AND ($8 = '' OR (started_at, id) < (SELECT started_at, id FROM stackbone_platform.voice_calls WHERE id = $8))
+		  AND ($10::boolean IS NULL OR (analysis->>'success')::boolean = $10)
+		  AND ($11::jsonb IS NULL OR analysis->'fields' @> $11)
 		ORDER BY started_at DESC, id DESC LIMIT $9`,
-		f.Direction, f.Agent, f.Status, f.Outcome, f.Number, nullTime(f.From), nullTime(f.To), f.Before, f.Limit)
+		f.Direction, f.Agent, f.Status, f.Outcome, f.Number, nullTime(f.From), nullTime(f.To), f.Before, f.Limit, f.Success, fieldsFilter(f.Fields))
 	if err != nil {
 		return nil, fmt.Errorf("voice: list calls: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (CallRecord, error) {
 		var c CallRecord
 		err := row.Scan(&c.ID, &c.Direction, &c.Agent, &c.PhoneNumber, &c.Trunk, &c.Status, &c.StartedAt, &c.AnsweredAt,
-			&c.EndedAt, &c.Outcome, &c.DurationSeconds, &c.AnsweredBy, &c.AnswerDecisionMs)
+			&c.EndedAt, &c.Outcome, &c.DurationSeconds, &c.AnsweredBy, &c.AnswerDecisionMs, &c.Analysis)
 		return c, err
 	})
 	if err != nil {
@@ -246,6 +258,16 @@ func (m *Manager) ListCalls(ctx context.Context, f CallFilter) ([]CallRecord, er
 		out = []CallRecord{}
 	}
 	return out, nil
+}
+
+// fieldsFilter is the JSON object analysis fields must contain, nil for
+// no filter.
+func fieldsFilter(fields map[string]any) any {
+	if len(fields) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(fields)
+	return b
 }
 
 func nullTime(t time.Time) any {
@@ -272,6 +294,27 @@ func (m *Manager) list(w http.ResponseWriter, r *http.Request) error {
 		}
 		f.Limit = n
 	}
+	switch q.Get("success") {
+	case "":
+	case "true", "false":
+		v := q.Get("success") == "true"
+		f.Success = &v
+	default:
+		return fmt.Errorf("%w: success must be true or false", ErrInvalidRequest)
+	}
+	for key, vals := range q {
+		name, ok := strings.CutPrefix(key, "field.")
+		if !ok {
+			continue
+		}
+		if name == "" || len(vals) != 1 || len(f.Fields) >= 10 {
+			return fmt.Errorf("%w: field.NAME=VALUE filters by an analysis field, once per field, at most 10", ErrInvalidRequest)
+		}
+		if f.Fields == nil {
+			f.Fields = map[string]any{}
+		}
+		f.Fields[name] = fieldValue(vals[0])
+	}
 	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
 		if v := q.Get(name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
@@ -287,6 +330,18 @@ func (m *Manager) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	api.WriteData(w, http.StatusOK, out)
 	return nil
+}
+
+// fieldValue reads a field filter's value: true, false, null and numbers
+// as themselves, anything else as a string.
+func fieldValue(v string) any {
+	var out any
+	if v == "true" || v == "false" || v == "null" || strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' && r != '-' }) < 0 {
+		if json.Unmarshal([]byte(v), &out) == nil {
+			return out
+		}
+	}
+	return v
 }
 
 func (m *Manager) get(w http.ResponseWriter, r *http.Request) error {

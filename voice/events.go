@@ -59,7 +59,8 @@ func (c *Call) event() callEvent {
 // row and events are wired, records the event typ in the same
 // transaction, so an event exists exactly when its change does.
 func (m *Manager) execEvent(ctx context.Context, typ string, data func() any, content any, sql string, args ...any) (pgconn.CommandTag, error) {
-	if m.cfg.Events == nil {
+	ended := typ == eventEnded && m.cfg.Ended != nil
+	if m.cfg.Events == nil && !ended {
 		return m.cfg.Pool.Exec(ctx, sql, args...)
 	}
 	var tag pgconn.CommandTag
@@ -68,8 +69,19 @@ func (m *Manager) execEvent(ctx context.Context, typ string, data func() any, co
 		if tag, err = tx.Exec(ctx, sql, args...); err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
-		if err := m.cfg.Events.Emit(ctx, tx, typ, data(), content); err != nil {
-			m.log.Warn("voice: event not recorded", "type", typ, "error", err)
+		d := data()
+		if m.cfg.Events != nil {
+			if err := m.cfg.Events.Emit(ctx, tx, typ, d, content); err != nil {
+				m.log.Warn("voice: event not recorded", "type", typ, "error", err)
+			}
+		}
+		if e, ok := d.(callEvent); ok && ended {
+			// What follows a call's end (its analysis) is queued with it,
+			// in a savepoint: its failure never loses the end.
+			err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { return m.cfg.Ended(ctx, sp, e.CallID, e.AgentID) })
+			if err != nil {
+				m.log.Warn("voice: after the call's end", "call", e.CallID, "error", err)
+			}
 		}
 		return nil
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/agent"
@@ -74,6 +75,10 @@ type Config struct {
 	// Events records call.started, call.answered and call.ended in the
 	// transactions that record them on the call (nil: none).
 	Events Events
+	// Ended, when set, runs in the transaction that records a call's end
+	// (its post-call analysis is queued there). An error is logged; the
+	// end is recorded all the same.
+	Ended func(ctx context.Context, tx pgx.Tx, callID, agentID string) error
 	// Recorder keeps the audio of the calls whose agents record them
 	// (nil: no call is recorded).
 	Recorder Recorder

@@ -28,6 +28,24 @@ export type AgentChainsView = {
   value: AgentChains;
 };
 
+export type AnalysisCriterion = {
+  criterion: string;
+  pass: boolean;
+  reason: string;
+};
+
+export type AnalysisResult = {
+  at: string;
+  criteria?: Array<AnalysisCriterion>;
+  error?: string;
+  fields?: {
+    [key: string]: unknown;
+  };
+  status: string;
+  success?: boolean | null;
+  summary?: string;
+};
+
 export type ApiError = {
   /** A stable, machine-readable code such as memory_conflict. */
   code: string;
@@ -37,6 +55,7 @@ export type ApiError = {
 
 export type Call = {
   agent: string;
+  analysis?: AnalysisResult | null;
   answerDecisionMs: number | null;
   answeredAt: string | null;
   answeredBy: string | null;
@@ -1137,7 +1156,7 @@ export interface Operations {
     method: "GET";
     path: "/api/voice/calls";
     body: never;
-    query: { limit?: number; before?: string; direction?: string; agent?: string; status?: string; outcome?: string; number?: string; from?: string; to?: string; };
+    query: { limit?: number; before?: string; direction?: string; agent?: string; status?: string; outcome?: string; number?: string; from?: string; to?: string; success?: string; "field.NAME"?: string; };
     data: Array<Call>;
     codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable" | "voice_invalid_request";
   };
