@@ -14,7 +14,7 @@ function fromISO(v) {
 }
 
 export async function callsScreen(main, params) {
-  const f = Object.fromEntries(["direction", "agent", "status", "outcome", "number", "from", "to"].map((k) => [k, params.get(k) || ""]));
+  const f = Object.fromEntries(["direction", "agent", "status", "outcome", "number", "from", "to", "success", "field"].map((k) => [k, params.get(k) || ""]));
   const cols = [
     { title: "Started", cell: (c) => fmtTime(c.startedAt) },
     { title: "Direction", cell: (c) => c.direction },
@@ -23,8 +23,9 @@ export async function callsScreen(main, params) {
     { title: "Status", cell: (c) => badge(c.status) },
     { title: "Outcome", cell: (c) => c.outcome ? badge(c.outcome, "outcome " + c.outcome) : "—" },
     { title: "Duration", class: "num", cell: (c) => fmtSeconds(c.durationSeconds) },
+    { title: "Success", cell: (c) => successBadge(c.analysis) },
   ];
-  const list = pager(cols, (before, limit) => api("GET", "/api/voice/calls" + qs({ ...f, before, limit })),
+  const list = pager(cols, (before, limit) => api("GET", "/api/voice/calls" + qs({ ...callQuery(f), before, limit })),
     { href: (c) => "#/calls/" + encodeURIComponent(c.id), empty: "No call matches.", class: "calls" });
   const first = list.first(); // at once, beside the filters' agents
   const form = h("form", { class: "filters", id: "call-filters" },
@@ -35,6 +36,8 @@ export async function callsScreen(main, params) {
     field("Number", h("input", { name: "number", value: f.number, placeholder: "+34600111222", maxlength: 64 })),
     field("From", h("input", { name: "from", type: "datetime-local", value: fromISO(f.from) })),
     field("To", h("input", { name: "to", type: "datetime-local", value: fromISO(f.to) })),
+    field("Success", select("success", [["", "Any"], ["true", "passed"], ["false", "failed"]], f.success)),
+    field("Analysis field", h("input", { name: "field", value: f.field, placeholder: "appointmentBooked=true", maxlength: 200 })),
     h("button", { type: "submit" }, "Filter"));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -45,6 +48,35 @@ export async function callsScreen(main, params) {
   form.addEventListener("change", (ev) => { if (ev.target.tagName === "SELECT") form.requestSubmit(); });
   main.append(h("h1", {}, "Calls"), form, list.el, h("h2", {}, "Place a call"), await dialForm());
   await first;
+}
+
+// callQuery is the list's API query: the analysis field filter
+// "name=value" becomes field.name=value.
+export function callQuery(f) {
+  const { field: fieldFilter, ...q } = f;
+  const i = (fieldFilter || "").indexOf("=");
+  if (i > 0) q["field." + fieldFilter.slice(0, i).trim()] = fieldFilter.slice(i + 1).trim();
+  return q;
+}
+
+// successBadge says whether a call's analysis judged it a success.
+function successBadge(a) {
+  if (!a) return "—";
+  if (a.status === "failed") return badge("analysis failed", "outcome failed");
+  if (a.success === undefined || a.success === null) return "—";
+  return a.success ? badge("passed", "outcome completed") : badge("failed", "outcome failed");
+}
+
+// analysisReport shows what the post-call analysis found.
+function analysisReport(a, status) {
+  if (!a) return h("p", { class: "hint" }, status === "ended" ? "No analysis (the agent has none, or it has not run yet)." : "Analyzed once the call ends.");
+  if (a.status === "failed") return h("p", { class: "error", id: "analysis-error" }, "The analysis failed: ", a.error || "no reason given");
+  return h("div", {},
+    h("p", { id: "analysis-summary" }, a.summary),
+    a.fields ? h("dl", { class: "facts", id: "analysis-fields" }, ...Object.entries(a.fields).map(([k, v]) =>
+      [h("dt", {}, k), h("dd", {}, v === null ? "—" : typeof v === "object" ? JSON.stringify(v) : String(v))])) : null,
+    (a.criteria || []).length ? h("ul", { class: "criteria", id: "analysis-criteria" }, ...a.criteria.map((c) =>
+      h("li", {}, c.pass ? badge("pass", "outcome completed") : badge("fail", "outcome failed"), " ", c.criterion, h("span", { class: "hint" }, " — ", c.reason)))) : null);
 }
 
 // The dial form checks what it can before sending (the box checks it all
@@ -107,12 +139,13 @@ export async function callScreen(main, id) {
   const head = h("div", {});
   const tr = h("ol", { class: "heard", id: "heard" });
   const mem = h("section", { class: "memory", id: "memory-report" });
+  const analyzed = h("section", { class: "analysis", id: "analysis" });
   const bars = h("section", { class: "latency", id: "latency" });
   const toolList = h("ul", { class: "tools", id: "tool-calls" });
   const rec = h("div", {});
   main.append(h("p", { class: "crumbs" }, h("a", { href: "#/calls" }, "Calls"), " / ", c.id), head, rec,
     h("h2", {}, "Heard transcript"), h("p", { class: "hint" }, "What the caller actually heard, and what speech-to-text made of their words."), tr,
-    h("h2", {}, "Memory"), mem, h("h2", {}, "Per-turn latency"), bars, h("h2", {}, "Tool calls"), toolList);
+    h("h2", {}, "Memory"), mem, h("h2", {}, "Analysis"), analyzed, h("h2", {}, "Per-turn latency"), bars, h("h2", {}, "Tool calls"), toolList);
   // A ringing or running call can be ended from here (operator_hangup).
   const hangStatus = h("p", { class: "status", role: "status", id: "hangup-status" });
   const hangup = h("button", { type: "button", class: "danger", id: "hangup", onclick: async () => {
@@ -145,6 +178,7 @@ export async function callScreen(main, id) {
     // The recording is kept once the call ended: its player is made once.
     if (c.recording && !rec.firstChild) rec.append(h("h2", {}, "Recording"), recordingPlayer(c.id, c.recording, tr));
     clear(mem).append(memoryReport(c.memory || {}, c.status));
+    clear(analyzed).append(analysisReport(c.analysis, c.status));
     clear(bars).append(latency(c.metrics || []));
     clear(toolList).append(...toolCalls(c.metrics || []));
     main.dataset.callStatus = c.status;
