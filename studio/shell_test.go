@@ -138,3 +138,54 @@ func TestSignInAndRevokedKey(t *testing.T) {
 		t.Fatalf("the refused toggle changed %d settings rows", n)
 	}
 }
+
+// A key revoked mid-session that acts (a toggle, a save, a Load more, a
+// screen opened) brings the sign-in form back, and the page has no error
+// nobody handled.
+func TestRevokedKeyActsWithoutUnhandledErrors(t *testing.T) {
+	b := newBox(t)
+	for _, act := range []struct {
+		name, hash, ready string
+		do                func(p *page)
+	}{
+		{"a memory toggle", "#/agents", `!!document.querySelector('#agent-support input[name=read]')`,
+			func(p *page) { p.click("#agent-support input[name=read]") }},
+		{"Save models", "#/agents", `!!document.querySelector('#agent-support button.save-models')`, func(p *page) {
+			p.set("#agent-support input[name=chain-model]", "openai/chat, openai/extractor")
+			p.click("#agent-support button.save-models")
+		}},
+		{"a System save", "#/system", `!!document.getElementById("selection")`,
+			func(p *page) { p.js(`document.getElementById("selection").requestSubmit()`) }},
+		{"a Playground message", "#/playground", `!!document.getElementById("composer")`, func(p *page) {
+			p.set("main select[name=agent]", "support")
+			p.set("#composer textarea", "Hello")
+			p.js(`document.getElementById("composer").requestSubmit()`)
+		}},
+		{"another screen", "#/sessions", `!!document.querySelector("table.sessions")`,
+			func(p *page) { p.js(`location.hash = "#/runs"`) }},
+	} {
+		name := "ops-" + strings.ReplaceAll(act.name, " ", "-")
+		secret, _, err := b.keys.Create(context.Background(), name, auth.AllScopes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := b.open(t)
+		p.watchFailures()
+		p.signIn(secret)
+		p.goTo(act.hash)
+		p.waitFor(act.ready, act.hash+" drawn")
+		if err := b.keys.Revoke(context.Background(), name); err != nil {
+			t.Fatal(err)
+		}
+		act.do(p)
+		p.waitFor(`document.getElementById("root").dataset.state === "signin"`, "sign-in after "+act.name+" with the revoked key")
+		// Whatever the refused requests still settle does so before a
+		// round trip to the page and back.
+		var settled bool
+		p.js(`new Promise((r) => setTimeout(() => r(true), 0))`, &settled)
+		p.waitFor(`document.getElementById("signin-error").textContent.includes("revoked")`, "the reason")
+		if f := p.failures(); len(f) > 0 {
+			t.Fatalf("%s with a revoked key left errors nobody handled: %q", act.name, f)
+		}
+	}
+}

@@ -25,15 +25,21 @@ async function renderAgent(card, a) {
   const status = h("p", { class: "status", role: "status" });
   const act = async (method, url, body, done) => {
     for (const c of card.querySelectorAll("input,textarea,button")) c.disabled = true;
+    // It runs from an event: every failure ends here, said on the card,
+    // or not at all once a refused key sent the operator to sign-in.
+    let failed = null;
+    try { await api(method, url, body); } catch (e) { failed = e; }
+    if (failed && failed.status === 401) return;
+    if (failed) notice(explain(failed));
     try {
-      await api(method, url, body);
       await renderAgent(clear(card), a);
-      say(card.querySelector(".status"), done + " Applies to the next call.", "ok");
     } catch (e) {
-      notice(explain(e));
-      await renderAgent(clear(card), a);
-      say(card.querySelector(".status"), "Not saved: " + explain(e));
+      if (e.status !== 401) clear(card).append(h("p", { class: "error", role: "alert" }, explain(e)));
+      return;
     }
+    const st = card.querySelector(".status");
+    if (failed) say(st, "Not saved: " + explain(failed));
+    else say(st, done + " Applies to the next call.", "ok");
   };
   const toggle = (name) => {
     const box = h("input", { type: "checkbox", name, checked: v.value[name], disabled: !write });

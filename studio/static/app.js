@@ -101,7 +101,8 @@ async function route() {
   } catch (e) {
     if (e.status !== 401) main.append(h("p", { class: "error", role: "alert" }, explain(e)));
   }
-  root.dataset.state = "ready";
+  // A refused key has put the sign-in form up meanwhile: it stays.
+  if (root.dataset.state !== "signin") root.dataset.state = "ready";
 }
 
 window.addEventListener("hashchange", route);
