@@ -655,13 +655,7 @@ func (t *turn) callModelStream(ctx context.Context, req openai.ChatCompletionReq
 		return Message{}, "", t.providerFailed(err)
 	}
 	defer stream.Close()
-	msg := st.msg
-	type partial struct {
-		call    ToolCall
-		started bool
-	}
-	var calls []*partial
-	var finish openai.FinishReason
+	s := &streamStep{t: t, st: st, msg: st.msg}
 	for {
 		chunk, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -674,103 +668,167 @@ func (t *turn) callModelStream(ctx context.Context, req openai.ChatCompletionReq
 			return Message{}, "", t.providerFailed(err)
 		}
 		st.arrived()
-		if u := chunk.Usage; u != nil {
-			// A provider that reports usage on every chunk reports the
-			// step's figures so far: the latest chunk's replace the earlier.
-			step := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
-			t.usage = Usage{InputTokens: st.before.InputTokens + step.InputTokens, OutputTokens: st.before.OutputTokens + step.OutputTokens}
-			if !st.usageSent && step.InputTokens > 0 {
-				st.usageSent = true
-				if err := t.emit(Event{Kind: EventUsage, MessageID: msg.ID, Usage: step}); err != nil {
-					return Message{}, "", err
-				}
-			}
-		}
-		for _, ch := range chunk.Choices {
-			if ch.FinishReason != "" {
-				finish = ch.FinishReason
-			}
-			if d := ch.Delta.Content; d != "" {
-				if !st.textOpen {
-					st.textOpen = true
-					if err := t.emit(Event{Kind: EventTextStart, MessageID: msg.ID}); err != nil {
-						return Message{}, "", err
-					}
-				}
-				st.text.WriteString(d)
-				t.partial.WriteString(d)
-				if err := t.emit(Event{Kind: EventTextDelta, MessageID: msg.ID, Text: d}); err != nil {
-					return Message{}, "", err
-				}
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				i := len(calls)
-				if tc.Index != nil {
-					i = *tc.Index
-				}
-				for len(calls) <= i {
-					calls = append(calls, &partial{})
-				}
-				p := calls[i]
-				if tc.ID != "" {
-					p.call.ID = tc.ID
-				}
-				if tc.Function.Name != "" {
-					p.call.Name += tc.Function.Name
-				}
-				if !p.started && p.call.ID != "" && p.call.Name != "" {
-					p.started, st.toolStarted = true, true
-					if err := t.emit(Event{Kind: EventToolCallStart, MessageID: msg.ID, ToolCall: p.call, Server: t.isServer(p.call.Name)}); err != nil {
-						return Message{}, "", err
-					}
-				}
-				if a := tc.Function.Arguments; a != "" {
-					p.call.Arguments += a
-					if p.started {
-						if err := t.emit(Event{Kind: EventToolCallArgs, MessageID: msg.ID, ToolCall: p.call, Text: a, Server: t.isServer(p.call.Name)}); err != nil {
-							return Message{}, "", err
-						}
-					}
-				}
-			}
+		if err := s.chunk(chunk); err != nil {
+			return Message{}, "", err
 		}
 	}
-	if finish == "" {
+	if s.finish == "" {
 		// Every complete answer ends with a finish reason; a stream (or a
 		// 200 body that is not a stream at all) that ends without one was
 		// cut, and its partial text is not an answer.
 		return Message{}, "", fmt.Errorf("%w: the provider's answer ended without finishing", ErrProvider)
 	}
-	if st.textOpen {
-		if err := t.emit(Event{Kind: EventTextEnd, MessageID: msg.ID}); err != nil {
-			return Message{}, "", err
+	if err := s.end(); err != nil {
+		return Message{}, "", err
+	}
+	return s.msg, s.finish, nil
+}
+
+// streamStep is one streamed model answer as its chunks come: the text
+// and tool calls so far, and how it finished.
+type streamStep struct {
+	t      *turn
+	st     *stepState
+	msg    Message
+	calls  []*streamCall
+	finish openai.FinishReason
+}
+
+// streamCall is a tool call the stream is filling in.
+type streamCall struct {
+	call    ToolCall
+	started bool // its start event went out
+}
+
+// chunk takes in one chunk of the stream: usage, text and tool call
+// deltas, each emitted as it comes.
+func (s *streamStep) chunk(chunk openai.ChatCompletionStreamResponse) error {
+	if u := chunk.Usage; u != nil {
+		if err := s.usage(u); err != nil {
+			return err
 		}
 	}
-	msg.Content = st.text.String()
-	for _, p := range calls {
+	for _, ch := range chunk.Choices {
+		if ch.FinishReason != "" {
+			s.finish = ch.FinishReason
+		}
+		if d := ch.Delta.Content; d != "" {
+			if err := s.text(d); err != nil {
+				return err
+			}
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			if err := s.toolCall(tc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// usage counts the step's usage. A provider that reports usage on every
+// chunk reports the step's figures so far: the latest chunk's replace the
+// earlier.
+func (s *streamStep) usage(u *openai.Usage) error {
+	step := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	before := s.st.before
+	s.t.usage = Usage{InputTokens: before.InputTokens + step.InputTokens, OutputTokens: before.OutputTokens + step.OutputTokens}
+	if s.st.usageSent || step.InputTokens <= 0 {
+		return nil
+	}
+	s.st.usageSent = true
+	return s.t.emit(Event{Kind: EventUsage, MessageID: s.msg.ID, Usage: step})
+}
+
+func (s *streamStep) text(d string) error {
+	if !s.st.textOpen {
+		s.st.textOpen = true
+		if err := s.t.emit(Event{Kind: EventTextStart, MessageID: s.msg.ID}); err != nil {
+			return err
+		}
+	}
+	s.st.text.WriteString(d)
+	s.t.partial.WriteString(d)
+	return s.t.emit(Event{Kind: EventTextDelta, MessageID: s.msg.ID, Text: d})
+}
+
+// toolCall fills in a tool call from its delta; the call starts once its
+// id and name are known, and its arguments go out as they come after that.
+func (s *streamStep) toolCall(tc openai.ToolCall) error {
+	i := len(s.calls)
+	if tc.Index != nil {
+		i = *tc.Index
+	}
+	for len(s.calls) <= i {
+		s.calls = append(s.calls, &streamCall{})
+	}
+	p := s.calls[i]
+	if tc.ID != "" {
+		p.call.ID = tc.ID
+	}
+	if tc.Function.Name != "" {
+		p.call.Name += tc.Function.Name
+	}
+	if !p.started && p.call.ID != "" && p.call.Name != "" {
+		p.started, s.st.toolStarted = true, true
+		if err := s.t.emit(Event{Kind: EventToolCallStart, MessageID: s.msg.ID, ToolCall: p.call, Server: s.t.isServer(p.call.Name)}); err != nil {
+			return err
+		}
+	}
+	a := tc.Function.Arguments
+	if a == "" {
+		return nil
+	}
+	p.call.Arguments += a
+	if !p.started {
+		return nil
+	}
+	return s.t.emit(Event{Kind: EventToolCallArgs, MessageID: s.msg.ID, ToolCall: p.call, Text: a, Server: s.t.isServer(p.call.Name)})
+}
+
+// end closes the finished answer's text and tool calls and completes the
+// message.
+func (s *streamStep) end() error {
+	t, id := s.t, s.msg.ID
+	if s.st.textOpen {
+		if err := t.emit(Event{Kind: EventTextEnd, MessageID: id}); err != nil {
+			return err
+		}
+	}
+	s.msg.Content = s.st.text.String()
+	for _, p := range s.calls {
 		if p.call.ID == "" {
 			p.call.ID = "call_" + uuid.NewString()
 		}
 		if p.call.Name == "" {
 			continue
 		}
+		server := t.isServer(p.call.Name)
+		var evs []Event
 		if !p.started {
 			// The provider sent the id or name late: open and fill the call now.
-			if err := t.emit(Event{Kind: EventToolCallStart, MessageID: msg.ID, ToolCall: p.call, Server: t.isServer(p.call.Name)}); err != nil {
-				return Message{}, "", err
-			}
+			evs = append(evs, Event{Kind: EventToolCallStart, MessageID: id, ToolCall: p.call, Server: server})
 			if p.call.Arguments != "" {
-				if err := t.emit(Event{Kind: EventToolCallArgs, MessageID: msg.ID, ToolCall: p.call, Text: p.call.Arguments, Server: t.isServer(p.call.Name)}); err != nil {
-					return Message{}, "", err
-				}
+				evs = append(evs, Event{Kind: EventToolCallArgs, MessageID: id, ToolCall: p.call, Text: p.call.Arguments, Server: server})
 			}
 		}
-		if err := t.emit(Event{Kind: EventToolCallEnd, MessageID: msg.ID, ToolCall: p.call, Server: t.isServer(p.call.Name)}); err != nil {
-			return Message{}, "", err
+		evs = append(evs, Event{Kind: EventToolCallEnd, MessageID: id, ToolCall: p.call, Server: server})
+		if err := t.emitAll(evs); err != nil {
+			return err
 		}
-		msg.ToolCalls = append(msg.ToolCalls, p.call)
+		s.msg.ToolCalls = append(s.msg.ToolCalls, p.call)
 	}
-	return msg, finish, nil
+	return nil
+}
+
+// emitAll emits events in order, stopping at the first that fails.
+func (t *turn) emitAll(evs []Event) error {
+	for _, ev := range evs {
+		if err := t.emit(ev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // callModelWhole runs one model step on t.model without a stream and emits
@@ -798,11 +856,9 @@ func (t *turn) callModelWhole(ctx context.Context, req openai.ChatCompletionRequ
 	msg.Content = ch.Message.Content
 	if msg.Content != "" {
 		t.partial.WriteString(msg.Content)
-		for _, ev := range []Event{{Kind: EventTextStart, MessageID: msg.ID}, {Kind: EventTextDelta, MessageID: msg.ID, Text: msg.Content},
-			{Kind: EventTextEnd, MessageID: msg.ID}} {
-			if err := t.emit(ev); err != nil {
-				return Message{}, "", err
-			}
+		if err := t.emitAll([]Event{{Kind: EventTextStart, MessageID: msg.ID}, {Kind: EventTextDelta, MessageID: msg.ID, Text: msg.Content},
+			{Kind: EventTextEnd, MessageID: msg.ID}}); err != nil {
+			return Message{}, "", err
 		}
 	}
 	for _, tc := range ch.Message.ToolCalls {
@@ -819,10 +875,8 @@ func (t *turn) callModelWhole(ctx context.Context, req openai.ChatCompletionRequ
 			evs = append(evs, Event{Kind: EventToolCallArgs, MessageID: msg.ID, ToolCall: call, Text: call.Arguments, Server: server})
 		}
 		evs = append(evs, Event{Kind: EventToolCallEnd, MessageID: msg.ID, ToolCall: call, Server: server})
-		for _, ev := range evs {
-			if err := t.emit(ev); err != nil {
-				return Message{}, "", err
-			}
+		if err := t.emitAll(evs); err != nil {
+			return Message{}, "", err
 		}
 		msg.ToolCalls = append(msg.ToolCalls, call)
 	}
