@@ -154,8 +154,11 @@ func (s *Service) record(ctx context.Context, callID, agentID string, res Result
 			return fmt.Errorf("analysis: record: %w", err)
 		}
 		if s.cfg.Events != nil {
-			ev := map[string]any{"callId": callID, "agentId": agentID, "analysis": res}
-			if err := s.cfg.Events.Emit(ctx, tx, EventAnalyzed, ev, nil); err != nil {
+			// The summary retells what was said: content, sent only to the
+			// subscriptions that take the transcript.
+			ev := map[string]any{"callId": callID, "agentId": agentID, "status": res.Status, "fields": res.Fields,
+				"criteria": res.Criteria, "success": res.Success, "error": res.Error}
+			if err := s.cfg.Events.Emit(ctx, tx, EventAnalyzed, ev, map[string]any{"summary": res.Summary}); err != nil {
 				s.log.Warn("analysis: event not recorded", "call", callID, "error", err)
 			}
 		}
