@@ -78,8 +78,17 @@ func TestPostCallAnalysisOfTwentyCalls(t *testing.T) {
 		return providertest.Reply{Content: fmt.Sprintf("```json\n{\"summary\":\"The caller asked to book Tuesday.\",\"fields\":{\"appointmentBooked\":%t,\"followUpDate\":null},"+
 			"\"criteria\":[{\"criterion\":\"x\",\"pass\":%t,\"reason\":\"One line.\"}]}\n```", ok, ok)}
 	})
-	caller := siptest.NewCaller(t)
 	ctx := context.Background()
+	// A subscriber to call.analyzed (its receiver is down: deliveries
+	// retry; the events are what is checked).
+	sub, _ := http.NewRequest(http.MethodPost, b.URL+"/api/webhooks",
+		strings.NewReader(`{"url":"http://127.0.0.1:9/hooks","events":["call.analyzed"],"includeTranscript":true}`))
+	sub.Header.Set("Authorization", "Bearer "+boxtest.Key)
+	sub.Header.Set("Content-Type", "application/json")
+	if res, err := http.DefaultClient.Do(sub); err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("subscribe: %v %v", res, err)
+	}
+	caller := siptest.NewCaller(t)
 	call := func(number string) {
 		c, err := caller.Call(ctx, "100", b.Phones.Addr(), number)
 		if err != nil {
@@ -166,6 +175,15 @@ func TestPostCallAnalysisOfTwentyCalls(t *testing.T) {
 	}
 	if n := asked.Load() - before; n != 2 {
 		t.Fatalf("a broken answer was asked %d times, want 2", n)
+	}
+
+	// One call.analyzed event per call; the summary only as content.
+	var events, failed, summaries int
+	err := b.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE data->>'status' = 'failed'),
+		count(*) FILTER (WHERE content->>'summary' <> '' AND NOT data ? 'summary')
+		FROM stackbone_platform.webhook_events WHERE type = 'call.analyzed'`).Scan(&events, &failed, &summaries)
+	if err != nil || events != 20 || failed != 1 || summaries != 19 {
+		t.Fatalf("call.analyzed events: %d, %d failed, %d with a summary as content (%v)", events, failed, summaries, err)
 	}
 
 	// The calls list filters by a field's value and by success.
