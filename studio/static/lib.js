@@ -134,6 +134,9 @@ export function fmtInt(n) { return (n ?? 0).toLocaleString("en-US"); }
 // count is n and its noun, singular for one: "1 fact", "2 facts".
 export function count(n, one, many = one + "s") { return fmtInt(n) + " " + ((n ?? 0) === 1 ? one : many); }
 
+// counted is count with its figure in bold, for a line of stats.
+export function counted(n, one, many = one + "s") { return [h("b", {}, fmtInt(n)), " " + ((n ?? 0) === 1 ? one : many)]; }
+
 // badge is a small coloured label; kind picks the colour.
 export function badge(text, kind) {
   return h("span", { class: "badge " + (kind || String(text).toLowerCase().replace(/[^a-z_]/g, "")) }, text);

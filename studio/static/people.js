@@ -37,7 +37,7 @@ async function show(out, agentId, userId, message) {
     "Erase", async () => {
       try {
         const r = await api("POST", "/api/memory/delete-all", { agentId, userId });
-        await show(out, agentId, userId, "Erased: " + r.deleted + " rows deleted (facts and call records).");
+        await show(out, agentId, userId, "Erased: " + count(r.deleted, "row") + " deleted (facts and call records).");
       } catch (e) { result.className = "error"; result.textContent = explain(e); }
     }) }, "Erase this person");
   out.append(erase, result);

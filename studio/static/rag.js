@@ -1,7 +1,7 @@
 // RAG: collections with their stats, upload with progress, the documents
 // with their ingest status (updating by itself), a JSONB filter, and the
 // Search panel that runs the query an agent's tool would run.
-import { h, put, api, qs, can, session, badge, fmtInt, field, explain, notice, readOnlyNote, ask, clear, table, row, poll, ApiError, markPainted, count } from "./lib.js";
+import { h, put, api, qs, can, session, badge, fmtInt, field, explain, notice, readOnlyNote, ask, clear, table, row, poll, ApiError, markPainted, count, counted } from "./lib.js";
 
 const maxUpload = 25 << 20;
 const allowed = /\.(txt|md|pdf)$/i;
@@ -29,9 +29,6 @@ export async function collectionScreen(main, name, params) {
 }
 
 function railCounts(c) { return count(c.documents, "doc") + " · " + count(c.chunks, "chunk"); }
-
-// counted is a figure in bold and its noun, singular for one.
-function counted(n, one) { return [h("b", {}, fmtInt(n)), " " + count(n, one).replace(/^\S+ /, "")]; }
 
 function stats(c) {
   return h("ul", { class: "stats", id: "stats" },
@@ -229,7 +226,7 @@ function searchPanel(c) {
     }
     try {
       const hits = await api("POST", "/api/rag/retrieve", req);
-      out.append(h("p", { class: "hint", id: "search-head" }, hits.length + " hits · dim " + c.dimensions + " · embed_with " + (hits[0] ? hits[0].model : c.model)),
+      out.append(h("p", { class: "hint", id: "search-head" }, count(hits.length, "hit") + " · dim " + c.dimensions + " · embed_with " + (hits[0] ? hits[0].model : c.model)),
         table([
           { title: "Score", class: "num", cell: (x) => x.score.toFixed(4) },
           { title: "Content", cell: (x) => x.content },

@@ -2,7 +2,7 @@
 // memories as a path tree; read, create, edit (a stale edit is refused and
 // shown), delete; versions newest first with a diff between any two,
 // restore and redact; the learning state of an agent's learned store.
-import { h, api, qs, can, badge, fmtTime, fmtInt, field, explain, notice, readOnlyNote, ask, clear, table } from "./lib.js";
+import { h, api, qs, can, badge, fmtTime, fmtInt, field, explain, notice, readOnlyNote, ask, clear, table, count, counted } from "./lib.js";
 
 const S = "/api/memory_stores/";
 
@@ -14,14 +14,14 @@ export async function storeScreen(main, slug, params) {
   const current = stores.find((s) => s.slug === slug || s.memory_store_id === slug) || (slug ? null : stores[0]);
   const rail = h("nav", { class: "rail", id: "stores" }, stores.map((s) => h("a", { href: "#/stores/" + encodeURIComponent(s.slug),
     class: current && s.memory_store_id === current.memory_store_id ? "active" : "", dataset: { slug: s.slug } },
-    h("b", {}, s.name), h("small", {}, s.origin + (s.agent_id ? " · " + s.agent_id : "") + " · " + fmtInt(s.memory_count) + " memories"))));
+    h("b", {}, s.name), h("small", {}, s.origin + (s.agent_id ? " · " + s.agent_id : "") + " · " + count(s.memory_count, "memory", "memories")))));
   const body = h("div", { class: "rag-body", id: "store" });
   main.append(h("h1", {}, "Memory stores"), h("div", { class: "rag" }, h("div", {}, rail, newStore()), body));
   if (!current) { body.append(h("p", { class: "empty" }, slug ? "No store " + slug + "." : "No store yet.")); return; }
   const learned = current.origin === "reflection";
   body.append(h("h2", {}, current.name, " ", badge(learned ? "learned" : "curated", "origin " + (learned ? "learned" : "curated"))),
     h("p", { class: "hint" }, current.description || ""),
-    h("ul", { class: "stats" }, h("li", {}, h("b", {}, fmtInt(current.memory_count)), " memories"), h("li", {}, h("b", {}, fmtInt(current.total_bytes)), " bytes"),
+    h("ul", { class: "stats" }, h("li", {}, counted(current.memory_count, "memory", "memories")), h("li", {}, counted(current.total_bytes, "byte")),
       h("li", {}, "revision ", String(current.revision))));
   if (learned && current.agent_id) body.append(await learning(current.agent_id));
   const writable = can("stores:write") && !learned && current.status === "active";
@@ -71,7 +71,7 @@ async function tree(st, base, path) {
     crumbs.push(h("a", { href: base + qs({ path: acc }) }, part + "/"));
   }
   const rows = l.entries.map((e) => e.type === "memory_prefix"
-    ? h("li", { class: "folder", dataset: { path: e.path } }, h("a", { href: base + qs({ path: e.path }) }, "📁 " + e.path), " ", h("small", {}, String(e.count) + " memories"))
+    ? h("li", { class: "folder", dataset: { path: e.path } }, h("a", { href: base + qs({ path: e.path }) }, "📁 " + e.path), " ", h("small", {}, count(e.count, "memory", "memories")))
     : h("li", { class: "memory", dataset: { path: e.path } }, h("a", { href: base + qs({ path, memory: e.memory_id }) }, e.path), " ", h("small", {}, e.summary || "")));
   return h("section", { class: "tree" }, h("p", { class: "crumbs", id: "path" }, crumbs), h("ul", { id: "entries" }, rows.length ? rows : h("li", { class: "empty" }, "Nothing under " + path)));
 }
