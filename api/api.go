@@ -155,9 +155,16 @@ func KeyFrom(ctx context.Context) (auth.Key, bool) {
 // Refusal is why a request was not let in, for the caller to write in its
 // own error shape.
 type Refusal struct {
+	// Kind is Unauthenticated, Forbidden or Unavailable.
+	Kind fault.Kind
+	// Status is the kind's (Status).
 	Status  int
 	Code    string
 	Message string
+}
+
+func refusal(kind fault.Kind, code, msg string) *Refusal {
+	return &Refusal{Kind: kind, Status: Status(kind), Code: code, Message: msg}
 }
 
 // Guard authenticates r: a valid key from `Authorization: Bearer KEY` (or,
@@ -172,22 +179,22 @@ func (s *Server) Guard(r *http.Request, scope string, xAPIKey bool) (*http.Reque
 		ok = secret != ""
 	}
 	if !ok {
-		return nil, &Refusal{http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <API key>"}
+		return nil, refusal(fault.Unauthenticated, "unauthorized", "send Authorization: Bearer <API key>")
 	}
 	key, err := s.cfg.Keys.Authenticate(r.Context(), secret)
 	if errors.Is(err, auth.ErrUnauthenticated) {
-		return nil, &Refusal{http.StatusUnauthorized, "unauthorized", "the API key is invalid or revoked"}
+		return nil, refusal(fault.Unauthenticated, "unauthorized", "the API key is invalid or revoked")
 	}
 	if err != nil {
 		s.log.Error("auth lookup failed", "error", err)
-		return nil, &Refusal{http.StatusServiceUnavailable, "unavailable", "the key store is unavailable"}
+		return nil, refusal(fault.Unavailable, "unavailable", "the key store is unavailable")
 	}
 	if scope != "" && !key.Has(scope) {
-		return nil, &Refusal{http.StatusForbidden, "forbidden", "the API key lacks the scope " + scope}
+		return nil, refusal(fault.Forbidden, "forbidden", "the API key lacks the scope "+scope)
 	}
 	if key.Restricted() && !s.persons[r.Pattern] {
-		return nil, &Refusal{http.StatusForbidden, "forbidden",
-			"the API key is restricted to its own identities; this route spans persons and needs a key trusted to name any identity"}
+		return nil, refusal(fault.Forbidden, "forbidden",
+			"the API key is restricted to its own identities; this route spans persons and needs a key trusted to name any identity")
 	}
 	ctx := context.WithValue(r.Context(), keyCtx{}, key)
 	return r.WithContext(identity.WithPolicy(ctx, key.Policy())), nil
@@ -199,7 +206,7 @@ func (s *Server) Authed(scope string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r2, refused := s.Guard(r, scope, false)
 		if refused != nil {
-			if refused.Status == http.StatusUnauthorized {
+			if refused.Kind == fault.Unauthenticated {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="stackbone"`)
 			}
 			writeError(w, refused.Status, refused.Code, refused.Message)
@@ -365,14 +372,14 @@ func (s *Server) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	e := fault.Of(err)
 	if e == nil {
 		s.log.Error("internal error", "route", r.Pattern, "error", err)
-		writeError(w, http.StatusInternalServerError, "internal", "internal error")
+		writeError(w, Status(fault.Internal), "internal", "internal error")
 		return
 	}
 	if e.Kind() == fault.Internal {
 		// A failure the box names (memory_persist_failed) keeps its code
 		// and its sentinel's own words, never the cause's.
 		s.log.Error("internal error", "route", r.Pattern, "code", e.Code(), "error", err)
-		writeError(w, http.StatusInternalServerError, e.Code(), Message(e))
+		writeError(w, Status(fault.Internal), e.Code(), Message(e))
 		return
 	}
 	status := Status(e.Kind())

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stackbone/box/fault"
 )
 
 // Limits bounds the HTTP connections a box holds open, so that clients
@@ -196,7 +198,7 @@ func onReserve(h http.Handler) http.Handler {
 		if r.Context().Value(reserveCtx{}) != nil && !keyed(r) && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
 			w.Header().Set("Connection", "close")
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, "unavailable", "the box is at its connection limit; try again shortly")
+			writeError(w, Status(fault.Unavailable), "unavailable", "the box is at its connection limit; try again shortly")
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -14,6 +14,8 @@ import (
 // it; each words it in its own shape (the Chat Completions and Responses
 // error object, Anthropic's error types).
 type TurnError struct {
+	Kind fault.Kind
+	// Status is the kind's (api.Status).
 	Status int
 	// Code is the box's code for the error (OpenAI's "code").
 	Code    string
@@ -22,6 +24,16 @@ type TurnError struct {
 	// status alone would make the official clients retry.
 	Final bool
 }
+
+// Errors of a request body a wire cannot read (DecodeError unwraps to
+// one); each wire words them in its own shape.
+var (
+	// ErrInvalidRequest: a body that is not one JSON object of the wire's
+	// shape (400).
+	ErrInvalidRequest = fault.New(fault.Invalid, "invalid_request", "wire: invalid request")
+	// ErrTooLarge: a body over the wire's limit (413).
+	ErrTooLarge = fault.New(fault.TooLarge, "request_too_large", "wire: request too large")
+)
 
 // errTurnTimeout: the turn ran past the box's turn timeout.
 var errTurnTimeout = fault.New(fault.Timeout, "timeout", "the turn took longer than the box allows")
@@ -41,9 +53,9 @@ func Classify(err error) (e TurnError, ok bool) {
 	}
 	f := fault.Of(err)
 	if f == nil || f.Kind() == fault.Internal {
-		return TurnError{Status: api.Status(fault.Internal), Code: "internal_error", Message: "internal error"}, false
+		return TurnError{Kind: fault.Internal, Status: api.Status(fault.Internal), Code: "internal_error", Message: "internal error"}, false
 	}
-	e = TurnError{Status: api.Status(f.Kind()), Code: f.Code(), Message: err.Error()}
+	e = TurnError{Kind: f.Kind(), Status: api.Status(f.Kind()), Code: f.Code(), Message: err.Error()}
 	for _, x := range final {
 		e.Final = e.Final || errors.Is(err, x)
 	}

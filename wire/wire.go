@@ -172,7 +172,7 @@ type DecodeKind int
 // Kinds of DecodeError.
 const (
 	DecodeEmpty     DecodeKind = iota + 1 // no body
-	DecodeTooLarge                        // over the limit (413)
+	DecodeTooLarge                        // over the limit (ErrTooLarge)
 	DecodeSyntax                          // not JSON
 	DecodeNotObject                       // JSON, but not one object
 	DecodeType                            // a field of the wrong type
@@ -180,6 +180,15 @@ const (
 	DecodeText                            // a string with a NUL or invalid UTF-8 (api.CheckText)
 	DecodeTruncated                       // the body ends inside its JSON, or could not be read whole
 )
+
+// Unwrap is the error's kind: ErrTooLarge for a body over the limit, else
+// ErrInvalidRequest.
+func (e *DecodeError) Unwrap() error {
+	if e.Kind == DecodeTooLarge {
+		return ErrTooLarge
+	}
+	return ErrInvalidRequest
+}
 
 func (e *DecodeError) Error() string {
 	switch e.Kind {

@@ -12,6 +12,7 @@ import (
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/wire"
 )
 
@@ -57,50 +58,51 @@ func (h *handler) known(name string) bool {
 	return false
 }
 
-// classify returns the status and code of err: the text wires' own
+// classify returns the kind and code of err: the text wires' own
 // (wire.Classify), with AG-UI's one code for every malformed request;
-// unknown errors are internal. Statuses under 500 refuse the request
-// before the stream starts; the others fail a started run with RUN_ERROR.
-func classify(err error) (status int, code string, known bool) {
+// unknown errors are internal. Kinds whose status is under 500 refuse the
+// request before the stream starts; the others fail a started run with
+// RUN_ERROR.
+func classify(err error) (kind fault.Kind, code string, known bool) {
 	var bad *inputError
 	if errors.As(err, &bad) {
-		return http.StatusBadRequest, "invalid_request", true
+		return fault.Invalid, "invalid_request", true
 	}
 	te, ok := wire.Classify(err)
 	switch {
 	case !ok:
-		return te.Status, "internal", false
-	case te.Status == http.StatusBadRequest:
-		return te.Status, "invalid_request", true
+		return te.Kind, "internal", false
+	case te.Kind == fault.Invalid:
+		return te.Kind, "invalid_request", true
 	}
-	return te.Status, te.Code, true
+	return te.Kind, te.Code, true
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	r2, refused := h.guard(r, auth.ScopeAgentsRun, false)
 	if refused != nil {
-		if refused.Status == http.StatusUnauthorized {
+		if refused.Kind == fault.Unauthenticated {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="stackbone"`)
 		}
-		writeError(w, refused.Status, refused.Code, refused.Message)
+		writeError(w, refused.Kind, refused.Code, refused.Message)
 		return
 	}
 	r = r2
 	name := r.PathValue("agent")
 	if !h.known(name) {
-		writeError(w, http.StatusNotFound, "agent_not_found", "no agent named "+quote(name))
+		writeError(w, fault.NotFound, "agent_not_found", "no agent named "+quote(name))
 		return
 	}
 	in, err := decodeInput(w, r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		writeError(w, fault.Invalid, "invalid_request", err.Error())
 		return
 	}
 	req, err := in.turnRequest(name, h.log)
 	if err != nil {
-		status, code, _ := classify(err)
-		writeError(w, status, code, err.Error())
+		kind, code, _ := classify(err)
+		writeError(w, kind, code, err.Error())
 		return
 	}
 	runID := in.RunID
@@ -125,11 +127,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	attrs := []slog.Attr{slog.String("agent", name), slog.String("aguiRunId", runID),
 		slog.Int("messages", len(req.Messages)), slog.Int("tools", len(req.Tools)), slog.Bool("session", req.SessionKey != "")}
 	if err != nil {
-		status, code, known := classify(err)
+		kind, code, known := classify(err)
 		attrs = append(attrs, slog.String("code", code), slog.Int("events", s.events), slog.Duration("duration", time.Since(start)))
 		switch {
-		case !s.started && status < 500:
-			writeError(w, status, code, err.Error())
+		case !s.started && api.Status(kind) < 500:
+			writeError(w, kind, code, err.Error())
 			h.log.LogAttrs(r.Context(), slog.LevelInfo, "agui run refused", attrs...)
 		case r.Context().Err() != nil:
 			h.log.LogAttrs(r.Context(), slog.LevelInfo, "agui run ended: client went away", attrs...)
@@ -162,10 +164,11 @@ type errorDetail struct {
 	Message string `json:"message"`
 }
 
-func writeError(w http.ResponseWriter, status int, code, msg string) {
+// writeError answers a refused request with its kind's status.
+func writeError(w http.ResponseWriter, kind fault.Kind, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
+	w.WriteHeader(api.Status(kind))
 	_ = json.NewEncoder(w).Encode(errorBody{Error: errorDetail{Code: code, Message: msg}})
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/wire"
 )
 
@@ -31,7 +32,7 @@ func Register(mux wire.Mux, cfg Config) {
 // shape, naming the one it serves.
 func unknownRoute(w http.ResponseWriter, r *http.Request) {
 	path, _ := json.Marshal(r.URL.Path)
-	newError(http.StatusNotFound, "the box does not serve "+r.Method+" "+string(path)+"; its Anthropic route is POST /anthropic/v1/messages").Write(w)
+	newError(fault.NotFound, "the box does not serve "+r.Method+" "+string(path)+"; its Anthropic route is POST /anthropic/v1/messages").Write(w)
 }
 
 // protocol is the Messages protocol on the shared turn handler.
@@ -42,7 +43,7 @@ func unknownModel(name string) *apiError {
 		name = string(r[:100]) + "…"
 	}
 	b, _ := json.Marshal(name)
-	return newError(http.StatusNotFound, "model: "+string(b)+" is not an agent of this box; the model is the name of an agent")
+	return newError(fault.NotFound, "model: "+string(b)+" is not an agent of this box; the model is the name of an agent")
 }
 
 // exchange is one request and the answer's id.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/wire"
 )
 
@@ -15,7 +16,7 @@ type apiError struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
 
-	status int
+	status int // the kind's (api.Status)
 	// final: retrying cannot help (x-should-retry: false), though the
 	// status alone would make the official clients retry.
 	final bool
@@ -29,51 +30,50 @@ type errorBody struct {
 	Error *apiError `json:"error"`
 }
 
-// errorType is Anthropic's error type for each status the wire answers.
-func errorType(status int) string {
-	switch status {
-	case http.StatusBadRequest, http.StatusConflict:
+// errorType is Anthropic's error type for each kind of error the wire
+// answers.
+func errorType(kind fault.Kind) string {
+	switch kind {
+	case fault.Invalid, fault.Conflict:
 		return "invalid_request_error"
-	case http.StatusUnauthorized:
+	case fault.Unauthenticated:
 		return "authentication_error"
-	case http.StatusForbidden:
+	case fault.Forbidden:
 		return "permission_error"
-	case http.StatusNotFound:
+	case fault.NotFound:
 		return "not_found_error"
-	case http.StatusRequestEntityTooLarge:
+	case fault.TooLarge:
 		return "request_too_large"
-	case http.StatusServiceUnavailable:
+	case fault.Unavailable:
 		return "overloaded_error"
-	case http.StatusGatewayTimeout:
+	case fault.Timeout:
 		return "timeout_error"
 	}
 	return "api_error"
 }
 
-func newError(status int, msg string) *apiError {
-	return &apiError{Type: errorType(status), Message: msg, status: status}
+func newError(kind fault.Kind, msg string) *apiError {
+	return &apiError{Type: errorType(kind), Message: msg, status: api.Status(kind)}
 }
 
 // classify maps err to the wire's error. ok is false for an internal error.
 func classify(err error) (e *apiError, ok bool) {
 	var fe *fieldError
 	if errors.As(err, &fe) {
-		return newError(http.StatusBadRequest, fe.msg), true
+		return newError(fault.Invalid, fe.msg), true
 	}
 	var de *wire.DecodeError
 	if errors.As(err, &de) {
 		switch de.Kind {
-		case wire.DecodeTooLarge:
-			return newError(http.StatusRequestEntityTooLarge, de.Error()), true
 		case wire.DecodeType:
-			return newError(http.StatusBadRequest, fmt.Sprintf("%s: wrong type (%s)", de.Field, de.Value)), true
+			return newError(fault.KindOf(de), fmt.Sprintf("%s: wrong type (%s)", de.Field, de.Value)), true
 		case wire.DecodeUnknown:
-			return newError(http.StatusBadRequest, de.Field+": Extra inputs are not permitted"), true
+			return newError(fault.KindOf(de), de.Field+": Extra inputs are not permitted"), true
 		}
-		return newError(http.StatusBadRequest, de.Error()), true
+		return newError(fault.KindOf(de), de.Error()), true
 	}
 	te, ok := wire.Classify(err)
-	e = newError(te.Status, te.Message)
+	e = newError(te.Kind, te.Message)
 	e.final = te.Final
 	return e, ok
 }
@@ -81,10 +81,10 @@ func classify(err error) (e *apiError, ok bool) {
 // refusal turns the API's authentication refusal into this wire's error.
 func refusal(rf *api.Refusal) *apiError {
 	msg := rf.Message
-	if rf.Status == http.StatusUnauthorized {
+	if rf.Kind == fault.Unauthenticated {
 		msg = "send x-api-key or Authorization: Bearer with a valid API key (" + rf.Message + ")"
 	}
-	return newError(rf.Status, msg)
+	return newError(rf.Kind, msg)
 }
 
 // Write answers the error.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/wire"
 )
 
@@ -17,7 +18,8 @@ type apiError struct {
 	Param   *string `json:"param"`
 	Code    *string `json:"code"`
 
-	status int
+	kind   fault.Kind
+	status int // the kind's (api.Status)
 	// final: retrying cannot help (x-should-retry: false), though the
 	// status alone would make the official clients retry.
 	final bool
@@ -30,8 +32,8 @@ type errorBody struct {
 	Error *apiError `json:"error"`
 }
 
-func newError(status int, typ, code, param, msg string) *apiError {
-	e := &apiError{Message: msg, Type: typ, status: status}
+func newError(kind fault.Kind, typ, code, param, msg string) *apiError {
+	e := &apiError{Message: msg, Type: typ, kind: kind, status: api.Status(kind)}
 	if code != "" {
 		e.Code = &code
 	}
@@ -49,17 +51,17 @@ var codes = map[string]string{"agent_not_found": "model_not_found", "provider_fa
 func classify(err error) (e *apiError, ok bool) {
 	var fe *fieldError
 	if errors.As(err, &fe) {
-		return newError(http.StatusBadRequest, "invalid_request_error", "", fe.param, fe.msg), true
+		return newError(fault.Invalid, "invalid_request_error", "", fe.param, fe.msg), true
 	}
 	var de *wire.DecodeError
 	if errors.As(err, &de) {
 		switch de.Kind {
 		case wire.DecodeTooLarge:
-			return newError(http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", "", de.Error()), true
+			return newError(fault.KindOf(de), "invalid_request_error", "request_too_large", "", de.Error()), true
 		case wire.DecodeType, wire.DecodeUnknown, wire.DecodeText:
-			return newError(http.StatusBadRequest, "invalid_request_error", "", de.Field, de.Error()), true
+			return newError(fault.KindOf(de), "invalid_request_error", "", de.Field, de.Error()), true
 		}
-		return newError(http.StatusBadRequest, "invalid_request_error", "", "", de.Error()), true
+		return newError(fault.KindOf(de), "invalid_request_error", "", "", de.Error()), true
 	}
 	te, ok := wire.Classify(err)
 	if c, renamed := codes[te.Code]; renamed {
@@ -69,7 +71,7 @@ func classify(err error) (e *apiError, ok bool) {
 	if te.Status >= 500 {
 		typ = "server_error"
 	}
-	e = newError(te.Status, typ, te.Code, "", te.Message)
+	e = newError(te.Kind, typ, te.Code, "", te.Message)
 	e.final = te.Final
 	if errors.Is(err, agent.ErrUnknownAgent) {
 		e.Param = ptr("model")
@@ -79,13 +81,13 @@ func classify(err error) (e *apiError, ok bool) {
 
 // refusal turns the API's authentication refusal into this wire's error.
 func refusal(rf *api.Refusal) *apiError {
-	switch rf.Status {
-	case http.StatusUnauthorized:
-		return newError(rf.Status, "authentication_error", "invalid_api_key", "", rf.Message)
-	case http.StatusForbidden:
-		return newError(rf.Status, "permission_error", "insufficient_scope", "", rf.Message)
+	switch rf.Kind {
+	case fault.Unauthenticated:
+		return newError(rf.Kind, "authentication_error", "invalid_api_key", "", rf.Message)
+	case fault.Forbidden:
+		return newError(rf.Kind, "permission_error", "insufficient_scope", "", rf.Message)
 	}
-	return newError(rf.Status, "server_error", rf.Code, "", rf.Message)
+	return newError(rf.Kind, "server_error", rf.Code, "", rf.Message)
 }
 
 func writeError(w http.ResponseWriter, e *apiError) { e.Write(w) }
@@ -95,7 +97,7 @@ func (e *apiError) Write(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
-	if e.status == http.StatusUnauthorized {
+	if e.kind == fault.Unauthenticated {
 		h.Set("WWW-Authenticate", `Bearer realm="stackbone"`)
 	}
 	if e.final {

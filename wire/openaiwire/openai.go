@@ -11,6 +11,7 @@ import (
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/wire"
 )
 
@@ -36,7 +37,7 @@ const routes = "POST /openai/v1/chat/completions, POST /openai/v1/responses, GET
 
 // unknownRoute answers a route the wire does not serve in OpenAI's shape.
 func unknownRoute(w http.ResponseWriter, r *http.Request) {
-	writeError(w, newError(http.StatusNotFound, "invalid_request_error", "unknown_url", "",
+	writeError(w, newError(fault.NotFound, "invalid_request_error", "unknown_url", "",
 		"the box does not serve "+r.Method+" "+quote(r.URL.Path)+"; its OpenAI routes are "+routes))
 }
 
@@ -83,7 +84,7 @@ func (h *handler) model(w http.ResponseWriter, r *http.Request) {
 func (h *handler) known(name string) bool { return wire.Known(h.cfg.Runtime, name) }
 
 func unknownModel(name string) *apiError {
-	return newError(http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
+	return newError(fault.NotFound, "invalid_request_error", "model_not_found", "model",
 		"the model "+quote(name)+" does not exist: the model is the name of an agent (GET /openai/v1/models lists them)")
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/api"
+	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/wire"
 )
 
@@ -188,10 +189,10 @@ func previousNotFound(id string) error { return &notFoundError{id: id} }
 func (responses) Classify(err error) (wire.Error, bool) {
 	var nf *notFoundError
 	if errors.As(err, &nf) {
-		return newError(http.StatusBadRequest, "invalid_request_error", "previous_response_not_found", "previous_response_id", nf.Error()), true
+		return newError(fault.Invalid, "invalid_request_error", "previous_response_not_found", "previous_response_id", nf.Error()), true
 	}
 	if errors.Is(err, agent.ErrSessionNotFound) {
-		return newError(http.StatusBadRequest, "invalid_request_error", "previous_response_not_found", "previous_response_id",
+		return newError(fault.Invalid, "invalid_request_error", "previous_response_not_found", "previous_response_id",
 			"previous response not found: it names no stored conversation of this agent and person"), true
 	}
 	return classify(err)
