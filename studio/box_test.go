@@ -81,11 +81,12 @@ type box struct {
 	sip   *sip.Server
 }
 
-func newBox(t *testing.T) *box {
+// newBox runs a box with agentsYAML; opts change how it is built.
+func newBox(t *testing.T, opts ...boxtest.Option) *box {
 	t.Helper()
 	// The call page pre-fills the dev key, as under `stackbone dev`
 	// (TestSaveOffBetweenTwoCalls signs its calls in with it).
-	b := boxtest.New(t, agentsYAML, boxtest.DevKey(auth.DevKey))
+	b := boxtest.New(t, agentsYAML, append([]boxtest.Option{boxtest.DevKey(auth.DevKey)}, opts...)...)
 	if err := b.Keys.Ensure(t.Context(), "admin", adminKey, auth.AllScopes); err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,10 @@ func TestNoLiteralNull(t *testing.T) {
 				i := strings.Index(text, m)
 				t.Fatalf("%s shows %q: …%s…", hash, m, text[max(0, i-120):min(len(text), i+60)])
 			}
+			// This box has a provider: no screen says it lacks one.
+			if got := p.text("#no-provider"); got != "" {
+				t.Fatalf("%s says %q", hash, got)
+			}
 		}
 	}
 }

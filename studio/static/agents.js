@@ -2,11 +2,12 @@
 // speech-to-text, text-to-speech) with the value in force and where it
 // comes from (studio, code, default), toggles, instructions, the identity
 // key's binding, resets and the activity log.
-import { h, say, put, api, can, badge, fmtTime, field, explain, notice, readOnlyNote, clear, ask } from "./lib.js";
+import { h, say, put, noProviderNote, api, can, badge, fmtTime, field, explain, notice, readOnlyNote, clear, ask } from "./lib.js";
 
 export async function agentsScreen(main) {
+  const note = noProviderNote("the agents' text turns and calls");
   const agents = await api("GET", "/api/agents");
-  main.append(h("h1", {}, "Agents"),
+  put(main, h("h1", {}, "Agents"), await note,
     h("p", { class: "hint" }, "Memory settings and models resolve from Studio, then the agent's code (the config), then the platform default. A call takes a snapshot when it opens: changes apply to the next call."));
   if (!can("config:write")) main.append(readOnlyNote("config:write", "change memory settings and models"));
   const cards = h("div", { class: "cards" });

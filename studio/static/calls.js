@@ -1,6 +1,6 @@
 // Calls: every phone and browser call, a call's heard transcript, what
 // memory did and where each turn's time went; a form to dial out.
-import { h, say, put, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear, agentFilter, count } from "./lib.js";
+import { h, say, put, noProviderNote, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear, agentFilter, count } from "./lib.js";
 import { recordingPlayer } from "./recording.js";
 
 const outcomes = ["completed", "caller_hangup", "operator_hangup", "transferred", "machine", "media_timeout", "max_duration", "cancelled", "failed", "shutdown", "no_answer", "busy", "box_lost", "provider_failed"];
@@ -46,7 +46,8 @@ export async function callsScreen(main, params) {
     location.hash = "#/calls" + qs(d);
   });
   form.addEventListener("change", (ev) => { if (ev.target.tagName === "SELECT") form.requestSubmit(); });
-  main.append(h("h1", {}, "Calls"), form, list.el, h("h2", {}, "Place a call"), await dialForm());
+  const note = noProviderNote("a call (it needs speech-to-text, a model and text-to-speech)");
+  put(main, h("h1", {}, "Calls"), form, list.el, h("h2", {}, "Place a call"), await note, await dialForm());
   await first;
 }
 

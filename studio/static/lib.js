@@ -263,6 +263,22 @@ export function ask(anchor, body, yesLabel, onYes) {
   return box;
 }
 
+// noProviderNote says, when no model provider is configured, that what
+// (a screen's work) cannot happen and which setting to set; null when one
+// is, or when this key cannot ask (config:read). The providers change
+// only with a restart of the box: one request per page load.
+let providersOnce = null;
+export async function noProviderNote(what) {
+  if (!can("config:read")) return null;
+  if (!providersOnce) providersOnce = api("GET", "/api/system/providers").catch((e) => { providersOnce = null; throw e; });
+  let circuits;
+  try { circuits = await providersOnce; } catch { return null; }
+  if (circuits.length) return null;
+  return h("p", { class: "readonly", id: "no-provider", role: "status" }, "No model provider is configured, so " + what + " cannot work. Set ",
+    h("code", {}, "OPENAI_API_KEY"), " (with ", h("code", {}, "OPENAI_BASE_URL"), " for another OpenAI-compatible endpoint) in the box's environment, or ",
+    h("code", {}, "providers.NAME.baseURL"), " and ", h("code", {}, "apiKeyEnv"), " in its config, then restart the box.");
+}
+
 // agentOptions lists the agents for a filter (needs config:read; without
 // it the filter is a free text box).
 // The agents of the config change only with a restart of the box: one

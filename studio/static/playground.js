@@ -2,7 +2,7 @@
 // does. The reply streams in; tool calls and their results are blocks that
 // unfold. The threadId is the session key, so every conversation here is a
 // session (listed under Sessions); New conversation starts another.
-import { h, say, api, can, session, field, explain, clear, readOnlyNote, ApiError, agentOptions } from "./lib.js";
+import { h, say, put, noProviderNote, api, can, session, field, explain, clear, readOnlyNote, ApiError, agentOptions } from "./lib.js";
 import { testCallPanel } from "./testcall.js";
 
 const THREADS = "stackbone.studio.threads";
@@ -62,8 +62,10 @@ function saveThread(agent, th) {
 }
 
 export async function playgroundScreen(main, params) {
+  const note = noProviderNote("talking to an agent");
   main.append(h("h1", {}, "Playground"));
   const opts = await agentOptions("(pick an agent)");
+  put(main, await note);
   const agentSel = opts ? h("select", { name: "agent" }, opts.map(([v, l]) => h("option", { value: v, selected: v === (params.get("agent") || "") }, l)))
     : h("input", { name: "agent", value: params.get("agent") || "", placeholder: "agent name", maxlength: 100 });
   const customer = h("input", { name: "customerId", maxlength: 500, placeholder: "customerId (optional)" });

@@ -1,7 +1,7 @@
 // RAG: collections with their stats, upload with progress, the documents
 // with their ingest status (updating by itself), a JSONB filter, and the
 // Search panel that runs the query an agent's tool would run.
-import { h, put, api, qs, can, session, badge, fmtInt, field, explain, notice, readOnlyNote, ask, clear, table, row, poll, ApiError, markPainted, count, counted } from "./lib.js";
+import { h, put, noProviderNote, api, qs, can, session, badge, fmtInt, field, explain, notice, readOnlyNote, ask, clear, table, row, poll, ApiError, markPainted, count, counted } from "./lib.js";
 
 const maxUpload = 25 << 20;
 const allowed = /\.(txt|md|pdf)$/i;
@@ -11,12 +11,13 @@ export async function ragScreen(main, params) {
 }
 
 export async function collectionScreen(main, name, params) {
+  const note = noProviderNote("ingesting documents and searching them");
   const cols = await api("GET", "/api/rag/collections");
   const current = cols.find((c) => c.name === name) || (name ? null : cols[0]);
   const rail = h("nav", { class: "rail", id: "collections" }, cols.map((c) => h("a", { href: "#/rag/" + encodeURIComponent(c.name), class: current && c.name === current.name ? "active" : "", dataset: { name: c.name } },
     h("b", {}, c.name), h("small", {}, railCounts(c)))));
   const body = h("div", { class: "rag-body" });
-  main.append(h("h1", {}, "RAG"), h("div", { class: "rag" }, h("div", {}, rail, newCollection()), body));
+  put(main, h("h1", {}, "RAG"), await note, h("div", { class: "rag" }, h("div", {}, rail, newCollection()), body));
   if (!current) {
     body.append(h("p", { class: "empty" }, name ? "No collection named " + name + "." : "No collection yet: create one to upload documents."));
     return;

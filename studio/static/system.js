@@ -1,6 +1,6 @@
 // System → Memory extraction: the extractor's model and reasoning effort,
 // and the guidance prompt (draft, publish, reset), with what is in force.
-import { h, say, put, api, can, fmtTime, field, select, explain, readOnlyNote, clear, ask, table, badge } from "./lib.js";
+import { h, say, put, noProviderNote, api, can, fmtTime, field, select, explain, readOnlyNote, clear, ask, table, badge } from "./lib.js";
 
 // OTHER is the model choice that reads the text field (no model id is
 // without a slash).
@@ -9,7 +9,7 @@ const OTHER = "other";
 const efforts = ["none", "minimal", "low", "medium", "high", "xhigh"];
 
 export async function systemScreen(main) {
-  main.append(h("h1", {}, "System"));
+  put(main, h("h1", {}, "System"), await noProviderNote("memory extraction"));
   const card = h("section", { class: "card", id: "extraction" });
   const providers = h("section", { class: "card", id: "providers" });
   main.append(card, providers);
