@@ -123,20 +123,11 @@ func (s *Service) search(ctx context.Context, c Collection, req SearchRequest) (
 	var allowed map[int64]struct{}
 	if req.Filter != nil {
 		filter, _ = json.Marshal(req.Filter)
-		rows, err := s.cfg.Pool.Query(ctx, `SELECT id FROM stackbone_platform.rag_chunks WHERE collection_id = $1 AND metadata @> $2`, c.id, filter)
-		if err != nil {
-			return nil, fmt.Errorf("%w: filter: %v", ErrUnavailable, err)
+		if allowed, err = s.filtered(ctx, c.id, filter); err != nil {
+			return nil, err
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return nil, fmt.Errorf("%w: filter: %v", ErrUnavailable, err)
-		}
-		if len(ids) == 0 {
+		if len(allowed) == 0 {
 			return []Hit{}, nil
-		}
-		allowed = make(map[int64]struct{}, len(ids))
-		for _, id := range ids {
-			allowed[id] = struct{}{}
 		}
 	}
 	mode := modeAuto
@@ -148,82 +139,107 @@ func (s *Service) search(ctx context.Context, c Collection, req SearchRequest) (
 		n = max(4*k, 40) // candidates of each list to fuse
 	}
 	vec := ci.search(req.Vector, n, max(s.cfg.EfSearch, n), s.cfg.ExactBelow, allowed, mode)
-	type ranked struct {
-		id    int64
-		score float64
-	}
-	var top []ranked
+	var top []rankedChunk
 	if !req.Hybrid || strings.TrimSpace(req.Text) == "" {
 		for _, h := range vec {
-			top = append(top, ranked{h.chunk, float64(min(max(h.sim, 0), 1))})
+			top = append(top, rankedChunk{h.chunk, float64(min(max(h.sim, 0), 1))})
 		}
 	} else {
 		text, err := s.textSearch(ctx, c.id, req.Text, filter, n)
 		if err != nil {
 			return nil, err
 		}
-		// Score fusion: the mean of the cosine similarity (already on a
-		// meaningful 0..1 scale) and the text rank scaled by the best text
-		// rank (ts_rank_cd has no fixed scale). Reciprocal rank fusion and
-		// min-max scaling of both lists were measured first and lose to it
-		// (TestHybridAgainstVectorOnly): both throw away how much better
-		// the best text match is, and min-max blows noise-level
-		// differences of similarity up to the full range.
-		// Every candidate of either list is scored by both signals: a chunk
-		// the text search found gets its true similarity (the vectors are
-		// in memory), not a zero for missing the vector list's cut.
-		sims := map[int64]float64{}
-		for _, h := range vec {
-			sims[h.chunk] = float64(h.sim)
-		}
-		var missing []int64
-		for _, h := range text {
-			if _, ok := sims[h.id]; !ok {
-				missing = append(missing, h.id)
-			}
-		}
-		for id, sim := range ci.similarities(req.Vector, missing) {
-			sims[id] = float64(sim)
-		}
-		ranks := map[int64]float64{}
-		for _, h := range text {
-			ranks[h.id] = h.rank
-		}
-		ids := make([]int64, 0, len(sims))
-		for id := range sims {
-			ids = append(ids, id)
-		}
-		maxRank := 0.0
-		for _, h := range text {
-			maxRank = math.Max(maxRank, h.rank)
-		}
-		fused := map[int64]float64{}
-		for _, id := range ids {
-			t := 0.0
-			if maxRank > 0 {
-				t = ranks[id] / maxRank
-			}
-			fused[id] = (min(max(sims[id], 0), 1) + t) / 2
-		}
-		for id, sc := range fused {
-			top = append(top, ranked{id, min(max(sc, 0), 1)})
-		}
-		slices.SortFunc(top, func(a, b ranked) int {
-			if a.score != b.score {
-				if a.score > b.score {
-					return -1
-				}
-				return 1
-			}
-			return int(a.id - b.id)
-		})
-		if len(top) > k {
-			top = top[:k]
-		}
+		top = fuse(ci, req.Vector, vec, text, k)
 	}
 	if len(top) == 0 {
 		return []Hit{}, nil
 	}
+	return s.readHits(ctx, c, top)
+}
+
+// filtered is the set of the collection's chunks whose metadata contains
+// filter.
+func (s *Service) filtered(ctx context.Context, collectionID int64, filter []byte) (map[int64]struct{}, error) {
+	rows, err := s.cfg.Pool.Query(ctx, `SELECT id FROM stackbone_platform.rag_chunks WHERE collection_id = $1 AND metadata @> $2`, collectionID, filter)
+	if err != nil {
+		return nil, fmt.Errorf("%w: filter: %v", ErrUnavailable, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("%w: filter: %v", ErrUnavailable, err)
+	}
+	allowed := make(map[int64]struct{}, len(ids))
+	for _, id := range ids {
+		allowed[id] = struct{}{}
+	}
+	return allowed, nil
+}
+
+// rankedChunk is a chunk with its score, best first in a result.
+type rankedChunk struct {
+	id    int64
+	score float64
+}
+
+// fuse scores the candidates of the vector and text lists together and
+// keeps the best k.
+//
+// Score fusion: the mean of the cosine similarity (already on a
+// meaningful 0..1 scale) and the text rank scaled by the best text
+// rank (ts_rank_cd has no fixed scale). Reciprocal rank fusion and
+// min-max scaling of both lists were measured first and lose to it
+// (TestHybridAgainstVectorOnly): both throw away how much better
+// the best text match is, and min-max blows noise-level
+// differences of similarity up to the full range.
+// Every candidate of either list is scored by both signals: a chunk
+// the text search found gets its true similarity (the vectors are
+// in memory), not a zero for missing the vector list's cut.
+func fuse(ci *colIndex, q []float32, vec []scored, text []textHit, k int) []rankedChunk {
+	sims := map[int64]float64{}
+	for _, h := range vec {
+		sims[h.chunk] = float64(h.sim)
+	}
+	var missing []int64
+	for _, h := range text {
+		if _, ok := sims[h.id]; !ok {
+			missing = append(missing, h.id)
+		}
+	}
+	for id, sim := range ci.similarities(q, missing) {
+		sims[id] = float64(sim)
+	}
+	ranks := map[int64]float64{}
+	maxRank := 0.0
+	for _, h := range text {
+		ranks[h.id] = h.rank
+		maxRank = math.Max(maxRank, h.rank)
+	}
+	var top []rankedChunk
+	for id, sim := range sims {
+		t := 0.0
+		if maxRank > 0 {
+			t = ranks[id] / maxRank
+		}
+		top = append(top, rankedChunk{id, min(max((min(max(sim, 0), 1)+t)/2, 0), 1)})
+	}
+	slices.SortFunc(top, func(a, b rankedChunk) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		}
+		return int(a.id - b.id)
+	})
+	if len(top) > k {
+		top = top[:k]
+	}
+	return top
+}
+
+// readHits reads the ranked chunks, in their order; a chunk replaced or
+// deleted since the index was read is left out.
+func (s *Service) readHits(ctx context.Context, c Collection, top []rankedChunk) ([]Hit, error) {
 	ids := make([]int64, len(top))
 	for i, t := range top {
 		ids[i] = t.id
@@ -246,7 +262,7 @@ func (s *Service) search(ctx context.Context, c Collection, req SearchRequest) (
 	for _, t := range top {
 		h, ok := byID[t.id]
 		if !ok {
-			continue // replaced or deleted since the index was read
+			continue
 		}
 		h.Score, h.Model, h.Collection = t.score, c.Model, c.Name
 		out = append(out, h)
