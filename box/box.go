@@ -226,6 +226,10 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	vcfg := voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: b.Runtime, Memory: b.Memory, Settings: b.Settings,
 		Metrics: metrics, BoxID: b.ID, Runs: b.Runs, Speech: speech, Logger: log,
 		Realtime: cfg.Media.Realtime(), Events: b.Webhooks, Recorder: b.Recordings, Ended: b.Analysis.Enqueue}
+	// Warm transfers ring people through the SIP server made below.
+	vcfg.DialLeg = func(ctx context.Context, trunk, to string) (voice.Leg, error) {
+		return b.Phones.DialLeg(ctx, trunk, to)
+	}
 	if opt.TuneCalls != nil {
 		opt.TuneCalls(&vcfg)
 	}

@@ -402,7 +402,46 @@ type AgentVoice struct {
 	AnsweringMachine *AnsweringMachine `yaml:"answeringMachine"`
 	// Recording keeps the call's audio, opt-in (see Recording).
 	Recording *Recording `yaml:"recording"`
+	// Transfer offers warm transfers to people (see Transfer).
+	Transfer *Transfer `yaml:"transfer"`
 }
+
+// Transfer is who a phone call can be handed to, warm: the caller hears
+// hold audio while the box rings the person on a second line and tells
+// them what the call is about, then the box joins the two; a person who
+// does not answer or declines sends the agent back to the caller.
+type Transfer struct {
+	// Targets are the people the agent chooses from (at most
+	// MaxTransferTargets), by their descriptions.
+	Targets []TransferTarget `yaml:"targets"`
+	// HoldAudio is a WAV file the caller hears while they wait (default a
+	// soft tone).
+	HoldAudio string `yaml:"holdAudio"`
+	// RingTimeout is how long the person's phone rings before the agent
+	// goes back to the caller (default DefaultTransferRingTimeout, at most
+	// 2m).
+	RingTimeout time.Duration `yaml:"ringTimeout"`
+}
+
+// TransferTarget is one person a call can be handed to.
+type TransferTarget struct {
+	// Name is how the agent names the target (lowercase letters, digits,
+	// - and _; up to 64).
+	Name string `yaml:"name"`
+	// Description tells the agent when to choose this target ("billing
+	// questions, weekdays").
+	Description string `yaml:"description"`
+	// Number is the person's phone number, dialled through Trunk.
+	Number string `yaml:"number"`
+	// Trunk is the outbound trunk to dial through (default the first).
+	Trunk string `yaml:"trunk"`
+}
+
+// Bounds and defaults of warm transfers.
+const (
+	MaxTransferTargets         = 20
+	DefaultTransferRingTimeout = 30 * time.Second
+)
 
 // Recording keeps a call's audio: two channels (the caller left, the agent
 // right) in the time the caller heard the agent, stored in the object store

@@ -191,6 +191,9 @@ func validateToolLimits(agent string, a Agent) []string {
 		if m := v.AnsweringMachine; m != nil {
 			problems = append(problems, AnsweringMachineProblems("agent "+agent+": voice.answeringMachine.", *m)...)
 		}
+		if tr := v.Transfer; tr != nil {
+			problems = append(problems, transferProblems("agent "+agent+": voice.transfer", *tr)...)
+		}
 		if r := v.Recording; r != nil {
 			if r.Retention < 0 || r.Retention > 10*365*24*time.Hour {
 				problems = append(problems, fmt.Sprintf("agent %s: voice.recording.retention must be between 0 (the default, 30 days) and 10 years", agent))
@@ -280,4 +283,32 @@ func AnalysisSchema(a *Analysis) (*jsonschema.Resolved, error) {
 		return nil, fmt.Errorf("not a valid JSON Schema: %v", err)
 	}
 	return r, nil
+}
+
+var targetNameRe = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+
+// transferProblems says what is wrong with an agent's transfer targets.
+func transferProblems(where string, t Transfer) []string {
+	var problems []string
+	if len(t.Targets) == 0 || len(t.Targets) > MaxTransferTargets {
+		problems = append(problems, fmt.Sprintf("%s.targets: 1 to %d targets", where, MaxTransferTargets))
+	}
+	seen := map[string]bool{}
+	for i, tg := range t.Targets {
+		at := fmt.Sprintf("%s.targets[%d]", where, i)
+		if !targetNameRe.MatchString(tg.Name) || seen[tg.Name] {
+			problems = append(problems, at+".name: a unique name of lowercase letters, digits, - and _ (up to 64)")
+		}
+		seen[tg.Name] = true
+		if n := NormalizeNumber(tg.Number); n == "" || len(n) > 33 || strings.Trim(n, "+0123456789*#") != "" {
+			problems = append(problems, at+".number: a phone number (digits, * or #, an optional leading +)")
+		}
+		if utf8.RuneCountInString(tg.Description) > 500 {
+			problems = append(problems, at+".description: at most 500 characters")
+		}
+	}
+	if t.RingTimeout < 0 || t.RingTimeout > 2*time.Minute {
+		problems = append(problems, where+".ringTimeout: 0 (the default, 30s) to 2m")
+	}
+	return problems
 }

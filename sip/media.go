@@ -34,7 +34,7 @@ const (
 // media timeout and the controller's lag live in package voice.
 type rtpMedia struct {
 	med *diago.DialogMedia
-	ctl *voice.Call
+	ctl mediaSink
 	log *slog.Logger
 
 	stopped  chan struct{}
@@ -55,7 +55,16 @@ type rtpMedia struct {
 	pacing func(time.Duration)
 }
 
-func newRTPMedia(med *diago.DialogMedia, ctl *voice.Call, log *slog.Logger) *rtpMedia {
+// mediaSink hears a dialog's audio: the call's controller (voice.Call), or
+// a warm transfer's second leg.
+type mediaSink interface {
+	Hear(pcm []int16)
+	DTMF(digit rune)
+	Hold(held bool)
+	Alive()
+}
+
+func newRTPMedia(med *diago.DialogMedia, ctl mediaSink, log *slog.Logger) *rtpMedia {
 	m := &rtpMedia{
 		med: med, ctl: ctl, log: log,
 		stopped: make(chan struct{}), readDone: make(chan struct{}),

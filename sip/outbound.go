@@ -86,32 +86,13 @@ func (s *Server) place(c *call, trunk config.OutboundTrunk, to string) {
 		return
 	}
 	log := c.log.With("callId", ctl.ID(), "trunk", trunk.Name)
-	host, portStr, _ := net.SplitHostPort(trunk.Proxy)
-	port, _ := strconv.Atoi(portStr)
-	transport := trunk.Transport
-	if transport == "" {
-		transport = "udp"
-	}
-	d, err := s.dg.NewDialog(sip.Uri{Scheme: "sip", User: to, Host: host, Port: port}, diago.NewDialogOptions{Transport: transport})
+	d, opts, err := s.outboundDialog(trunk, to, c.sipCallID)
 	if err != nil {
 		log.Warn("sip: outbound dialog", "error", err)
 		ctl.End(voice.OutcomeFailed, "the outbound dialog could not be created")
 		return
 	}
 	defer d.Close()
-	callID := sip.CallIDHeader(c.sipCallID)
-	d.InviteRequest.AppendHeader(&callID)
-
-	caller := trunk.CallerNumber
-	if caller == "" {
-		caller = "stackbone"
-	}
-	fromHost := s.cfg.ExternalHost
-	if fromHost == "" {
-		fromHost, _, _ = net.SplitHostPort(s.Addr())
-	}
-	opts := diago.InviteClientOptions{Username: trunk.Username, Password: trunk.Password}
-	opts.WithCaller("", caller, fromHost)
 	if c.timer.interval > 0 {
 		opts.Headers = append(opts.Headers,
 			sip.NewHeader("Session-Expires", strconv.Itoa(int(c.timer.interval/time.Second))),
@@ -192,6 +173,35 @@ func (s *Server) place(c *call, trunk config.OutboundTrunk, to string) {
 	}
 	log.Info("sip: outbound call answered", "setupMs", time.Since(setup).Milliseconds())
 	s.carry(c, m, d.Context())
+}
+
+// outboundDialog is a dialog to number to through trunk under sipCallID,
+// with the INVITE's options every outbound call has (the trunk's caller
+// number and credentials).
+func (s *Server) outboundDialog(trunk config.OutboundTrunk, to, sipCallID string) (*diago.DialogClientSession, diago.InviteClientOptions, error) {
+	host, portStr, _ := net.SplitHostPort(trunk.Proxy)
+	port, _ := strconv.Atoi(portStr)
+	transport := trunk.Transport
+	if transport == "" {
+		transport = "udp"
+	}
+	d, err := s.dg.NewDialog(sip.Uri{Scheme: "sip", User: to, Host: host, Port: port}, diago.NewDialogOptions{Transport: transport})
+	if err != nil {
+		return nil, diago.InviteClientOptions{}, err
+	}
+	callID := sip.CallIDHeader(sipCallID)
+	d.InviteRequest.AppendHeader(&callID)
+	caller := trunk.CallerNumber
+	if caller == "" {
+		caller = "stackbone"
+	}
+	fromHost := s.cfg.ExternalHost
+	if fromHost == "" {
+		fromHost, _, _ = net.SplitHostPort(s.Addr())
+	}
+	opts := diago.InviteClientOptions{Username: trunk.Username, Password: trunk.Password}
+	opts.WithCaller("", caller, fromHost)
+	return d, opts, nil
 }
 
 // outboundTimer is the session timer the callee's 2xx settled: none when

@@ -155,6 +155,19 @@ func (g *generation) run(messages []agent.Message) {
 			if !g.hold() {
 				return g.ctx.Err()
 			}
+			// What the agent said before the tool is on the playout
+			// before the tool acts ("I'll put you through", then the
+			// transfer), not after it.
+			if rest := split.Flush(); rest != "" {
+				say(spoken{text: rest})
+			}
+			queued := make(chan struct{})
+			say(spoken{queued: queued})
+			select {
+			case <-queued:
+			case <-g.ctx.Done():
+				return g.ctx.Err()
+			}
 			g.fill.start(ev.Text)
 			return nil
 		case agent.EventToolResult:
@@ -200,6 +213,10 @@ func (g *generation) synthesize(sentences <-chan spoken, metric func(string, any
 		}
 	}
 	for s := range sentences {
+		if s.queued != nil {
+			close(s.queued)
+			continue
+		}
 		t0 := c.clk.Now()
 		firstByte := func() {
 			if first {
@@ -262,8 +279,11 @@ func (g *generation) synthesize(sentences <-chan spoken, metric func(string, any
 		ready()
 		c.playout.Enqueue(g.t.id, seg)
 	}
-	for range sentences {
+	for s := range sentences {
 		// Abandoned: let the run finish saying what it says, unheard.
+		if s.queued != nil {
+			close(s.queued)
+		}
 	}
 }
 

@@ -113,6 +113,9 @@ func (l *listener) step(frame []int16, now time.Time) bool {
 // the agent's speech and the live stream; ended says the VAD's longest
 // delay ended the utterance (handed over unless it was no turn).
 func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
+	if l.c.transferring.Load() {
+		return false, true // on hold or with the person: no turn
+	}
 	det := l.det
 	wasSpeaking, _ := det.Speaking()
 	ev := det.Process(frame)

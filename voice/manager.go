@@ -79,6 +79,9 @@ type Config struct {
 	// (its post-call analysis is queued there). An error is logged; the
 	// end is recorded all the same.
 	Ended func(ctx context.Context, tx pgx.Tx, callID, agentID string) error
+	// DialLeg rings a warm transfer's person (package sip); nil: calls
+	// cannot be transferred warm.
+	DialLeg LegDialer
 	// Recorder keeps the audio of the calls whose agents record them
 	// (nil: no call is recorded).
 	Recorder Recorder
@@ -365,6 +368,13 @@ type Call struct {
 	// rec is the call's recording, nil when it is not recorded (or the
 	// caller declined it).
 	rec atomic.Pointer[callRecording]
+	// transferring is set while the caller is on hold for a warm transfer
+	// or joined to the person: the caller's sound is no turn then. source
+	// plays in place of the playout (hold audio, the person); leg is the
+	// person's line once joined.
+	transferring atomic.Bool
+	source       atomic.Pointer[frameSource]
+	leg          atomic.Pointer[Leg]
 
 	mu      sync.Mutex
 	turnSeq int
@@ -488,6 +498,9 @@ func (c *Call) End(outcome Outcome, reason string) {
 func (c *Call) Hear(pcm []int16) {
 	if r := c.rec.Load(); r != nil {
 		r.take.Caller(pcm)
+	}
+	if l := c.leg.Load(); l != nil {
+		_ = (*l).WriteFrame(pcm)
 	}
 	c.inbox.hear(pcm)
 }

@@ -121,6 +121,7 @@ func (c *Call) carry(a attachment) End {
 	// Every end hangs up, so the transport's side ends too; hanging up
 	// after the other side left is harmless.
 	_ = c.t.Hangup(ctx)
+	c.endTransfer(ctx)
 	stop()
 	stopPlay()
 	wg.Wait()
@@ -166,6 +167,14 @@ func (s *callStream) Start() bool {
 // playFrame writes one frame of the playout and says whether it carried
 // speech; ok is false once the call must end.
 func (c *Call) playFrame(ctx context.Context) (speech, ok bool) {
+	if src := c.source.Load(); src != nil {
+		// On hold, or joined to a person: not the agent's voice.
+		if err := c.out().WriteFrame(src.next()); err != nil && ctx.Err() == nil {
+			c.End(OutcomeFailed, "the call's audio could not be sent")
+			return false, false
+		}
+		return false, true
+	}
 	speech, finished, err := c.playout.Tick(c.out())
 	if err != nil {
 		if ctx.Err() == nil {

@@ -240,6 +240,9 @@ func (t *turn) engines(part string, r *engineReport) {
 type spoken struct {
 	text   string
 	filler bool
+	// queued, when set, is closed once every sentence before it reached
+	// the playout (a mark, not a sentence).
+	queued chan struct{}
 }
 
 // filler says the agent's filler phrase, once per turn, when a server
@@ -356,7 +359,9 @@ func (c *Call) Entries() []Entry { return c.transcript.Entries() }
 // them.
 func (c *Call) callTools() []agent.ServerTool {
 	var out []agent.ServerTool
-	if v := c.agent.Voice; v != nil && v.TransferTo != "" {
+	if v := c.agent.Voice; v != nil && v.Transfer != nil && len(v.Transfer.Targets) > 0 && c.m.cfg.DialLeg != nil && c.info.SampleRate == 8000 {
+		out = append(out, c.transferTargetsTool(v.Transfer))
+	} else if v != nil && v.TransferTo != "" {
 		out = append(out, c.transferTool(v.TransferTo))
 	}
 	if kp, ok := c.t.(Keypad); ok && c.agent.Voice != nil && c.agent.Voice.Keypad {
