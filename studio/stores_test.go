@@ -17,16 +17,8 @@ func TestMemoryStoresScreen(t *testing.T) {
 	p := b.open(t)
 	p.signIn(adminKey)
 	p.goTo("#/stores")
-	p.set("#new-store input[name=name]", "Release policy")
-	p.set("#new-store input[name=description]", "How we version and ship.")
-	p.js(`document.getElementById("new-store").requestSubmit()`)
-	p.waitFor(`location.hash === "#/stores/release-policy" && document.getElementById("root").dataset.state === "ready" && !!document.getElementById("new-memory")`, "the new store")
-
-	p.set("#new-memory input[name=path]", "/releases/versioning.md")
-	p.set("#new-memory input[name=summary]", "How versions are chosen.")
-	p.set("#new-memory textarea[name=content]", "Bump the minor version for features.")
-	p.js(`document.getElementById("new-memory").requestSubmit()`)
-	p.waitFor(`document.getElementById("root").dataset.state === "ready" && !!document.getElementById("memory")`, "the memory's editor")
+	p.newStore("Release policy", "How we version and ship.", "release-policy")
+	p.newMemory("/releases/versioning.md", "How versions are chosen.", "Bump the minor version for features.")
 
 	v2 := "<script>window.pwned=1</script>\nBump the major version for breaking changes."
 	p.set("#memory textarea[name=content]", v2)
@@ -129,4 +121,24 @@ func (b *box) memoryContent(path string) string {
 		b.t.Fatalf("read %s: %d %s", path, st, code)
 	}
 	return m.Content
+}
+
+// newStore creates a memory store on the Memory stores screen and waits
+// for it to open at its slug.
+func (p *page) newStore(name, description, slug string) {
+	p.t.Helper()
+	p.set("#new-store input[name=name]", name)
+	p.set("#new-store input[name=description]", description)
+	p.js(`document.getElementById("new-store").requestSubmit()`)
+	p.waitFor(`location.hash === "#/stores/`+slug+`" && document.getElementById("root").dataset.state === "ready" && !!document.getElementById("new-memory")`, "the new store "+slug)
+}
+
+// newMemory creates a memory in the open store and waits for its editor.
+func (p *page) newMemory(path, summary, content string) {
+	p.t.Helper()
+	p.set("#new-memory input[name=path]", path)
+	p.set("#new-memory input[name=summary]", summary)
+	p.set("#new-memory textarea[name=content]", content)
+	p.js(`document.getElementById("new-memory").requestSubmit()`)
+	p.waitFor(`document.getElementById("root").dataset.state === "ready" && !!document.getElementById("memory")`, "the memory's editor")
 }

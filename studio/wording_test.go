@@ -82,14 +82,8 @@ func TestCountsReadInTheSingular(t *testing.T) {
 	check(p, "RAG")
 
 	p.goTo("#/stores")
-	p.set("#new-store input[name=name]", "Hours")
-	p.js(`document.getElementById("new-store").requestSubmit()`)
-	p.waitFor(`location.hash === "#/stores/hours" && document.getElementById("root").dataset.state === "ready" && !!document.getElementById("new-memory")`, "the new store")
-	p.set("#new-memory input[name=path]", "/open/weekdays.md")
-	p.set("#new-memory input[name=summary]", "Weekdays.")
-	p.set("#new-memory textarea[name=content]", "A")
-	p.js(`document.getElementById("new-memory").requestSubmit()`)
-	p.waitFor(`document.getElementById("root").dataset.state === "ready" && !!document.getElementById("memory")`, "the memory")
+	p.newStore("Hours", "", "hours")
+	p.newMemory("/open/weekdays.md", "Weekdays.", "A")
 	p.goTo("#/stores/hours")
 	p.waitFor(`document.querySelectorAll("#entries li.folder").length === 1`, "the store's folder")
 	if got := p.text("#entries li.folder small"); got != "1 memory" {
