@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +189,71 @@ func TestWarmTransferNoAnswerComesBack(t *testing.T) {
 	})
 	if tr := transferMetrics(t, b, number); tr["result"] != "no_answer" {
 		t.Fatalf("transfer recorded %v", tr)
+	}
+}
+
+// The same warm transfer with a softphone as the person: baresip answers,
+// hears the briefing, says its words after five seconds (the caller hears
+// them) and records the caller's words relayed to it; its file ends and it
+// hangs up, which ends the call as transferred.
+func TestBaresipTakesAWarmTransfer(t *testing.T) {
+	t.Parallel()
+	siptest.NeedBaresip(t)
+	mic := siptest.SpeechFile(t, t.TempDir(), "Hello, this is billing. How can I help you today?", 5, 6)
+	person := siptest.StartBaresip(t, "+34600999001", mic, "")
+	b := transferLine(t, "127.0.0.1:"+strconv.Itoa(person.Port))
+	caller := siptest.NewCaller(t)
+	ctx := context.Background()
+	const number = "+34611000503"
+	call, err := caller.Call(ctx, "100", b.Phones.Addr(), number)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the greeting", 30*time.Second, func() bool { return call.Voiced() > 25 })
+	call.Talk(1)
+	poll.Until(t, "the join", 30*time.Second, func() bool {
+		var n int
+		_ = b.Pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls WHERE phone_number = $1
+			AND metrics::text LIKE '%"bridged"%'`, number).Scan(&n)
+		return n == 1
+	})
+	joined := time.Now()
+	poll.Until(t, "the person's words at the caller's ear", 20*time.Second, func() bool {
+		return slices.ContainsFunc(call.Onsets(), func(at time.Time) bool { return at.After(joined) })
+	})
+	call.Talk(1) // the caller answers; the person records it
+	person.CallEnded(t, 30*time.Second)
+	select {
+	case <-call.Ended():
+	case <-time.After(15 * time.Second):
+		t.Fatal("the caller's line stayed up after the person hung up")
+	}
+	// The person's recording: the briefing first, the caller's words later.
+	pcm := person.Recording(t)
+	voiced := func(from, to float64) int {
+		n := 0
+		for i := int(from * 8000); i+160 <= len(pcm) && i < int(to*8000); i += 160 {
+			var sum float64
+			for _, v := range pcm[i : i+160] {
+				sum += float64(v) * float64(v)
+			}
+			if math.Sqrt(sum/160) > 500 {
+				n++
+			}
+		}
+		return n
+	}
+	brief, relayed := voiced(0, 4), voiced(5.5, float64(len(pcm))/8000)
+	t.Logf("the person heard %d voiced frames of briefing and %d of the caller", brief, relayed)
+	if brief < 20 || relayed < 20 {
+		t.Fatalf("the person heard %d voiced frames in the first 4 s (the briefing) and %d after 5.5 s (the caller)", brief, relayed)
+	}
+	var outcome string
+	poll.Until(t, "the call's end", 30*time.Second, func() bool {
+		return b.Pool.QueryRow(ctx, `SELECT outcome FROM stackbone_platform.voice_calls WHERE phone_number = $1 AND status = 'ended'`,
+			number).Scan(&outcome) == nil
+	})
+	if outcome != "transferred" {
+		t.Fatalf("outcome %s", outcome)
 	}
 }
