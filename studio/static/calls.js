@@ -51,6 +51,17 @@ export async function callsScreen(main, params) {
   await first;
 }
 
+// transferText says how each warm transfer of the call ended.
+const transferText = { bridged: "joined", no_answer: "no answer: back to the caller", declined: "declined: back to the caller", failed: "failed: back to the caller" };
+
+// transferFact is the call's warm transfers, as facts.
+function transferFact(metrics) {
+  const list = metrics.filter((m) => m.transfer).map((m) => m.transfer);
+  if (!list.length) return null;
+  return [h("dt", {}, "Transfer"), h("dd", { id: "transfer" }, list.map((tr) =>
+    "to " + tr.target + ": " + (transferText[tr.result] || tr.result) + (tr.ringMs ? " (rang " + fmtMs(tr.ringMs) + ")" : "")).join("; "))];
+}
+
 // callQuery is the list's API query: the analysis field filter
 // "name=value" becomes field.name=value.
 export function callQuery(f) {
@@ -171,7 +182,8 @@ export async function callScreen(main, id) {
         h("dt", {}, "Duration"), h("dd", {}, fmtSeconds(c.durationSeconds)),
         c.answeredBy ? [h("dt", {}, "Answered by"), h("dd", { id: "answered-by" }, answeredByText[c.answeredBy] || c.answeredBy,
           c.answerDecisionMs != null ? " (known after " + fmtMs(c.answerDecisionMs) + ")" : "")] : null,
-        c.endReason ? [h("dt", {}, "End reason"), h("dd", {}, c.endReason)] : null));
+        c.endReason ? [h("dt", {}, "End reason"), h("dd", {}, c.endReason)] : null,
+        transferFact(c.metrics || [])));
     clear(tr).append(...(c.transcript || []).map((e) => h("li", { class: "msg " + e.role, dataset: { turn: e.turn } },
       h("b", {}, e.role === "user" ? "Caller" : "Agent"), h("p", {}, e.text),
       e.cut ? h("span", { class: "badge" }, "cut: the caller spoke over the rest") : null)));

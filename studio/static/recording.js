@@ -2,7 +2,7 @@
 // in a header, never in a URL), a download, and the heard transcript
 // following it: the entry playing is marked, and an entry clicked plays
 // from where it starts.
-import { h, session, explain, fmtSeconds } from "./lib.js";
+import { h, session, explain, fmtSeconds, say } from "./lib.js";
 
 // recordingPlayer returns the player of call id's recording rec (the call
 // record's `recording`) beside its transcript list tr.
@@ -51,7 +51,6 @@ async function load(id, audio, save, status) {
     save.hidden = false;
     status.textContent = "";
   } catch (e) {
-    status.className = "status error";
-    status.textContent = "The recording could not be loaded: " + explain(e);
+    say(status, "The recording could not be loaded: " + explain(e));
   }
 }
