@@ -1,6 +1,7 @@
-// Package boxtest runs a whole box for a test: box.New and Start on the
-// test's own PostgreSQL database, the scripted provider as the "openai"
-// provider, a key that holds every scope, served over HTTP on loopback.
+// Package boxtest runs a whole box for a test, started as the load tools
+// start one (box.StartLocal): on the test's own PostgreSQL database, the
+// scripted provider as the "openai" provider, a key that holds every
+// scope, served over HTTP on loopback.
 // It is the one way tests outside a package's own unit tests build a box.
 // Every /api answer the box gives is checked against the OpenAPI document
 // (api/openapi.json): an answer the contract does not describe fails the
@@ -21,7 +22,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/postgres/pgtest"
@@ -125,21 +125,14 @@ func New(t testing.TB, configYAML string, opts ...Option) *Box {
 	if o.tune != nil {
 		o.tune(cfg)
 	}
-	b, err := box.New(ctx, cfg, box.Options{Pool: pool, Logger: log, Speech: o.speech, DevKey: o.devKey,
+	l, stop, err := box.StartLocal(ctx, cfg, box.Options{Pool: pool, Logger: log, Speech: o.speech, DevKey: o.devKey,
 		DataDir: t.TempDir(), Getenv: o.getenv, TuneCalls: o.calls, TuneWebhooks: o.hooks,
-		Middleware: func(h http.Handler) http.Handler { return contract(t, h) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Keys.Ensure(ctx, "test", Key, auth.AllScopes); err != nil {
-		t.Fatal(err)
-	}
-	url, stop, err := b.ServeLoopback(ctx)
+		Middleware: func(h http.Handler) http.Handler { return contract(t, h) }}, "test", Key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	return &Box{Box: b, URL: url, Model: model}
+	return &Box{Box: l.Box, URL: l.URL, Model: model}
 }
 
 // RunStatus is the status of a run, "" while it is not recorded.
