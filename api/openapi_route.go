@@ -5,7 +5,7 @@ import (
 	"net/http"
 )
 
-// openAPI is the contract of every /api route (package api/openapi builds
+// openAPI is the contract of every /api route (package openapi builds
 // it; a test keeps this copy current).
 //
 //go:embed openapi.json

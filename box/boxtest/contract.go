@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/stackbone/box/api"
-	"github.com/stackbone/box/api/openapi"
+	"github.com/stackbone/box/openapi"
 )
 
 // maxChecked bounds the answer a contract check reads (larger JSON answers

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stackbone/box/api/openapi"
 	"github.com/stackbone/box/box/boxtest"
+	"github.com/stackbone/box/openapi"
 )
 
 var update = flag.Bool("update", false, "rewrite api/openapi.json from the route table")
 
-const committed = "../openapi.json"
+const committed = "../api/openapi.json"
 
 // The committed document is the one the table builds.
 func TestDocumentIsCurrent(t *testing.T) {
@@ -40,11 +40,11 @@ func TestDocumentIsCurrent(t *testing.T) {
 			t.Errorf("%s: tag %q is not in the document's tags", r.Pattern, r.Tag)
 		}
 		if openapi.TagDescription(r.Tag) == "" {
-			t.Errorf("%s: tag %q has no description (tagDescriptions in api/openapi/openapi.go)", r.Pattern, r.Tag)
+			t.Errorf("%s: tag %q has no description (tagDescriptions in openapi/openapi.go)", r.Pattern, r.Tag)
 		}
 	}
 	if !bytes.Equal(old, doc) {
-		t.Fatal("api/openapi.json is stale: run go test ./api/openapi -run TestDocumentIsCurrent -update, then the SDK's types: (cd sdk/typescript && npm run generate)")
+		t.Fatal("api/openapi.json is stale: run go test ./openapi -run TestDocumentIsCurrent -update, then the SDK's types: (cd sdk/typescript && npm run generate)")
 	}
 }
 
@@ -68,7 +68,7 @@ func TestDocumentCoversTheRouter(t *testing.T) {
 		served[r.Pattern] = true
 		i := slices.IndexFunc(openapi.Routes, func(d openapi.Route) bool { return d.Pattern == r.Pattern })
 		if i < 0 {
-			t.Errorf("%s is served but missing from the document: add it to Routes in api/openapi/routes.go, then go test ./api/openapi -run TestDocumentIsCurrent -update", r.Pattern)
+			t.Errorf("%s is served but missing from the document: add it to Routes in openapi/routes.go, then go test ./openapi -run TestDocumentIsCurrent -update", r.Pattern)
 			continue
 		}
 		d := openapi.Routes[i]

@@ -68,7 +68,7 @@ func (v *Validator) Response(method, path string, status int, body []byte) error
 			} `json:"error"`
 		}
 		if status < 400 || json.Unmarshal(body, &env) != nil || env.Data != nil || env.Error == nil || env.Error.Code == "" {
-			return fmt.Errorf("%s %s is not in the document (api/openapi/routes.go), yet answered %d %s", method, path, status, clip(body))
+			return fmt.Errorf("%s %s is not in the document (openapi/routes.go), yet answered %d %s", method, path, status, clip(body))
 		}
 		return nil
 	}
@@ -81,7 +81,7 @@ func (v *Validator) Response(method, path string, status int, body []byte) error
 		resp, ok = shared[strings.TrimPrefix(ref, "#/components/responses/")].(map[string]any)
 	}
 	if !ok {
-		return fmt.Errorf("%s: status %d is not documented in api/openapi/routes.go (body %s)", pattern, status, clip(body))
+		return fmt.Errorf("%s: status %d is not documented in openapi/routes.go (body %s)", pattern, status, clip(body))
 	}
 	content, _ := resp["content"].(map[string]any)
 	js, ok := content["application/json"].(map[string]any)
