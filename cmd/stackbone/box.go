@@ -37,24 +37,28 @@ type boxOptions struct {
 	drain time.Duration
 }
 
-// runBox wires every part of the box once and serves until ctx ends.
-func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.Logger) error {
+// migrateOrCheck applies pending migrations (opt.migrate), or refuses a
+// database that lacks some.
+func migrateOrCheck(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.Logger) error {
 	if opt.migrate {
-		if err := migrations.Apply(ctx, cfg.Database.URL, log); err != nil {
-			return err
-		}
-	} else {
-		n, err := migrations.Pending(ctx, cfg.Database.URL)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("the database lacks %d migration(s): run `stackbone migrate` (or serve --migrate)", n)
-		}
+		return migrations.Apply(ctx, cfg.Database.URL, log)
 	}
+	n, err := migrations.Pending(ctx, cfg.Database.URL)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("the database lacks %d migration(s): run `stackbone migrate` (or serve --migrate)", n)
+	}
+	return nil
+}
+
+// openPool opens the box's database pool (32 connections unless
+// database.maxConns says).
+func openPool(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.Database.URL)
 	if err != nil {
-		return fmt.Errorf("database: %w", err)
+		return nil, fmt.Errorf("database: %w", err)
 	}
 	pcfg.MaxConns = 32
 	if cfg.Database.MaxConns > 0 {
@@ -62,11 +66,15 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return fmt.Errorf("database: %w", err)
+		return nil, fmt.Errorf("database: %w", err)
 	}
-	defer pool.Close()
+	return pool, nil
+}
 
-	keys := auth.NewStore(pool)
+// checkDevKey creates the dev key (opt.devKey), or refuses to serve a
+// database where it is valid: its secret is public, so a database that ran
+// `dev` must not serve production with it.
+func checkDevKey(ctx context.Context, keys *auth.Store, opt boxOptions, log *slog.Logger) error {
 	if opt.devKey {
 		err := keys.Ensure(ctx, auth.DevKey, auth.DevKey, auth.AllScopes)
 		switch {
@@ -75,33 +83,57 @@ func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.L
 		case err != nil:
 			return err
 		}
-	} else {
-		// The dev key's secret is public: a database that ran `dev` must
-		// not serve production with it.
-		live, err := keys.Live(ctx, auth.DevKey)
-		if err != nil {
-			return err
-		}
-		if live {
-			return fmt.Errorf("the dev key %s (whose secret is public) is valid in this database; revoke it before serving: stackbone keys revoke %s", auth.DevKey, auth.DevKey)
-		}
+		return nil
 	}
-	// Operators' signals: Prometheus series at /metrics (see package
-	// telemetry), and traces over OTLP when configured.
-	if cfg.Telemetry.OTLPEndpoint != "" {
-		stopTracing, err := telemetry.StartTracing(ctx, cfg.Telemetry.OTLPEndpoint)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := stopTracing(fctx); err != nil {
-				log.Warn("telemetry: flushing traces", "error", err)
-			}
-		}()
-		log.Info("tracing", "otlpEndpoint", cfg.Telemetry.OTLPEndpoint)
+	live, err := keys.Live(ctx, auth.DevKey)
+	if err != nil {
+		return err
 	}
+	if live {
+		return fmt.Errorf("the dev key %s (whose secret is public) is valid in this database; revoke it before serving: stackbone keys revoke %s", auth.DevKey, auth.DevKey)
+	}
+	return nil
+}
+
+// startTracing sends traces over OTLP when configured; stop flushes them.
+// (Operators' other signal, the Prometheus series at /metrics, needs no
+// start: see package telemetry.)
+func startTracing(ctx context.Context, cfg *config.Config, log *slog.Logger) (stop func(), err error) {
+	if cfg.Telemetry.OTLPEndpoint == "" {
+		return func() {}, nil
+	}
+	stopTracing, err := telemetry.StartTracing(ctx, cfg.Telemetry.OTLPEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("tracing", "otlpEndpoint", cfg.Telemetry.OTLPEndpoint)
+	return func() {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(fctx); err != nil {
+			log.Warn("telemetry: flushing traces", "error", err)
+		}
+	}, nil
+}
+
+// runBox wires every part of the box once and serves until ctx ends.
+func runBox(ctx context.Context, cfg *config.Config, opt boxOptions, log *slog.Logger) error {
+	if err := migrateOrCheck(ctx, cfg, opt, log); err != nil {
+		return err
+	}
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := checkDevKey(ctx, auth.NewStore(pool), opt, log); err != nil {
+		return err
+	}
+	stopTracing, err := startTracing(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	devKey := ""
 	if opt.devKey {
 		devKey = auth.DevKey

@@ -31,7 +31,15 @@ func ragCmd() *cobra.Command { return ragCommand(newBoxClient) }
 // at a test server.
 func ragCommand(client func() *boxClient) *cobra.Command {
 	cmd := &cobra.Command{Use: "rag", Short: "Collections, documents and retrieval on a running box (STACKBONE_URL, STACKBONE_API_KEY)"}
+	cmd.AddCommand(ragCollectionsCmd(client), ragIngestCmd(client), ragQueryCmd(client), ragJobsCmd(client),
+		ragJobAction(client, "retry", "Run a failed, cancelled or finished ingest job again", "retry"),
+		ragJobAction(client, "cancel", "Cancel a waiting or running ingest job", "cancel"),
+		ragDocumentsCmd(client), ragDeleteCmd(client))
+	return cmd
+}
 
+// ragCollectionsCmd is `rag collections create|list`.
+func ragCollectionsCmd(client func() *boxClient) *cobra.Command {
 	collections := &cobra.Command{Use: "collections", Short: "Create and list collections"}
 	var desc, model string
 	var dims int
@@ -70,6 +78,11 @@ func ragCommand(client func() *boxClient) *cobra.Command {
 	}
 	collections.AddCommand(create, list)
 
+	return collections
+}
+
+// ragIngestCmd is `rag ingest`.
+func ragIngestCmd(client func() *boxClient) *cobra.Command {
 	var collection, metadata string
 	var noWait bool
 	ingest := &cobra.Command{
@@ -83,7 +96,11 @@ func ragCommand(client func() *boxClient) *cobra.Command {
 	ingest.Flags().StringVar(&collection, "collection", "default", "collection to fill")
 	ingest.Flags().StringVar(&metadata, "metadata", "", `JSON object stored with every chunk, e.g. '{"lang":"en"}'`)
 	ingest.Flags().BoolVar(&noWait, "no-wait", false, "return once uploaded, without waiting for the ingest jobs")
+	return ingest
+}
 
+// ragQueryCmd is `rag query`.
+func ragQueryCmd(client func() *boxClient) *cobra.Command {
 	var queryCollection string
 	var topK int
 	var filter string
@@ -123,7 +140,11 @@ func ragCommand(client func() *boxClient) *cobra.Command {
 	query.Flags().IntVar(&topK, "top-k", 5, "number of hits")
 	query.Flags().StringVar(&filter, "filter", "", `JSON metadata filter (containment), e.g. '{"lang":"en"}'`)
 	query.Flags().BoolVar(&hybrid, "hybrid", false, "fuse full-text ranking with vector similarity (default: the box's setting)")
+	return query
+}
 
+// ragJobsCmd is `rag jobs`.
+func ragJobsCmd(client func() *boxClient) *cobra.Command {
 	var state, jobsCollection string
 	var limit int
 	jobsCmd := &cobra.Command{
@@ -158,26 +179,31 @@ func ragCommand(client func() *boxClient) *cobra.Command {
 	jobsCmd.Flags().StringVar(&state, "state", "", "only jobs in this state (available, running, retryable, completed, cancelled, discarded)")
 	jobsCmd.Flags().StringVar(&jobsCollection, "collection", "", "only jobs of this collection")
 	jobsCmd.Flags().IntVar(&limit, "limit", 50, "at most this many")
+	return jobsCmd
+}
 
-	jobAction := func(use, short, action string) *cobra.Command {
-		return &cobra.Command{
-			Use:   use + " JOB_ID",
-			Short: short,
-			Args:  cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				if _, err := strconv.ParseInt(args[0], 10, 64); err != nil {
-					return fmt.Errorf("%q is not a job id", args[0])
-				}
-				var j rag.Job
-				if err := client().ragJSON(cmd.Context(), http.MethodPost, "/api/rag/jobs/"+args[0]+"/"+action, nil, &j); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "job %d is %s (document %s: %s)\n", j.ID, j.State, j.DocumentID, dash(j.DocumentStatus))
-				return nil
-			},
-		}
+// ragJobAction is `rag retry|cancel JOB_ID`: action on one ingest job.
+func ragJobAction(client func() *boxClient, use, short, action string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use + " JOB_ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := strconv.ParseInt(args[0], 10, 64); err != nil {
+				return fmt.Errorf("%q is not a job id", args[0])
+			}
+			var j rag.Job
+			if err := client().ragJSON(cmd.Context(), http.MethodPost, "/api/rag/jobs/"+args[0]+"/"+action, nil, &j); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "job %d is %s (document %s: %s)\n", j.ID, j.State, j.DocumentID, dash(j.DocumentStatus))
+			return nil
+		},
 	}
+}
 
+// ragDocumentsCmd is `rag documents`.
+func ragDocumentsCmd(client func() *boxClient) *cobra.Command {
 	var docsCollection string
 	docs := &cobra.Command{
 		Use:   "documents --collection NAME",
@@ -206,7 +232,12 @@ func ragCommand(client func() *boxClient) *cobra.Command {
 		},
 	}
 	docs.Flags().StringVar(&docsCollection, "collection", "default", "collection to list")
-	del := &cobra.Command{
+	return docs
+}
+
+// ragDeleteCmd is `rag delete DOCUMENT_ID`.
+func ragDeleteCmd(client func() *boxClient) *cobra.Command {
+	return &cobra.Command{
 		Use:   "delete DOCUMENT_ID",
 		Short: "Delete a document, its chunks and its original",
 		Args:  cobra.ExactArgs(1),
@@ -218,12 +249,6 @@ func ragCommand(client func() *boxClient) *cobra.Command {
 			return nil
 		},
 	}
-
-	cmd.AddCommand(collections, ingest, query, jobsCmd,
-		jobAction("retry", "Run a failed, cancelled or finished ingest job again", "retry"),
-		jobAction("cancel", "Cancel a waiting or running ingest job", "cancel"),
-		docs, del)
-	return cmd
 }
 
 // runIngest uploads each file with a byte progress bar, then (wait) follows
