@@ -46,6 +46,90 @@ type agentView struct {
 	TTS []string `json:"tts"`
 	// Origins say where each chain comes from: studio, code or default.
 	Origins ChainOrigins `json:"origins"`
+	// Line is what the agent does on a phone line, as its config sets it
+	// (absent when it sets none of it).
+	Line *LineView `json:"line,omitempty"`
+}
+
+// LineView is an agent's phone-line policy as its config declares it:
+// who answered, keys, warm transfers, recording and the analysis after
+// the call.
+type LineView struct {
+	AnsweringMachine *AnsweringMachineView `json:"answeringMachine,omitempty"`
+	Keypad           bool                  `json:"keypad"`
+	TransferTargets  []TransferTargetView  `json:"transferTargets,omitempty"`
+	// Recording: calls are recorded (with RecordingConsent said first,
+	// kept RecordingRetentionHours).
+	Recording               bool     `json:"recording"`
+	RecordingConsent        string   `json:"recordingConsent,omitempty"`
+	RecordingRetentionHours float64  `json:"recordingRetentionHours,omitempty"`
+	AnalysisFields          []string `json:"analysisFields,omitempty"`
+	AnalysisCriteria        []string `json:"analysisCriteria,omitempty"`
+}
+
+// AnsweringMachineView is an agent's answering-machine policy.
+type AnsweringMachineView struct {
+	Detect    string `json:"detect"`
+	Voicemail string `json:"voicemail"`
+	Message   string `json:"message,omitempty"`
+	Menu      string `json:"menu"`
+}
+
+// TransferTargetView is one person a call can be handed to.
+type TransferTargetView struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Number      string `json:"number"`
+	Trunk       string `json:"trunk,omitempty"`
+}
+
+// lineView is a's phone-line policy, nil when it declares none.
+func lineView(a config.Agent) *LineView {
+	var l LineView
+	if v := a.Voice; v != nil {
+		if m := v.AnsweringMachine; m != nil && m.Detect != "" && m.Detect != config.DetectOff {
+			l.AnsweringMachine = &AnsweringMachineView{Detect: m.Detect, Voicemail: orDefault(m.Voicemail, config.VoicemailHangup),
+				Message: m.Message, Menu: orDefault(m.Menu, config.MenuTalk)}
+		}
+		l.Keypad = v.Keypad
+		if tr := v.Transfer; tr != nil {
+			for _, t := range tr.Targets {
+				l.TransferTargets = append(l.TransferTargets, TransferTargetView{Name: t.Name, Description: t.Description, Number: t.Number, Trunk: t.Trunk})
+			}
+		}
+		if r := v.Recording; r != nil && r.Enabled {
+			l.Recording = true
+			l.RecordingConsent = orDefault(r.Consent, config.DefaultRecordingConsent)
+			if r.Consent == "-" {
+				l.RecordingConsent = ""
+			}
+			retention := r.Retention
+			if retention <= 0 {
+				retention = config.DefaultRecordingRetention
+			}
+			l.RecordingRetentionHours = retention.Hours()
+		}
+	}
+	if an := a.Analysis; an != nil {
+		if props, ok := an.Fields["properties"].(map[string]any); ok {
+			for name := range props {
+				l.AnalysisFields = append(l.AnalysisFields, name)
+			}
+			slices.Sort(l.AnalysisFields)
+		}
+		l.AnalysisCriteria = an.Criteria
+	}
+	if l.AnsweringMachine == nil && !l.Keypad && l.TransferTargets == nil && !l.Recording && l.AnalysisFields == nil && l.AnalysisCriteria == nil {
+		return nil
+	}
+	return &l
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }
 
 // agentsList serves GET /api/agents: every declared agent with its chains
@@ -66,7 +150,7 @@ func (h *handlers) agentsList(w http.ResponseWriter, r *http.Request) error {
 			fallbacks = chain[1:]
 		}
 		out = append(out, agentView{Name: name, Model: config.ModelChain(chain).Primary(), Fallbacks: fallbacks,
-			STT: v.Value.STT, TTS: v.Value.TTS, Origins: v.Origins})
+			STT: v.Value.STT, TTS: v.Value.TTS, Origins: v.Origins, Line: lineView(h.cfg.Agents[name])})
 	}
 	api.WriteData(w, http.StatusOK, out)
 	return nil

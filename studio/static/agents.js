@@ -80,6 +80,7 @@ async function renderAgent(card, a) {
     write ? h("button", { type: "button", class: "danger reset-all", onclick: (ev) => ask(ev.target, "Remove every Studio override of " + a.name + "'s memory settings? The code or default values apply again.", "Reset memory settings",
       () => act("DELETE", path, undefined, "Every memory override removed.")) }, "Reset memory settings") : null,
     models(a, chains, write, act, status),
+    lineSection(a.line),
     status, h("details", { class: "log" }, h("summary", {}, "Activity"), log));
   card.querySelector("details").addEventListener("toggle", async (ev) => {
     if (!ev.target.open) return;
@@ -89,6 +90,30 @@ async function renderAgent(card, a) {
       if (!entries.length) log.append(h("li", { class: "empty" }, "No change yet."));
     } catch (e) { clear(log).append(h("li", { class: "error" }, explain(e))); }
   });
+}
+
+// lineSection shows what the agent does on a phone line, as its config
+// sets it: who answered, keys, warm transfer targets, recording and the
+// analysis after the call.
+function lineSection(l) {
+  if (!l) return null;
+  const am = l.answeringMachine;
+  const facts = [
+    am ? [h("dt", {}, "Who answered"), h("dd", { dataset: { line: "answeringMachine" } }, "screens ", am.detect === "all" ? "every call" : "outbound calls",
+      "; voicemail: ", am.voicemail === "message" ? "leaves a message" : "hangs up", "; menu: ", am.menu === "hangup" ? "hangs up" : "talks")] : null,
+    l.keypad ? [h("dt", {}, "Keypad"), h("dd", { dataset: { line: "keypad" } }, "presses keys (send_dtmf)")] : null,
+    l.recording ? [h("dt", {}, "Recording"), h("dd", { dataset: { line: "recording" } }, "on, kept ", Math.round(l.recordingRetentionHours / 24), " days",
+      l.recordingConsent ? ["; says first: ", h("q", {}, l.recordingConsent)] : "; no consent sentence")] : null,
+    (l.analysisFields || l.analysisCriteria) ? [h("dt", {}, "Analysis"), h("dd", { dataset: { line: "analysis" } },
+      (l.analysisFields || []).length ? ["fields ", (l.analysisFields || []).join(", ")] : "no fields",
+      "; ", (l.analysisCriteria || []).length === 1 ? "1 criterion" : (l.analysisCriteria || []).length + " criteria")] : null,
+  ];
+  const targets = (l.transferTargets || []).length ? h("table", { class: "targets" },
+    h("thead", {}, h("tr", {}, h("th", {}, "Transfer to"), h("th", {}, "When"), h("th", {}, "Number"))),
+    h("tbody", {}, ...l.transferTargets.map((t) => h("tr", { dataset: { target: t.name } }, h("td", {}, t.name), h("td", {}, t.description), h("td", {}, t.number, t.trunk ? " via " + t.trunk : ""))))) : null;
+  return h("section", { class: "line" }, h("h3", {}, "Phone line"),
+    h("p", { class: "hint" }, "Set in the agent's config (voice.answeringMachine, voice.keypad, voice.transfer, voice.recording, analysis)."),
+    h("dl", { class: "facts" }, ...facts), targets);
 }
 
 // The chains an operator can override, in the order shown.
