@@ -1143,6 +1143,8 @@ export interface Operations {
     query: never;
     data: Array<{
       fallbacks: Array<string>;
+      /** The agent's phone line as its config sets it: answeringMachine, keypad, transferTargets, recording, analysisFields, analysisCriteria. */
+      line?: Record<string, unknown>;
       model: string;
       name: string;
       origins?: Record<string, unknown>;
