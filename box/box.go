@@ -219,6 +219,18 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := b.newCalls(cfg, opt); err != nil {
+		return nil, err
+	}
+	b.handler = b.routes(cfg, opt)
+	return b, nil
+}
+
+// newCalls makes the call controller and the transports that carry its
+// calls: browser rooms and SIP.
+func (b *Box) newCalls(cfg *config.Config, opt Options) error {
+	pool, log, metrics := b.Pool, b.Log, b.Metrics
+	var err error
 	speech := voice.ProviderSpeech(b.Models, func(v string) (voice.Synthesizer, error) { return espeak.Open(v) })
 	if opt.Speech != nil {
 		speech = opt.Speech(b.Models)
@@ -237,15 +249,20 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	b.listener.Subscribe(voice.NotifyHangup, func(id string) { b.Calls.HangupLocal(id) })
 	b.Rooms, err = rooms.New(rooms.Config{Manager: b.Calls, Rooms: cfg.Rooms, Logger: log, DevKey: opt.DevKey})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	b.Phones, err = sip.New(sip.Config{Config: cfg.SIP, Manager: b.Calls, Logger: log, Metrics: metrics})
 	if err != nil {
 		_ = b.Rooms.Close()
-		return nil, err
+		return err
 	}
+	return nil
+}
 
-	// Routes: the toolkit's own, then each package's.
+// routes registers the toolkit's own routes, then each package's, and
+// returns the box's front handler.
+func (b *Box) routes(cfg *config.Config, opt Options) http.Handler {
+	pool, log, metrics := b.Pool, b.Log, b.Metrics
 	b.API = api.New(api.Config{Pool: pool, Keys: b.Keys, Logger: log, Metrics: metrics})
 	memory.Register(b.API, b.Memory, b.Settings, pool)
 	agent.Register(b.API, b.Runtime, cfg)
@@ -270,8 +287,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	if opt.Middleware != nil {
 		front = opt.Middleware(front)
 	}
-	b.handler = front
-	return b, nil
+	return front
 }
 
 // Handler is the box's HTTP handler: the API, the wires, Studio and the
