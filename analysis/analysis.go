@@ -25,8 +25,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/config"
@@ -59,7 +57,7 @@ type Config struct {
 type Service struct {
 	cfg    Config
 	log    *slog.Logger
-	insert *river.Client[pgx.Tx]
+	insert *jobs.Client
 }
 
 // New returns the service.
@@ -67,7 +65,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	insert, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{Schema: jobs.Schema, Logger: cfg.Logger})
+	insert, err := jobs.NewInserter(cfg.Pool, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("analysis: %w", err)
 	}

@@ -62,6 +62,26 @@ func recordedLine(t *testing.T, objects string, words func() string) *boxtest.Bo
 	return b
 }
 
+// recordedCall places a call from number to a recorded line, whose
+// caller says words, and waits until the consent sentence and the
+// greeting played; it returns the line, its object store's folder, the
+// call and its id.
+func recordedCall(t *testing.T, words, number string) (*boxtest.Box, string, *siptest.Call, string) {
+	t.Helper()
+	objects := t.TempDir()
+	b := recordedLine(t, objects, func() string { return words })
+	caller := siptest.NewCaller(t)
+	call, err := caller.Call(context.Background(), "100", b.Phones.Addr(), number)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	poll.Until(t, "the consent and the greeting", 30*time.Second, func() bool {
+		return len(callRecord(t, b.URL, number, &id).Transcript) >= 2
+	})
+	return b, objects, call, id
+}
+
 // callRecord is the call from number as the API shows it.
 func callRecord(t *testing.T, url, number string, id *string) voice.CallRecord {
 	t.Helper()
@@ -152,19 +172,9 @@ func voicedAt(pcm []int16, rate int, ms int64) bool {
 // person's erasure removes it.
 func TestCallRecordingLinesUpAndSurvivesTheBox(t *testing.T) {
 	t.Parallel()
-	objects := t.TempDir()
-	b := recordedLine(t, objects, func() string { return "What are your opening hours?" })
-	caller := siptest.NewCaller(t)
-	ctx := context.Background()
 	const number = "+34611000301"
-	call, err := caller.Call(ctx, "100", b.Phones.Addr(), number)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var id string
-	poll.Until(t, "the consent and the greeting", 30*time.Second, func() bool {
-		return len(callRecord(t, b.URL, number, &id).Transcript) >= 2
-	})
+	b, objects, call, id := recordedCall(t, "What are your opening hours?", number)
+	ctx := context.Background()
 	if tr := callRecord(t, b.URL, number, &id).Transcript; tr[0].Text != config.DefaultRecordingConsent || tr[1].Text != "Hello, front desk." {
 		t.Fatalf("the call began with %+v, want the consent sentence then the greeting", tr)
 	}
@@ -292,19 +302,9 @@ func TestCallRecordingLinesUpAndSurvivesTheBox(t *testing.T) {
 // nothing of the call is kept, and the call goes on.
 func TestDeclinedRecordingKeepsNothing(t *testing.T) {
 	t.Parallel()
-	objects := t.TempDir()
-	b := recordedLine(t, objects, func() string { return "No, please don't record this." })
-	caller := siptest.NewCaller(t)
-	ctx := context.Background()
 	const number = "+34611000302"
-	call, err := caller.Call(ctx, "100", b.Phones.Addr(), number)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var id string
-	poll.Until(t, "the consent and the greeting", 30*time.Second, func() bool {
-		return len(callRecord(t, b.URL, number, &id).Transcript) >= 2
-	})
+	b, objects, call, id := recordedCall(t, "No, please don't record this.", number)
+	ctx := context.Background()
 	call.Talk(1)
 	poll.Until(t, "the answer heard through", 30*time.Second, func() bool {
 		return len(callRecord(t, b.URL, number, &id).Transcript) >= 4

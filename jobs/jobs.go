@@ -73,6 +73,17 @@ func NewClient(pool *pgxpool.Pool, reg *Registry, logger *slog.Logger) (*Client,
 	return NewBoxClient(pool, reg, logger, "")
 }
 
+// NewInserter returns a client that only inserts jobs (in the caller's
+// transaction, with InsertTx): for a package that queues work another
+// client runs.
+func NewInserter(pool *pgxpool.Pool, logger *slog.Logger) (*Client, error) {
+	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: Schema, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	return c, nil
+}
+
 // NewBoxClient is NewClient for the box boxID, whose jobs Heartbeat hands
 // back to the queue within seconds if the box dies ("" picks an id and
 // leaves the rescue to River's window).

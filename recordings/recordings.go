@@ -26,8 +26,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/objectstore"
@@ -55,7 +53,7 @@ type Config struct {
 type Service struct {
 	cfg    Config
 	log    *slog.Logger
-	insert *river.Client[pgx.Tx]
+	insert *jobs.Client
 }
 
 // New returns the service; it creates the spool directory.
@@ -71,7 +69,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	// An insert-only client: the purge after an erasure is queued in the
 	// erasure's transaction.
-	insert, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{Schema: jobs.Schema, Logger: cfg.Logger})
+	insert, err := jobs.NewInserter(cfg.Pool, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
