@@ -9,7 +9,7 @@ import (
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4/pkg/media/oggwriter"
 
-	"github.com/stackbone/box/rooms/opus"
+	"github.com/stackbone/box/internal/opus"
 )
 
 // Formats of a recording's file.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/pion/webrtc/v4/pkg/media/oggreader"
 
-	"github.com/stackbone/box/rooms/opus"
+	"github.com/stackbone/box/internal/opus"
 )
 
 // ReadChannels reads a recording's file back into its two channels (caller,

@@ -16,7 +16,7 @@ import (
 	"github.com/pion/webrtc/v4/pkg/media"
 
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/rooms/opus"
+	"github.com/stackbone/box/internal/opus"
 	"github.com/stackbone/box/voice"
 )
 

@@ -15,9 +15,9 @@ import (
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/freeport"
+	"github.com/stackbone/box/internal/opus"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/rooms"
-	"github.com/stackbone/box/rooms/opus"
 )
 
 // liveKitBinary finds the LiveKit server: STACKBONE_LIVEKIT_SERVER, else

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/stackbone/box/rooms/opus"
+	"github.com/stackbone/box/internal/opus"
 	"github.com/stackbone/box/voice"
 )
 

@@ -1,6 +1,7 @@
-// Package opus encodes and decodes the Opus audio of LiveKit rooms: 20 ms
-// frames of 16-bit mono PCM at the call's sample rate (8, 12, 16, 24 or
-// 48 kHz; libopus resamples inside the codec).
+// Package opus encodes and decodes Opus audio: the mono audio of LiveKit
+// rooms and the two-channel audio of call recordings, 20 ms frames of
+// 16-bit PCM at the call's sample rate (8, 12, 16, 24 or 48 kHz; libopus
+// resamples inside the codec).
 //
 // The codec is cgo over libopus (gopkg.in/hraban/opus.v2) and is compiled
 // only with the build tag libopus (Debian: libopus-dev, libopusfile-dev,
