@@ -3,6 +3,7 @@ package sip
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -39,65 +40,103 @@ func statusFor(err error) (int, string) {
 // serveInbound carries one inbound call, from the INVITE to its end; diago
 // calls it for each new INVITE (after middleware accepted it).
 func (s *Server) serveInbound(d *diago.DialogServerSession) {
-	received := time.Now()
-	req := d.InviteRequest
-	callID := req.CallID().Value()
-	log := s.log.With("sipCallId", callID, "direction", voice.Inbound)
-	refuse := func(code int, reason string, headers ...sip.Header) {
-		res := sip.NewResponseFromRequest(req, code, reason, nil)
-		for _, h := range headers {
-			res.AppendHeader(h)
-		}
-		if err := d.WriteResponse(res); err != nil {
-			log.Debug("sip: refusing", "code", code, "error", err)
-		}
-	}
-
-	auth := s.authorize(req)
-	if auth.res != nil {
-		log.Info("sip: INVITE refused", "code", auth.res.StatusCode, "source", req.Source())
-		if err := d.WriteResponse(auth.res); err != nil {
-			log.Debug("sip: refusing", "error", err)
-		}
-		return
-	}
-	trunk := auth.trunk
-	dialled := req.Recipient.User
-	if dialled == "" {
-		dialled = d.ToUser()
-	}
-	agentName := trunk.route(dialled)
-	if agentName == "" {
-		log.Info("sip: no route for the dialled number", "trunk", trunk.Name)
-		refuse(sip.StatusNotFound, "Not Found")
-		return
-	}
-	timer, err := s.negotiateTimer(req)
-	if err != nil { // checked by middleware already
-		refuse(sip.StatusBadRequest, "Bad Session-Expires")
-		return
-	}
-
-	if s.calls.Draining() {
-		// The box is stopping: a proxy in front of several boxes tries
-		// another one.
-		log.Info("sip: draining, INVITE refused")
-		refuse(sip.StatusServiceUnavailable, "Service Unavailable", sip.NewHeader("Retry-After", "5"))
-		return
-	}
-	c := s.newCall(callID, voice.Inbound)
-	c.timer = timer
-	c.remote = req.Source()
-	if !s.admit(c) {
-		log.Info("sip: at the call limit", "max", s.cfg.MaxCalls)
-		refuse(sip.StatusServiceUnavailable, "Service Unavailable", sip.NewHeader("Retry-After", "5"))
+	in := &inbound{s: s, d: d, req: d.InviteRequest, received: time.Now()}
+	in.log = s.log.With("sipCallId", in.req.CallID().Value(), "direction", voice.Inbound)
+	c, agentName, trunk, ok := in.admit()
+	if !ok {
 		return
 	}
 	defer s.release(c)
-
 	_ = d.Trying()
 	_ = d.Ringing()
 	setup := time.Now()
+	ctl, ok := in.open(c, agentName, trunk)
+	if !ok {
+		return
+	}
+	m, offer, ok := in.answer(c, ctl)
+	if !ok {
+		return
+	}
+	if onHold(offer) {
+		m.setHeld(true)
+	}
+	s.recordSetup(time.Since(in.received))
+	in.log.Info("sip: answered", "agent", agentName, "trunk", trunk, "setupMs", time.Since(setup).Milliseconds())
+	s.carry(c, m, d.Context())
+}
+
+// inbound is one INVITE being served: admitted, opened on the
+// controller, answered.
+type inbound struct {
+	s        *Server
+	d        *diago.DialogServerSession
+	req      *sip.Request
+	log      *slog.Logger
+	received time.Time
+}
+
+// refuse answers the INVITE with a final failure.
+func (in *inbound) refuse(code int, reason string, headers ...sip.Header) {
+	res := sip.NewResponseFromRequest(in.req, code, reason, nil)
+	for _, h := range headers {
+		res.AppendHeader(h)
+	}
+	if err := in.d.WriteResponse(res); err != nil {
+		in.log.Debug("sip: refusing", "code", code, "error", err)
+	}
+}
+
+// admit checks the INVITE's source, route and session timer and takes a
+// place under the call limit: the call, its agent and its trunk, or ok
+// false once refused.
+func (in *inbound) admit() (c *call, agentName, trunk string, ok bool) {
+	s, req := in.s, in.req
+	auth := s.authorize(req)
+	if auth.res != nil {
+		in.log.Info("sip: INVITE refused", "code", auth.res.StatusCode, "source", req.Source())
+		if err := in.d.WriteResponse(auth.res); err != nil {
+			in.log.Debug("sip: refusing", "error", err)
+		}
+		return nil, "", "", false
+	}
+	dialled := req.Recipient.User
+	if dialled == "" {
+		dialled = in.d.ToUser()
+	}
+	agentName = auth.trunk.route(dialled)
+	if agentName == "" {
+		in.log.Info("sip: no route for the dialled number", "trunk", auth.trunk.Name)
+		in.refuse(sip.StatusNotFound, "Not Found")
+		return nil, "", "", false
+	}
+	timer, err := s.negotiateTimer(req)
+	if err != nil { // checked by middleware already
+		in.refuse(sip.StatusBadRequest, "Bad Session-Expires")
+		return nil, "", "", false
+	}
+	if s.calls.Draining() {
+		// The box is stopping: a proxy in front of several boxes tries
+		// another one.
+		in.log.Info("sip: draining, INVITE refused")
+		in.refuse(sip.StatusServiceUnavailable, "Service Unavailable", sip.NewHeader("Retry-After", "5"))
+		return nil, "", "", false
+	}
+	c = s.newCall(req.CallID().Value(), voice.Inbound)
+	c.timer = timer
+	c.remote = req.Source()
+	if !s.admit(c) {
+		in.log.Info("sip: at the call limit", "max", s.cfg.MaxCalls)
+		in.refuse(sip.StatusServiceUnavailable, "Service Unavailable", sip.NewHeader("Retry-After", "5"))
+		return nil, "", "", false
+	}
+	return c, agentName, auth.trunk.Name, true
+}
+
+// open opens the call on the controller while it rings; ok is false when
+// it was refused, cancelled or shut down meanwhile (then it is ended).
+func (in *inbound) open(c *call, agentName, trunk string) (*voice.Call, bool) {
+	s, d := in.s, in.d
 	// Until the answer only this goroutine responds to the INVITE: an end
 	// meanwhile (shutdown) cancels the open and leaves the refusal to it.
 	// A CANCEL does not: the open completes and the call is closed as
@@ -112,39 +151,45 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 		}
 	}()
 	ctl, err := s.calls.Open(openCtx, voice.CallInfo{
-		Direction: voice.Inbound, Agent: agentName, PhoneNumber: phoneNumber(req), Trunk: trunk.Name,
+		Direction: voice.Inbound, Agent: agentName, PhoneNumber: phoneNumber(in.req), Trunk: trunk,
 		SampleRate: sampleRate, MediaTimeout: s.cfg.MediaTimeout, MaxDuration: s.cfg.MaxCallDuration,
 	})
 	if err != nil {
 		if openCtx.Err() != nil {
-			log.Info("sip: cancelled while opening")
-			return
+			in.log.Info("sip: cancelled while opening")
+			return nil, false
 		}
 		code, reason := statusFor(err)
-		log.Warn("sip: the call could not open", "code", code, "error", err)
-		refuse(code, reason)
-		return
+		in.log.Warn("sip: the call could not open", "code", code, "error", err)
+		in.refuse(code, reason)
+		return nil, false
 	}
 	c.setController(ctl)
-	log = log.With("callId", ctl.ID())
-
+	in.log = in.log.With("callId", ctl.ID())
 	if c.isEnded() { // shut down while opening
 		ctl.End(voice.OutcomeShutdown, "")
-		return
+		return nil, false
 	}
 	if d.Context().Err() != nil {
-		log.Info("sip: cancelled before answer")
+		in.log.Info("sip: cancelled before answer")
 		ctl.End(voice.OutcomeCancelled, "")
-		return
+		return nil, false
 	}
+	return ctl, true
+}
 
+// answer answers the INVITE (or its late offer) and starts the call's
+// media: the media and the offer, ok false when it ended meanwhile.
+func (in *inbound) answer(c *call, ctl *voice.Call) (*rtpMedia, []byte, bool) {
+	s, d := in.s, in.d
 	var med *diago.DialogMedia
+	var err error
 	onUpdate := func(*diago.DialogMedia) {
 		if m := c.getMedia(); m != nil {
 			m.updateCodec()
 		}
 	}
-	offer := req.Body()
+	offer := in.req.Body()
 	if len(offer) == 0 {
 		med, offer, err = s.answerLate(c, d)
 	} else {
@@ -160,29 +205,24 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 			// (a BYE racing our 200 OK and its ACK).
 			outcome = voice.OutcomeCallerHangup
 		}
-		log.Info("sip: not answered", "outcome", outcome, "error", err)
+		in.log.Info("sip: not answered", "outcome", outcome, "error", err)
 		ctl.End(outcome, "")
-		return
+		return nil, nil, false
 	}
 	c.setLeg(leg{hangup: d.Hangup, reinvite: d.ReInvite, done: d.Context().Done(),
 		refer: func(ctx context.Context, to sip.Uri, onNotify func(int)) error {
 			return d.ReferOptions(ctx, to, diago.ReferServerOptions{OnNotify: onNotify})
 		}})
-	m := newRTPMedia(med, ctl, log)
+	m := newRTPMedia(med, ctl, in.log)
 	m.pacing = s.recordPacing
 	c.setMedia(m)
 	if c.isEnded() { // shut down while answering: stop could not send BYE yet
 		m.stop()
 		bye(d.Hangup)
 		ctl.End(voice.OutcomeShutdown, "")
-		return
+		return nil, nil, false
 	}
-	if onHold(offer) {
-		m.setHeld(true)
-	}
-	s.recordSetup(time.Since(received))
-	log.Info("sip: answered", "agent", agentName, "trunk", trunk.Name, "setupMs", time.Since(setup).Milliseconds())
-	s.carry(c, m, d.Context())
+	return m, offer, true
 }
 
 // bye hangs up an answered dialog, bounded like end's BYE.
