@@ -301,9 +301,12 @@ func (c *Call) screen(ctx context.Context, utterances <-chan utterance, p *confi
 	var early <-chan greetingWordsResult // the greeting's words asked for at earlyWords
 	by := ""
 	beepEnded, greetingEnded := false, false
+	// The message is synthesised as soon as a voicemail is known, so it
+	// starts as the beep ends rather than a synthesis later.
+	var message <-chan fixedPhrase
 	for {
 		if by == AnsweredVoicemail && p.Voicemail == config.VoicemailMessage && (beepEnded || greetingEnded) {
-			c.leaveMessage(ctx, p.Message)
+			c.leaveMessage(ctx, message)
 			return nil, false
 		}
 		select {
@@ -319,7 +322,7 @@ func (c *Call) screen(ctx context.Context, utterances <-chan utterance, p *confi
 				return held, true
 			}
 			if by == AnsweredVoicemail {
-				c.leaveMessage(ctx, p.Message)
+				c.leaveMessage(ctx, message)
 				return nil, false
 			}
 		case f := <-c.scr.found:
@@ -352,6 +355,9 @@ func (c *Call) screen(ctx context.Context, utterances <-chan utterance, p *confi
 				by = c.classifyGreeting(ctx, f == foundUnsure, early)
 			}
 			c.recordAnswer(by)
+			if by == AnsweredVoicemail && p.Voicemail == config.VoicemailMessage {
+				message = c.synthesizeAhead(ctx, c.fill(p.Message))
+			}
 			switch {
 			case by == AnsweredFax:
 				c.End(OutcomeMachine, "a fax answered")
@@ -496,9 +502,19 @@ func (c *Call) askWhoAnswered(ctx context.Context, text string, unsure bool) str
 // the call's identities) as the call's one agent turn, then ends the call
 // once it played: the message is in the heard transcript and saved like
 // any turn.
-func (c *Call) leaveMessage(ctx context.Context, message string) {
+func (c *Call) leaveMessage(ctx context.Context, message <-chan fixedPhrase) {
 	c.toMachine.Store(true)
-	t := c.speakFixed(ctx, c.fill(message))
+	var t *turn
+	select {
+	case m := <-message:
+		if m.err == nil {
+			t = c.playFixed(m.seg)
+		} else {
+			c.m.log.Warn("voice: voicemail message", "call", c.info.ID, "error", m.err)
+		}
+	case <-ctx.Done():
+		return
+	}
 	if t == nil {
 		c.End(OutcomeMachine, "the voicemail message could not be said")
 		return
@@ -517,6 +533,22 @@ func (c *Call) leaveMessage(ctx context.Context, message string) {
 	c.metrics = append(c.metrics, m)
 	c.mu.Unlock()
 	c.End(OutcomeCompleted, "left a voicemail message")
+}
+
+// fixedPhrase is a phrase synthesised ahead of being said.
+type fixedPhrase struct {
+	seg Segment
+	err error
+}
+
+// synthesizeAhead synthesises text now, to be played later.
+func (c *Call) synthesizeAhead(ctx context.Context, text string) <-chan fixedPhrase {
+	out := make(chan fixedPhrase, 1)
+	go func() {
+		seg, err := c.tts.Synthesize(ctx, text, c.info.SampleRate)
+		out <- fixedPhrase{seg, err}
+	}()
+	return out
 }
 
 // fill replaces {field} placeholders with the call's identities
