@@ -174,6 +174,7 @@ type Call struct {
 	last   time.Time   // the latest packet with speech
 	stop   chan struct{}
 	once   sync.Once
+	talks  chan int // to the call's audio writer, once Talk started it
 }
 
 // Call dials user at addr (host:port) from the number from, and returns
@@ -269,37 +270,56 @@ func (c *Call) Voiced() int {
 
 // Talk sends audio until the call ends: bursts times 0.8 s of speech-like
 // tone (syllables with short gaps) after 0.4 s of line noise, each burst
-// followed by 1.2 s of line noise, then line noise only.
+// followed by 1.2 s of line noise, then line noise only. A later Talk
+// starts its bursts afresh on the same stream (one writer a call).
 func (c *Call) Talk(bursts int) {
+	c.mu.Lock()
+	start := c.talks == nil
+	if start {
+		c.talks = make(chan int, 8)
+	}
+	talks := c.talks
+	c.mu.Unlock()
+	talks <- bursts
+	if start {
+		go c.speak(talks)
+	}
+}
+
+// speak is the call's one audio writer (see Talk).
+func (c *Call) speak(talks <-chan int) {
 	w, err := c.med.AudioWriter()
 	if err != nil {
 		return
 	}
-	go func() {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		payload := make([]byte, 160)
-		for i := 0; ; i++ {
-			select {
-			case <-c.stop:
-				return
-			case <-c.d.Context().Done():
-				return
-			case <-tick.C:
-			}
-			voiced := i%100 >= 20 && i%100 < 60 && i%10 < 8 && i/100 < bursts
-			for j := range payload {
-				v := int16((j*7919)%61 - 30)
-				if voiced {
-					v = int16(10000 * math.Sin(2*math.Pi*300*float64(i*160+j)/8000))
-				}
-				payload[j] = g711.EncodeUlawFrame(v)
-			}
-			if _, err := w.Write(payload); err != nil {
-				return
-			}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	payload := make([]byte, 160)
+	bursts, i := 0, 0
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.d.Context().Done():
+			return
+		case bursts = <-talks:
+			i = 0
+			continue
+		case <-tick.C:
 		}
-	}()
+		voiced := i%100 >= 20 && i%100 < 60 && i%10 < 8 && i/100 < bursts
+		for j := range payload {
+			v := int16((j*7919)%61 - 30)
+			if voiced {
+				v = int16(10000 * math.Sin(2*math.Pi*300*float64(i*160+j)/8000))
+			}
+			payload[j] = g711.EncodeUlawFrame(v)
+		}
+		if _, err := w.Write(payload); err != nil {
+			return
+		}
+		i++
+	}
 }
 
 // Ended is closed when the dialog ended (the box's BYE, or Hangup).
