@@ -183,10 +183,13 @@ sip:
 			return err == nil && n >= 1 && sc.Voiced() > 20
 		})
 		c.want(boxtest.Key, "POST", "/api/voice/calls/"+out.Data.CallID+"/hangup", "", nil, 202)
-		poll.Until(t, "the call's save", 30*time.Second, func() bool {
-			var saves int
-			_ = b.Pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.memory_calls WHERE run_id = $1`, out.Data.CallID).Scan(&saves)
-			return saves == 1
+		// The save, then the end recorded (call.ended says whether it
+		// saved, so it is written after the save).
+		poll.Until(t, "the call's save and end", 30*time.Second, func() bool {
+			var saves, ended int
+			_ = b.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM stackbone_platform.memory_calls WHERE run_id = $1),
+				(SELECT count(*) FROM stackbone_platform.voice_calls WHERE id = $1 AND status = 'ended')`, out.Data.CallID).Scan(&saves, &ended)
+			return saves == 1 && ended == 1
 		})
 		return out.Data.CallID, setup
 	}
