@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -107,10 +108,13 @@ func (s *Service) Enqueue(ctx context.Context, tx pgx.Tx, callID, agentID string
 	if a, ok := s.cfg.Agents[agentID]; !ok || a.Analysis == nil {
 		return nil
 	}
-	if _, err := s.insert.InsertTx(ctx, tx, AnalyzeArgs{CallID: callID}, nil); err != nil {
-		return fmt.Errorf("analysis: queue: %w", err)
-	}
-	return nil
+	// In a savepoint: a failure leaves the end's transaction usable.
+	return pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+		if _, err := s.insert.InsertTx(ctx, sp, AnalyzeArgs{CallID: callID}, nil); err != nil {
+			return fmt.Errorf("analysis: queue: %w", err)
+		}
+		return nil
+	})
 }
 
 // heardEntry is one entry of a call's heard transcript, as stored.
@@ -214,12 +218,12 @@ func transcriptText(outcome string, entries []heardEntry) string {
 // ask asks the model, once more when its answer is not what the schema
 // wants, and returns the result to record.
 func (s *Service) ask(ctx context.Context, agentID string, a config.Agent, outcome string, entries []heardEntry) Result {
-	schema, err := config.AnalysisSchema(a.Analysis)
-	if a.Analysis.Fields == nil {
-		schema, err = nil, nil
-	}
-	if err != nil {
-		return Result{Status: StatusFailed, Error: "the agent's analysis fields are not a valid schema: " + err.Error(), At: time.Now()}
+	var schema *jsonschema.Resolved
+	if a.Analysis.Fields != nil {
+		var err error
+		if schema, err = config.AnalysisSchema(a.Analysis); err != nil {
+			return Result{Status: StatusFailed, Error: "the agent's analysis fields are not a valid schema: " + err.Error(), At: time.Now()}
+		}
 	}
 	msgs := []agent.Message{{Role: agent.RoleUser, Content: transcriptText(outcome, entries)}}
 	var last string

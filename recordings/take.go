@@ -58,9 +58,6 @@ func (s *Service) Begin(callID string, rate int) (*Take, error) {
 	return t, nil
 }
 
-// Format is the recording's file format (FormatOgg or FormatWAV).
-func (t *Take) Format() string { return t.format }
-
 // Caller queues one frame of the caller's audio.
 func (t *Take) Caller(pcm []int16) {
 	f := make([]int16, t.n)

@@ -76,10 +76,8 @@ func (m *Manager) execEvent(ctx context.Context, typ string, data func() any, co
 			}
 		}
 		if e, ok := d.(callEvent); ok && ended {
-			// What follows a call's end (its analysis) is queued with it,
-			// in a savepoint: its failure never loses the end.
-			err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { return m.cfg.Ended(ctx, sp, e.CallID, e.AgentID) })
-			if err != nil {
+			// What follows a call's end (its analysis) is queued with it.
+			if err := m.cfg.Ended(ctx, tx, e.CallID, e.AgentID); err != nil {
 				m.log.Warn("voice: after the call's end", "call", e.CallID, "error", err)
 			}
 		}

@@ -76,8 +76,9 @@ type Config struct {
 	// transactions that record them on the call (nil: none).
 	Events Events
 	// Ended, when set, runs in the transaction that records a call's end
-	// (its post-call analysis is queued there). An error is logged; the
-	// end is recorded all the same.
+	// (its post-call analysis is queued there). Like Events.Emit it must
+	// leave tx usable when it fails (a savepoint around its writes): the
+	// error is logged and the end recorded all the same.
 	Ended func(ctx context.Context, tx pgx.Tx, callID, agentID string) error
 	// DialLeg rings a warm transfer's person (package sip); nil: calls
 	// cannot be transferred warm.

@@ -33,10 +33,9 @@ type callRecording struct {
 	agent map[int][2]int64
 	// user is each caller turn's first and last voiced moment.
 	user map[int][2]time.Time
-	// consent is the consent sentence's turn (0: none said); asked is set
-	// until the caller's first words after it answered it.
-	consent int
-	asked   bool
+	// asked is set from the consent sentence until the caller's first
+	// words after it answered it.
+	asked bool
 }
 
 // startRecording begins the call's recording when its agent records
@@ -109,7 +108,7 @@ func (c *Call) sayConsent(ctx context.Context) {
 		return
 	}
 	r.mu.Lock()
-	r.consent, r.asked = t.id, true
+	r.asked = true
 	r.mu.Unlock()
 	// What follows (the greeting) waits for it: a new turn would cut it.
 	select {

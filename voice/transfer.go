@@ -138,13 +138,9 @@ func (c *Call) warmTransfer(ctx context.Context, tr *config.Transfer, target con
 		res.Result, res.Note = "failed", "this call cannot reach a phone line"
 		return res
 	}
-	for c.playout.Playing() { // "Let me put you through" first
-		select {
-		case <-c.clk.After(FrameDuration):
-		case <-ctx.Done():
-			res.Result = "failed"
-			return res
-		}
+	if c.waitPlayed(ctx) != nil { // "Let me put you through" first
+		res.Result = "failed"
+		return res
 	}
 	c.transferring.Store(true)
 	c.source.Store(c.holdSource(tr))

@@ -388,6 +388,17 @@ func (c *Call) transferTool(target string) agent.ServerTool {
 // person finishes "I'll press one" before pressing), holding the playout
 // while they sound: a filler or the next sentence waits for the tones.
 func (c *Call) pressKeys(ctx context.Context, kp Keypad, digits string) error {
+	if err := c.waitPlayed(ctx); err != nil {
+		return err
+	}
+	c.playout.holdForKeys()
+	defer c.playout.releaseKeys()
+	return kp.SendDigits(ctx, digits)
+}
+
+// waitPlayed returns once nothing is queued or playing: what the agent
+// said before a tool acts is heard first.
+func (c *Call) waitPlayed(ctx context.Context) error {
 	for c.playout.Playing() {
 		select {
 		case <-c.clk.After(FrameDuration):
@@ -395,9 +406,7 @@ func (c *Call) pressKeys(ctx context.Context, kp Keypad, digits string) error {
 			return ctx.Err()
 		}
 	}
-	c.playout.holdForKeys()
-	defer c.playout.releaseKeys()
-	return kp.SendDigits(ctx, digits)
+	return nil
 }
 
 // keypadTool presses keys on the line (an automated menu, an extension, a
