@@ -1,8 +1,11 @@
-// The call page: opens a room (POST /api/voice/rooms), joins it over the
-// embedded peer (one SDP offer and answer over HTTP) or LiveKit (its
-// browser SDK), plays the agent, and polls the room for the heard
-// transcript. window.stackboneCall exposes the state for tests.
-"use strict";
+// The call page: places the call with the SDK's browser call module
+// (sdk/call.js, built from @stackbone/sdk/call), which opens the room,
+// joins it over the embedded peer or LiveKit (with the LiveKit client the
+// page loads) and follows the heard transcript; the page shows the call
+// and measures the agent's audio. window.stackboneCall exposes the state
+// for tests.
+import { createClient } from "./sdk/index.js";
+import { placeCall } from "./sdk/call.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -17,20 +20,11 @@ const state = {
 };
 window.stackboneCall = state;
 
-let pc = null, lkRoom = null, mic = null, audioCtx = null, meterTimer = null, pollTimer = null;
+let call = null, audioCtx = null, meterTimer = null;
 
-function setStatus(s) { state.status = s; $("status").textContent = s; }
+function setStatus(s, text) { state.status = s; $("status").textContent = text || s; }
 function showError(msg) { state.error = msg; $("error").textContent = msg || ""; }
-
-async function api(method, path, body) {
-  const res = await fetch(path, {
-    method, headers: { "Authorization": "Bearer " + $("key").value.trim(), "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const env = await res.json().catch(() => ({ error: { code: "bad_response", message: "HTTP " + res.status } }));
-  if (env.error) { throw new Error(env.error.code + ": " + env.error.message); }
-  return env.data;
-}
+const client = () => createClient({ baseURL: location.origin, apiKey: $("key").value.trim() });
 
 function addIdentity(name, value) {
   const row = document.createElement("div");
@@ -53,10 +47,12 @@ function identities() {
 
 async function loadAgents() {
   try {
-    const agents = await api("GET", "/api/agents");
+    const res = await fetch("/api/agents", { headers: { "Authorization": "Bearer " + $("key").value.trim() } });
+    const env = await res.json().catch(() => ({ error: { code: "bad_response", message: "HTTP " + res.status } }));
+    if (env.error) { throw new Error(env.error.code + ": " + env.error.message); }
     const sel = $("agent");
     sel.innerHTML = "";
-    for (const a of agents) {
+    for (const a of env.data) {
       const o = document.createElement("option");
       o.value = a.name; o.textContent = a.name + " (" + a.model + ")";
       sel.appendChild(o);
@@ -67,7 +63,8 @@ async function loadAgents() {
 }
 
 // meter measures the agent's audio as it plays: RMS of the analyser's
-// window every 50 ms.
+// window every 50 ms. Chrome feeds a remote WebRTC stream to Web Audio
+// only while a media element plays it as well, which the SDK's does.
 function meter(stream) {
   audioCtx = audioCtx || new AudioContext();
   audioCtx.resume();
@@ -88,69 +85,22 @@ function meter(stream) {
   }, 50);
 }
 
-function playRemote(stream) {
-  // Chrome feeds a remote WebRTC stream to Web Audio only while a media
-  // element plays it as well.
-  const el = new Audio();
-  el.autoplay = true;
-  el.srcObject = stream;
-  el.play().catch(() => {});
-  document.body.appendChild(el);
-  meter(stream);
-}
-
-async function microphone() {
-  const c = raw ? { echoCancellation: false, noiseSuppression: false, autoGainControl: false } : true;
-  return navigator.mediaDevices.getUserMedia({ audio: c, video: false });
-}
-
-async function joinEmbedded(join) {
-  mic = await microphone();
-  pc = new RTCPeerConnection({ iceServers: [] });
-  for (const t of mic.getAudioTracks()) { pc.addTrack(t, mic); }
-  pc.ontrack = (ev) => playRemote(ev.streams[0] || new MediaStream([ev.track]));
-  pc.onconnectionstatechange = () => {
-    if (pc && (pc.connectionState === "failed" || pc.connectionState === "closed")) { setStatus("disconnected"); }
-  };
-  await pc.setLocalDescription(await pc.createOffer());
-  // No trickle: send the offer with its candidates (loopback gathers at once).
-  await new Promise((resolve) => {
-    if (pc.iceGatheringState === "complete") { return resolve(); }
-    const t = setTimeout(resolve, 3000);
-    pc.addEventListener("icegatheringstatechange", () => {
-      if (pc.iceGatheringState === "complete") { clearTimeout(t); resolve(); }
-    });
-  });
-  const ans = await api("POST", join.offerUrl, { type: "offer", sdp: pc.localDescription.sdp });
-  await pc.setRemoteDescription(ans);
-}
-
-async function joinLiveKit(join) {
-  const LK = window.LivekitClient;
-  if (!LK) { throw new Error("the LiveKit browser SDK did not load"); }
-  lkRoom = new LK.Room({ adaptiveStream: false, dynacast: false });
-  lkRoom.on(LK.RoomEvent.TrackSubscribed, (track) => {
-    if (track.kind === "audio") { playRemote(new MediaStream([track.mediaStreamTrack])); }
-  });
-  lkRoom.on(LK.RoomEvent.Disconnected, () => setStatus("disconnected"));
-  await lkRoom.connect(join.url, join.token);
-  const c = raw ? { echoCancellation: false, noiseSuppression: false, autoGainControl: false } : {};
-  await lkRoom.localParticipant.setMicrophoneEnabled(true, c);
-}
-
-function render(room) {
-  state.transcript = room.transcript || [];
-  state.memory = room.memory || null;
-  state.outcome = room.outcome || null;
+function renderTranscript(entries) {
+  state.transcript = entries;
   const ol = $("transcript");
   ol.innerHTML = "";
-  for (const e of state.transcript) {
+  for (const e of entries) {
     const li = document.createElement("li");
     li.className = e.role;
     li.textContent = (e.role === "user" ? "You: " : "Agent: ") + e.text;
     ol.appendChild(li);
   }
+}
+
+function renderMemory(room) {
   const m = room.memory;
+  state.memory = m || null;
+  state.outcome = room.outcome || null;
   let text = "";
   if (m) {
     text = m.off ? "Memory off: " + m.off + "." :
@@ -164,73 +114,50 @@ function render(room) {
   $("memory").textContent = text;
 }
 
-async function poll() {
-  if (!state.roomId) { return; }
-  try {
-    const room = await api("GET", "/api/voice/rooms/" + state.roomId);
-    render(room);
-    if (room.status === "ended") {
-      setStatus("ended (" + room.outcome + ")" + (room.endReason ? ": " + room.endReason : ""));
-      state.status = "ended";
-      teardown();
-      finish();
-      return;
-    }
-    if (room.status === "active" && state.status !== "active") { setStatus("active"); }
-  } catch (e) { showError(e.message); }
-  pollTimer = setTimeout(poll, 500);
-}
-
-function teardown() {
-  if (pc) { pc.close(); pc = null; }
-  if (lkRoom) { lkRoom.disconnect(); lkRoom = null; }
-  if (mic) { mic.getTracks().forEach((t) => t.stop()); mic = null; }
+function ended(e) {
   clearInterval(meterTimer);
-}
-
-function finish() {
+  if (e.error) { showError(e.error.code + ": " + e.error.message); }
+  const text = e.room && e.room.status === "ended" ?
+    e.state + " (" + e.outcome + ")" + (e.room.endReason ? ": " + e.room.endReason : "") : e.state;
+  setStatus(e.state, text);
   $("start").disabled = false;
   $("end").disabled = true;
+  call = null;
 }
 
-async function start() {
+function start() {
   showError("");
   $("start").disabled = true;
-  Object.assign(state, { transcript: [], memory: null, outcome: null, agentLevelMax: 0, agentVoicedMs: 0 });
-  $("transcript").innerHTML = "";
-  setStatus("opening");
-  try {
-    const room = await api("POST", "/api/voice/rooms", { agent: $("agent").value, identities: identities() });
-    Object.assign(state, { roomId: room.id, callId: room.callId, backend: room.backend });
-    render(room);
-    $("end").disabled = false;
-    setStatus("joining");
-    if (room.join.offerUrl) { await joinEmbedded(room.join); } else { await joinLiveKit(room.join); }
-    setStatus("joined");
-    clearTimeout(pollTimer);
-    poll();
-  } catch (e) {
-    showError(e.message);
-    setStatus("failed");
-    teardown();
-    finish();
-  }
+  Object.assign(state, { roomId: null, callId: null, backend: null, memory: null, outcome: null, agentLevelMax: 0, agentVoicedMs: 0 });
+  renderTranscript([]);
+  $("memory").textContent = "";
+  const microphone = raw ? { echoCancellation: false, noiseSuppression: false, autoGainControl: false } : undefined;
+  // The LiveKit client is the UMD build the page loads; the SDK uses it
+  // only when the box's rooms run on LiveKit.
+  call = placeCall(client(), { agent: $("agent").value, identities: identities(), microphone, livekit: window.LivekitClient });
+  call.on("state", (s) => { if (s !== "ended" && s !== "failed") { setStatus(s); } });
+  call.on("room", (room) => {
+    if (!state.roomId) {
+      Object.assign(state, { roomId: room.id, callId: room.callId, backend: room.backend });
+      $("end").disabled = false;
+    }
+    renderMemory(room);
+  });
+  call.on("audio", meter);
+  call.on("transcript", renderTranscript);
+  call.on("end", ended);
 }
 
 async function end() {
   $("end").disabled = true;
-  setStatus("ending");
-  try { if (state.roomId) { await api("DELETE", "/api/voice/rooms/" + state.roomId); } } catch (e) { showError(e.message); }
-  teardown();
+  const r = call ? await call.hangup() : { error: null };
+  if (r.error) { showError(r.error.code + ": " + r.error.message); }
 }
 
 $("start").onclick = start;
 $("end").onclick = end;
 $("reload").onclick = loadAgents;
 $("addId").onclick = () => addIdentity();
-// Leaving the page hangs up at once rather than waiting for the network to
-// notice.
-window.addEventListener("pagehide", teardown);
 
 addIdentity(params.get("idName") || "phoneNumber", params.get("idValue") || "");
 loadAgents();

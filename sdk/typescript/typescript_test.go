@@ -86,8 +86,9 @@ func TestTypeScriptSDK(t *testing.T) {
 	run("node_modules/typescript/bin/tsc", "-p", "tsconfig.json")
 	run("node_modules/typescript/bin/tsc", "-p", "tsconfig.cjs.json")
 	run("scripts/cjs-package.mjs")
-	// Studio's test call runs the build's browser call module (placeCall).
-	run("scripts/studio.mjs", "--check")
+	// Studio's test call and the call page run the build's browser call
+	// module (placeCall).
+	run("scripts/served.mjs", "--check")
 	// The seeds' examples type-check against the declarations.
 	run("node_modules/typescript/bin/tsc", "-p", "tsconfig.typecheck.json")
 

@@ -1,12 +1,15 @@
 // A browser call from a web page: opens a room (voice.rooms.create), joins
-// it with the page's microphone over the box's embedded WebRTC peer (one
-// SDP offer and answer, voice.rooms.offer), plays the agent, and follows
-// the room (voice.rooms.get) for the heard transcript until the call ends.
+// it with the page's microphone, plays the agent, and follows the room
+// (voice.rooms.get) for the heard transcript until the call ends. The
+// room's answer says how to join: the box's embedded WebRTC peer (one SDP
+// offer and answer, voice.rooms.offer), or a LiveKit server (its URL and a
+// token), joined with the LiveKit browser client the page passes in, so
+// the SDK itself carries no media library.
 //
 // Browser-only work happens when a call is placed, never on import, so
 // Node can import this module (placing a call there fails with
 // not_configured).
-import type { Room, TranscriptEntry } from './api.gen.js';
+import type { Room, RoomJoin, TranscriptEntry } from './api.gen.js';
 import { SdkError, type Result, type StackboneClient } from './index.js';
 
 /**
@@ -30,12 +33,38 @@ export interface CallEnd {
   error: SdkError | null;
 }
 
+/**
+ * The part of the LiveKit browser client a call uses: the livekit-client
+ * module itself (`import * as livekit from 'livekit-client'`), or the
+ * LivekitClient global of its UMD build.
+ */
+export interface LivekitClientModule {
+  Room: new (options?: { adaptiveStream?: boolean; dynacast?: boolean }) => LivekitRoom;
+  RoomEvent: { TrackSubscribed: string; ConnectionStateChanged: string };
+  Track: { Source: { Microphone: string } };
+}
+
+/** A LiveKit room, as far as a call drives it. */
+export interface LivekitRoom {
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  connect(url: string, token: string): Promise<void>;
+  disconnect(): Promise<void>;
+  localParticipant: { publishTrack(track: MediaStreamTrack, options?: { source?: string }): Promise<unknown> };
+}
+
 /** The events of a call and what each carries. */
 export interface CallEvents {
   /** The call's state changed. */
   state: CallState;
-  /** The browser's WebRTC connection state changed (new, connecting, connected, disconnected, failed, closed). */
+  /**
+   * The media connection's state changed (connecting, connected,
+   * disconnected, failed, closed): the WebRTC connection's on the embedded
+   * peer; on LiveKit, the room's (reconnecting is disconnected, and a room
+   * that left is closed).
+   */
   connection: RTCPeerConnectionState;
+  /** The agent's audio started to play: the stream, to measure or show. */
+  audio: MediaStream;
   /** The heard transcript changed: every entry so far, oldest first. */
   transcript: TranscriptEntry[];
   /** The room as the box shows it, each time it was read. */
@@ -57,6 +86,11 @@ export interface CallOptions {
   pollMs?: number;
   /** How long the offer waits for its ICE candidates, in milliseconds. Default 3000. */
   iceGatheringTimeoutMs?: number;
+  /**
+   * The LiveKit browser client, to join rooms on a box whose rooms run on
+   * LiveKit; without it such a room ends the call with not_configured.
+   */
+  livekit?: LivekitClientModule;
   /** Hangs up when aborted. */
   signal?: AbortSignal;
 }
@@ -83,6 +117,7 @@ export class BrowserCall {
   readonly #listeners = new Map<keyof CallEvents, Set<(value: never) => void>>();
   #resolveEnded!: (end: CallEnd) => void;
   #pc: RTCPeerConnection | null = null;
+  #lk: LivekitRoom | null = null;
   #mic: MediaStream | null = null;
   #ownMic = false;
   #audio: HTMLMediaElement | null = null;
@@ -91,6 +126,9 @@ export class BrowserCall {
   #hungUp = false;
   #endAsked = false; // the box accepted the end: hanging up again does nothing
   #done = false;
+  // Leaving the page stops the media at once, so the box ends the call as
+  // the caller's hang-up rather than waiting for the media to time out.
+  readonly #leave = (): void => this.#teardown();
 
   constructor(client: StackboneClient, options: CallOptions) {
     this.#client = client;
@@ -148,10 +186,16 @@ export class BrowserCall {
 
   /** Opens the room and joins it; failures end the call. */
   async start(): Promise<void> {
+    if (this.#o.livekit !== undefined && !isLivekitClient(this.#o.livekit)) {
+      return this.#fail(
+        new SdkError('invalid_request', 'livekit must be the LiveKit browser client: the livekit-client module, or the LivekitClient global of its UMD build'),
+      );
+    }
     const w = globalThis as { RTCPeerConnection?: unknown; navigator?: Navigator };
     if (typeof w.RTCPeerConnection !== 'function' || !w.navigator?.mediaDevices?.getUserMedia) {
       return this.#fail(new SdkError('not_configured', 'placing a call needs a browser with WebRTC and a microphone'));
     }
+    if (typeof addEventListener === 'function') addEventListener('pagehide', this.#leave);
     this.#emit('state', 'opening');
     const opened = await this.#client.voice.rooms.create({ agent: this.#o.agent, identities: this.#o.identities });
     if (opened.error) return this.#fail(opened.error);
@@ -161,18 +205,22 @@ export class BrowserCall {
     this.callId = room.callId;
     this.#emit('room', room);
     if (this.#hungUp) return this.#endRoom(null);
-    const offerUrl = room.join?.offerUrl;
-    if (!offerUrl) {
+    const join = room.join;
+    const onLiveKit = !join?.offerUrl;
+    if (onLiveKit && !(join?.url && join.token)) {
+      return this.#endRoom(new SdkError('invalid_response', 'the room says neither how to join the embedded peer nor its LiveKit server'));
+    }
+    if (onLiveKit && !this.#o.livekit) {
       return this.#endRoom(
         new SdkError(
-          'not_implemented',
-          "this box's rooms run on LiveKit and placeCall joins the box's embedded peer only: join with the LiveKit client (the box's call page, /call, does)",
+          'not_configured',
+          "this box's rooms run on LiveKit: pass the LiveKit browser client as the livekit option (the box serves its UMD build at /call/livekit-client.umd.js)",
         ),
       );
     }
     this.#set('joining');
     try {
-      await this.#join(room.id);
+      await (onLiveKit ? this.#joinLiveKit(this.#o.livekit!, join!) : this.#joinPeer(room.id));
     } catch (err) {
       if (this.#hungUp) return this.#endRoom(null);
       const e = err instanceof SdkError ? err : new SdkError('join_failed', `joining the call: ${(err as Error)?.message ?? err}`, 0, undefined, { cause: err });
@@ -183,18 +231,27 @@ export class BrowserCall {
     this.#poll();
   }
 
-  async #join(roomId: string): Promise<void> {
+  /** Takes the microphone; false when the call was hung up meanwhile. */
+  async #microphone(): Promise<boolean> {
     const mic = this.#o.microphone;
     if (mic && typeof (mic as MediaStream).getAudioTracks === 'function') {
       this.#mic = mic as MediaStream;
-    } else {
-      this.#mic = await navigator.mediaDevices.getUserMedia({ audio: (mic as MediaTrackConstraints) ?? true, video: false });
-      this.#ownMic = true;
-      if (this.#hungUp) return this.#teardown(); // hung up while the browser asked for the microphone
+      return true;
     }
+    this.#mic = await navigator.mediaDevices.getUserMedia({ audio: (mic as MediaTrackConstraints) ?? true, video: false });
+    this.#ownMic = true;
+    if (!this.#hungUp) return true;
+    this.#teardown(); // hung up while the browser asked for the microphone
+    return false;
+  }
+
+  /** Joins the box's embedded peer: one SDP offer with its candidates, and its answer. */
+  async #joinPeer(roomId: string): Promise<void> {
+    if (!(await this.#microphone())) return;
+    const mic = this.#mic!;
     const pc = new RTCPeerConnection({ iceServers: [] });
     this.#pc = pc;
-    for (const t of this.#mic.getAudioTracks()) pc.addTrack(t, this.#mic);
+    for (const t of mic.getAudioTracks()) pc.addTrack(t, mic);
     pc.ontrack = (ev) => this.#play(ev.streams[0] ?? new MediaStream([ev.track]));
     pc.onconnectionstatechange = () => this.#emit('connection', pc.connectionState);
     await pc.setLocalDescription(await pc.createOffer());
@@ -216,8 +273,28 @@ export class BrowserCall {
     await pc.setRemoteDescription({ type: 'answer', sdp: answer.data.sdp });
   }
 
+  /** Joins the room on the LiveKit server with the token the box signed, and publishes the microphone. */
+  async #joinLiveKit(lk: LivekitClientModule, join: RoomJoin): Promise<void> {
+    if (!(await this.#microphone())) return;
+    const mic = this.#mic!;
+    // The agent is one audio track: nothing to adapt to the page's layout.
+    const room = new lk.Room({ adaptiveStream: false, dynacast: false });
+    this.#lk = room;
+    room.on(lk.RoomEvent.TrackSubscribed, (track: { kind?: string; mediaStreamTrack?: MediaStreamTrack }) => {
+      if (this.#lk === room && track.kind === 'audio' && track.mediaStreamTrack) this.#play(new MediaStream([track.mediaStreamTrack]));
+    });
+    room.on(lk.RoomEvent.ConnectionStateChanged, (state: string) => {
+      if (this.#lk === room) this.#emit('connection', liveKitConnection[state] ?? 'disconnected');
+    });
+    await room.connect(join.url!, join.token!);
+    for (const t of mic.getAudioTracks()) {
+      if (this.#lk !== room) return; // hung up meanwhile
+      await room.localParticipant.publishTrack(t, { source: lk.Track.Source.Microphone });
+    }
+  }
+
   #play(stream: MediaStream): void {
-    if (this.#o.audio === null) return;
+    if (this.#o.audio === null) return this.#emit('audio', stream);
     if (!this.#audio) {
       if (this.#o.audio) {
         this.#audio = this.#o.audio;
@@ -232,6 +309,7 @@ export class BrowserCall {
     }
     this.#audio.srcObject = stream;
     this.#audio.play().catch(() => {});
+    this.#emit('audio', stream);
   }
 
   /** Stops the media: the connection, the microphone this call opened and its audio element. */
@@ -239,6 +317,10 @@ export class BrowserCall {
     if (this.#pc) {
       this.#pc.close();
       this.#pc = null;
+    }
+    if (this.#lk) {
+      void this.#lk.disconnect().catch(() => {});
+      this.#lk = null;
     }
     if (this.#mic && this.#ownMic) this.#mic.getTracks().forEach((t) => t.stop());
     this.#mic = null;
@@ -294,6 +376,7 @@ export class BrowserCall {
     this.#done = true;
     clearTimeout(this.#timer);
     this.#teardown();
+    if (typeof removeEventListener === 'function') removeEventListener('pagehide', this.#leave);
     const outcome = room?.status === 'ended' ? room.outcome : null;
     const state = error || outcome === 'failed' ? 'failed' : 'ended';
     const end: CallEnd = { state, room, outcome, reason: error ? error.message : (room?.endReason ?? null), error };
@@ -303,12 +386,34 @@ export class BrowserCall {
   }
 }
 
+const liveKitConnection: Record<string, RTCPeerConnectionState> = {
+  connecting: 'connecting',
+  connected: 'connected',
+  reconnecting: 'disconnected',
+  signalReconnecting: 'disconnected',
+  disconnected: 'closed',
+};
+
+/** Whether m has what a call uses of the LiveKit browser client. */
+function isLivekitClient(m: unknown): m is LivekitClientModule {
+  const lk = m as Partial<LivekitClientModule> | null | undefined;
+  const room = lk?.Room?.prototype as Partial<LivekitRoom> | undefined;
+  return (
+    typeof lk?.Room === 'function' &&
+    typeof room?.connect === 'function' &&
+    typeof room.disconnect === 'function' &&
+    typeof room.on === 'function' &&
+    typeof lk.RoomEvent?.TrackSubscribed === 'string' &&
+    typeof lk.RoomEvent.ConnectionStateChanged === 'string' &&
+    typeof lk.Track?.Source?.Microphone === 'string'
+  );
+}
+
 /**
  * Places a browser call to an agent with the page's microphone: the room
- * is opened and joined at once; listen with call.on('state' | 'connection'
- * | 'transcript' | 'room' | 'end'), hang up with call.hangup(). Rooms on
- * the box's embedded peer only: a room on LiveKit ends the call with
- * not_implemented.
+ * is opened and joined at once, on the box's embedded peer or, with the
+ * livekit option, on LiveKit; listen with call.on('state' | 'connection'
+ * | 'audio' | 'transcript' | 'room' | 'end'), hang up with call.hangup().
  */
 export function placeCall(client: StackboneClient, options: CallOptions): BrowserCall {
   const call = new BrowserCall(client, options);

@@ -1,4 +1,4 @@
-// Built from sdk/typescript/src/call.ts by `npm run studio` in sdk/typescript. Do not edit.
+// Built from sdk/typescript/src/call.ts by `npm run served` in sdk/typescript. Do not edit.
 import { SdkError } from './index.js';
 /** One browser call; made by placeCall. */
 export class BrowserCall {
@@ -19,6 +19,7 @@ export class BrowserCall {
     #listeners = new Map();
     #resolveEnded;
     #pc = null;
+    #lk = null;
     #mic = null;
     #ownMic = false;
     #audio = null;
@@ -27,6 +28,9 @@ export class BrowserCall {
     #hungUp = false;
     #endAsked = false; // the box accepted the end: hanging up again does nothing
     #done = false;
+    // Leaving the page stops the media at once, so the box ends the call as
+    // the caller's hang-up rather than waiting for the media to time out.
+    #leave = () => this.#teardown();
     constructor(client, options) {
         this.#client = client;
         this.#o = options;
@@ -84,10 +88,15 @@ export class BrowserCall {
     }
     /** Opens the room and joins it; failures end the call. */
     async start() {
+        if (this.#o.livekit !== undefined && !isLivekitClient(this.#o.livekit)) {
+            return this.#fail(new SdkError('invalid_request', 'livekit must be the LiveKit browser client: the livekit-client module, or the LivekitClient global of its UMD build'));
+        }
         const w = globalThis;
         if (typeof w.RTCPeerConnection !== 'function' || !w.navigator?.mediaDevices?.getUserMedia) {
             return this.#fail(new SdkError('not_configured', 'placing a call needs a browser with WebRTC and a microphone'));
         }
+        if (typeof addEventListener === 'function')
+            addEventListener('pagehide', this.#leave);
         this.#emit('state', 'opening');
         const opened = await this.#client.voice.rooms.create({ agent: this.#o.agent, identities: this.#o.identities });
         if (opened.error)
@@ -99,13 +108,17 @@ export class BrowserCall {
         this.#emit('room', room);
         if (this.#hungUp)
             return this.#endRoom(null);
-        const offerUrl = room.join?.offerUrl;
-        if (!offerUrl) {
-            return this.#endRoom(new SdkError('not_implemented', "this box's rooms run on LiveKit and placeCall joins the box's embedded peer only: join with the LiveKit client (the box's call page, /call, does)"));
+        const join = room.join;
+        const onLiveKit = !join?.offerUrl;
+        if (onLiveKit && !(join?.url && join.token)) {
+            return this.#endRoom(new SdkError('invalid_response', 'the room says neither how to join the embedded peer nor its LiveKit server'));
+        }
+        if (onLiveKit && !this.#o.livekit) {
+            return this.#endRoom(new SdkError('not_configured', "this box's rooms run on LiveKit: pass the LiveKit browser client as the livekit option (the box serves its UMD build at /call/livekit-client.umd.js)"));
         }
         this.#set('joining');
         try {
-            await this.#join(room.id);
+            await (onLiveKit ? this.#joinLiveKit(this.#o.livekit, join) : this.#joinPeer(room.id));
         }
         catch (err) {
             if (this.#hungUp)
@@ -118,21 +131,29 @@ export class BrowserCall {
         this.#set('joined');
         this.#poll();
     }
-    async #join(roomId) {
+    /** Takes the microphone; false when the call was hung up meanwhile. */
+    async #microphone() {
         const mic = this.#o.microphone;
         if (mic && typeof mic.getAudioTracks === 'function') {
             this.#mic = mic;
+            return true;
         }
-        else {
-            this.#mic = await navigator.mediaDevices.getUserMedia({ audio: mic ?? true, video: false });
-            this.#ownMic = true;
-            if (this.#hungUp)
-                return this.#teardown(); // hung up while the browser asked for the microphone
-        }
+        this.#mic = await navigator.mediaDevices.getUserMedia({ audio: mic ?? true, video: false });
+        this.#ownMic = true;
+        if (!this.#hungUp)
+            return true;
+        this.#teardown(); // hung up while the browser asked for the microphone
+        return false;
+    }
+    /** Joins the box's embedded peer: one SDP offer with its candidates, and its answer. */
+    async #joinPeer(roomId) {
+        if (!(await this.#microphone()))
+            return;
+        const mic = this.#mic;
         const pc = new RTCPeerConnection({ iceServers: [] });
         this.#pc = pc;
-        for (const t of this.#mic.getAudioTracks())
-            pc.addTrack(t, this.#mic);
+        for (const t of mic.getAudioTracks())
+            pc.addTrack(t, mic);
         pc.ontrack = (ev) => this.#play(ev.streams[0] ?? new MediaStream([ev.track]));
         pc.onconnectionstatechange = () => this.#emit('connection', pc.connectionState);
         await pc.setLocalDescription(await pc.createOffer());
@@ -157,9 +178,32 @@ export class BrowserCall {
             return; // hung up meanwhile
         await pc.setRemoteDescription({ type: 'answer', sdp: answer.data.sdp });
     }
+    /** Joins the room on the LiveKit server with the token the box signed, and publishes the microphone. */
+    async #joinLiveKit(lk, join) {
+        if (!(await this.#microphone()))
+            return;
+        const mic = this.#mic;
+        // The agent is one audio track: nothing to adapt to the page's layout.
+        const room = new lk.Room({ adaptiveStream: false, dynacast: false });
+        this.#lk = room;
+        room.on(lk.RoomEvent.TrackSubscribed, (track) => {
+            if (this.#lk === room && track.kind === 'audio' && track.mediaStreamTrack)
+                this.#play(new MediaStream([track.mediaStreamTrack]));
+        });
+        room.on(lk.RoomEvent.ConnectionStateChanged, (state) => {
+            if (this.#lk === room)
+                this.#emit('connection', liveKitConnection[state] ?? 'disconnected');
+        });
+        await room.connect(join.url, join.token);
+        for (const t of mic.getAudioTracks()) {
+            if (this.#lk !== room)
+                return; // hung up meanwhile
+            await room.localParticipant.publishTrack(t, { source: lk.Track.Source.Microphone });
+        }
+    }
     #play(stream) {
         if (this.#o.audio === null)
-            return;
+            return this.#emit('audio', stream);
         if (!this.#audio) {
             if (this.#o.audio) {
                 this.#audio = this.#o.audio;
@@ -175,12 +219,17 @@ export class BrowserCall {
         }
         this.#audio.srcObject = stream;
         this.#audio.play().catch(() => { });
+        this.#emit('audio', stream);
     }
     /** Stops the media: the connection, the microphone this call opened and its audio element. */
     #teardown() {
         if (this.#pc) {
             this.#pc.close();
             this.#pc = null;
+        }
+        if (this.#lk) {
+            void this.#lk.disconnect().catch(() => { });
+            this.#lk = null;
         }
         if (this.#mic && this.#ownMic)
             this.#mic.getTracks().forEach((t) => t.stop());
@@ -240,6 +289,8 @@ export class BrowserCall {
         this.#done = true;
         clearTimeout(this.#timer);
         this.#teardown();
+        if (typeof removeEventListener === 'function')
+            removeEventListener('pagehide', this.#leave);
         const outcome = room?.status === 'ended' ? room.outcome : null;
         const state = error || outcome === 'failed' ? 'failed' : 'ended';
         const end = { state, room, outcome, reason: error ? error.message : (room?.endReason ?? null), error };
@@ -248,12 +299,30 @@ export class BrowserCall {
         this.#resolveEnded(end);
     }
 }
+const liveKitConnection = {
+    connecting: 'connecting',
+    connected: 'connected',
+    reconnecting: 'disconnected',
+    signalReconnecting: 'disconnected',
+    disconnected: 'closed',
+};
+/** Whether m has what a call uses of the LiveKit browser client. */
+function isLivekitClient(m) {
+    const lk = m;
+    const room = lk?.Room?.prototype;
+    return (typeof lk?.Room === 'function' &&
+        typeof room?.connect === 'function' &&
+        typeof room.disconnect === 'function' &&
+        typeof room.on === 'function' &&
+        typeof lk.RoomEvent?.TrackSubscribed === 'string' &&
+        typeof lk.RoomEvent.ConnectionStateChanged === 'string' &&
+        typeof lk.Track?.Source?.Microphone === 'string');
+}
 /**
  * Places a browser call to an agent with the page's microphone: the room
- * is opened and joined at once; listen with call.on('state' | 'connection'
- * | 'transcript' | 'room' | 'end'), hang up with call.hangup(). Rooms on
- * the box's embedded peer only: a room on LiveKit ends the call with
- * not_implemented.
+ * is opened and joined at once, on the box's embedded peer or, with the
+ * livekit option, on LiveKit; listen with call.on('state' | 'connection'
+ * | 'audio' | 'transcript' | 'room' | 'end'), hang up with call.hangup().
  */
 export function placeCall(client, options) {
     const call = new BrowserCall(client, options);

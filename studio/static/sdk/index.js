@@ -1,4 +1,4 @@
-// Built from sdk/typescript/src/index.ts by `npm run studio` in sdk/typescript. Do not edit.
+// Built from sdk/typescript/src/index.ts by `npm run served` in sdk/typescript. Do not edit.
 /** A failed call: the API's error code and message, with the HTTP status. */
 export class SdkError extends Error {
     /** The API's code (memory_conflict, rag_collection_not_found, ...) or the SDK's own. */
