@@ -314,18 +314,6 @@ type Agent struct {
 	// MaxToolCallsLimit): past it the model is told to answer with what it
 	// has.
 	MaxToolCalls int `yaml:"maxToolCalls"`
-	// FirstByteTimeout is how long a streamed text turn waits for a
-	// model's first token before the next model of the chain is asked
-	// (default agent.DefaultFirstByteTimeout; only when another model
-	// could answer: the chain's last is waited for as its provider
-	// allows). Calls use voice.firstByteTimeout instead.
-	FirstByteTimeout time.Duration `yaml:"firstByteTimeout"`
-	// ChunkTimeout is how long a streamed text turn waits between two
-	// tokens of a model that began answering before the next model of the
-	// chain continues from what was sent: a stalled or trickling stream
-	// (default agent.DefaultChunkTimeout; only when another model could
-	// answer). Calls use voice.chunkTimeout instead.
-	ChunkTimeout time.Duration `yaml:"chunkTimeout"`
 }
 
 // AgentVoice is how an agent listens and speaks on calls.
@@ -389,12 +377,6 @@ type AgentVoice struct {
 	// whole, gets twice that; the last of a chain is waited for as its
 	// provider allows).
 	FirstByteTimeout time.Duration `yaml:"firstByteTimeout"`
-	// ChunkTimeout is how long a call waits between two pieces of a
-	// model's answer or of a voice's audio once it began (a stalled or
-	// trickling stream) before the next of the agent's chain goes on from
-	// what was sent (default: FirstByteTimeout; the last of a chain is
-	// waited for as its provider allows).
-	ChunkTimeout time.Duration `yaml:"chunkTimeout"`
 	// Filler is the phrase a caller hears while a tool runs longer than
 	// FillerAfter, for tools that declare none; empty: tools without their
 	// own filler run in silence.
@@ -411,6 +393,13 @@ type AgentVoice struct {
 	// voice.DefaultMaxEndpointDelay). A turn with nothing known of its words ends after the box's
 	// VAD delay (600 ms by default), kept between the two.
 	MaxEndpointDelay time.Duration `yaml:"maxEndpointDelay"`
+	// VAD is how the box tells the caller's speech from the rest on the
+	// agent's calls: "energy" (loud enough above the line's noise floor,
+	// the default) or "silero" (the Silero VAD model, run in the box: it
+	// hears speech, not loudness, so a noisy line neither cuts a caller
+	// off nor holds a turn open on its noise; about 1 % of a core per
+	// call).
+	VAD string `yaml:"vad"`
 	// Interruption is how the agent treats the caller's sound while it
 	// speaks (see Interruption).
 	Interruption *Interruption `yaml:"interruption"`
@@ -809,6 +798,12 @@ const (
 	TurnDetectionProvider = "provider"
 )
 
+// Voice activity detectors (voice.vad; "" is energy).
+const (
+	VADEnergy = "energy"
+	VADSilero = "silero"
+)
+
 // Eagernesses are the values of an agent's voice.eagerness ("" is auto).
 var Eagernesses = []string{"low", "medium", "high", "auto"}
 
@@ -841,6 +836,10 @@ func validateSTT(agent string, v *AgentVoice) []string {
 	default:
 		problems = append(problems, fmt.Sprintf("agent %s: voice.turnDetection %q is not box or provider (default box)",
 			agent, truncate(v.TurnDetection, 40)))
+	}
+	if v.VAD != "" && v.VAD != VADEnergy && v.VAD != VADSilero {
+		problems = append(problems, fmt.Sprintf("agent %s: voice.vad %q is not energy or silero (default energy)",
+			agent, truncate(v.VAD, 40)))
 	}
 	if v.Eagerness != "" && !slices.Contains(Eagernesses, v.Eagerness) {
 		problems = append(problems, fmt.Sprintf("agent %s: voice.eagerness %q is not one of %s (default auto)",

@@ -73,7 +73,17 @@ func (c *Call) newListener(ctx context.Context, out chan<- utterance) *listener 
 		wake: make(chan struct{}, 1)}
 	vadCfg := c.m.cfg.VAD
 	vadCfg.EndFrames = int((l.ep.max + FrameDuration - 1) / FrameDuration)
-	l.det = newVAD(vadCfg)
+	if v := c.agent.Voice; v != nil && v.VAD != "" {
+		vadCfg.Detector = v.VAD
+	}
+	det, err := newVAD(vadCfg, c.info.SampleRate)
+	if err != nil {
+		// A call is better heard by the energy detector than not at all.
+		c.m.log.Warn("voice: voice activity detector, energy instead", "call", c.info.ID, "error", err)
+		vadCfg.Detector = VADEnergy
+		det, _ = newVAD(vadCfg, c.info.SampleRate)
+	}
+	l.det = det
 	if st, ok := c.stt.(StreamingTranscriber); ok {
 		stream, err := st.Listen(ctx, c.info.SampleRate)
 		if err != nil {

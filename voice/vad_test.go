@@ -25,11 +25,21 @@ func frames(pcm []int16, size int) [][]int16 {
 	return out
 }
 
+// energyVAD is the energy detector with the default settings, at 8 kHz.
+func energyVAD(t testing.TB) *vad {
+	t.Helper()
+	v, err := newVAD(VADConfig{}, 8000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // Line noise alone, even loud, is never an utterance; speech over it is,
 // and ends after the endpointing delay.
 func TestVADIgnoresLineNoise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	v := newVAD(VADConfig{})
+	v := energyVAD(t)
 	// Five seconds of loud hiss with a 50 Hz hum.
 	noise := tone(50, 1500, 5000, 8000, rng, 1200)
 	for _, f := range frames(noise, 160) {
@@ -69,18 +79,18 @@ func TestVADIgnoresLineNoise(t *testing.T) {
 // The sliding sorted window gives the floor a full sort of the window
 // gives, frame after frame, repeated levels included.
 func TestVADFloorIsTenthPercentileOfWindow(t *testing.T) {
-	v := newVAD(VADConfig{})
+	e := &energyVoicing{}
 	var window []float64
 	for i := range 1000 {
 		lvl := float64((i*7919)%97 - 90) // repeats and jumps
-		v.track(lvl)
+		e.track(lvl)
 		window = append(window, lvl)
 		if len(window) > floorWindow {
 			window = window[1:]
 		}
 		sorted := slices.Sorted(slices.Values(window))
-		if want := sorted[len(sorted)/10]; v.floor != want {
-			t.Fatalf("frame %d: floor %v, want %v", i, v.floor, want)
+		if want := sorted[len(sorted)/10]; e.floor != want {
+			t.Fatalf("frame %d: floor %v, want %v", i, e.floor, want)
 		}
 	}
 }
@@ -90,7 +100,7 @@ func TestVADFloorIsTenthPercentileOfWindow(t *testing.T) {
 // comes out exactly as heard, whatever the caller did to its frames after.
 func TestVADKeepsCopiesInReusedFrames(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	v := newVAD(VADConfig{})
+	v := energyVAD(t)
 	for _, f := range frames(tone(50, 300, 2000, 8000, rng, 200), 160) {
 		v.Process(f)
 	}

@@ -1,0 +1,61 @@
+package voice
+
+import (
+	"fmt"
+
+	"github.com/stackbone/box/voice/silero"
+)
+
+// sileroVoicing counts a frame as speech by the Silero VAD model's
+// probability. The model reads 32 ms windows and the calls' frames are
+// 20 ms, so frames fill a window and each frame is judged by the last
+// window completed (at most 32 ms behind). Rates that are multiples of
+// the model's are brought down to it by averaging.
+type sileroVoicing struct {
+	m           *silero.Model
+	decim       int       // input samples per model sample
+	sum, summed int       // the average being taken
+	win         []float32 // the window being filled
+	n           int
+	p           float32 // the probability of the last window
+	start, end  float32
+}
+
+func newSileroVoicing(rate int, start, end float64) (*sileroVoicing, error) {
+	modelRate, decim := rate, 1
+	switch {
+	case rate == 8000 || rate == 16000:
+	case rate > 0 && rate%16000 == 0:
+		modelRate, decim = 16000, rate/16000
+	case rate > 0 && rate%8000 == 0:
+		modelRate, decim = 8000, rate/8000
+	}
+	m, err := silero.New(modelRate)
+	if err != nil {
+		return nil, fmt.Errorf("voice: silero at %d Hz: %w", rate, err)
+	}
+	return &sileroVoicing{m: m, decim: decim, win: make([]float32, m.WindowSize()),
+		start: float32(start), end: float32(end)}, nil
+}
+
+func (s *sileroVoicing) voiced(pcm []int16, _ float64, speaking bool) bool {
+	for _, v := range pcm {
+		if s.decim > 1 {
+			s.sum += int(v)
+			if s.summed++; s.summed < s.decim {
+				continue
+			}
+			v = int16(s.sum / s.decim)
+			s.sum, s.summed = 0, 0
+		}
+		s.win[s.n] = float32(v) / 32768
+		if s.n++; s.n == len(s.win) {
+			s.p = s.m.Prob(s.win)
+			s.n = 0
+		}
+	}
+	if speaking {
+		return s.p >= s.end
+	}
+	return s.p >= s.start
+}
