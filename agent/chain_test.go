@@ -43,6 +43,8 @@ agents:
   chained:
     model: [openai/main, backup/spare, local/last]
     instructions: You answer.
+    firstByteTimeout: 1s
+    chunkTimeout: 300ms
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -260,4 +262,59 @@ func TestChainFirstTokenBound(t *testing.T) {
 	if _, sent, _, err := turn(); err != nil || sent != "Slow but sure." {
 		t.Fatalf("the last model: %v, %q", err, sent)
 	}
+}
+
+// A streamed text turn bounds a model that is not its chain's last by the
+// agent's firstByteTimeout and chunkTimeout: a primary that trickles its
+// tokens (each 2 s after the last) is cut at the chunk bound and the next
+// model continues from what was sent; one whose body trickles in bytes,
+// far apart, gives no token within the first-byte bound and the next
+// model answers. The run names the model that served and why the primary
+// was skipped.
+func TestChainTrickleTripsOnTextTurns(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t, "")
+	// An answer taken whole has no chunks: the bounds leave it to its
+	// provider (a long answer may take long to write).
+	e.main.Script(providertest.Reply{Content: "Slow but whole.", Delay: 1300 * time.Millisecond})
+	res, err := e.rt.Turn(context.Background(), agent.TurnRequest{Agent: "chained", Whole: true,
+		Messages: []agent.Message{{Role: agent.RoleUser, Content: "Hours?"}}}, func(agent.Event) error { return nil })
+	if err != nil || res.Text != "Slow but whole." || res.Model != "openai/main" {
+		t.Fatalf("a whole answer: %v, %q from %s", err, res.Text, res.Model)
+	}
+
+	e.main.Script(providertest.Reply{Content: "We open at nine and close at five.", ChunkDelay: 2 * time.Second})
+	e.backup.Script(providertest.Reply{Content: "nine and close at five."})
+	began := time.Now()
+	res, sent, err := e.turn()
+	took := time.Since(began)
+	if err != nil || sent != "We open at nine and close at five." || took > 1500*time.Millisecond {
+		t.Fatalf("a trickling answer: %v, sent %q after %s", err, sent, took)
+	}
+	r := e.run(res.RunID)
+	if r.Metadata["servedBy"] != "backup/spare" || !strings.Contains(toJSON(r.Metadata["modelsSkipped"]), `{"model":"openai/main","reason":"provider_timeout"}`) {
+		t.Fatalf("run metadata %v", r.Metadata)
+	}
+	msgs := e.backup.ChatRequests()[0].Messages
+	if n := len(msgs); msgs[n-2].Content != "We open at " || !strings.Contains(msgs[n-1].Content, "Continue it from exactly where it stopped") {
+		t.Fatalf("the backup was sent %+v", msgs)
+	}
+
+	// Bytes far apart: no whole token within the first-byte bound.
+	e.main.SetFault(providertest.EndpointChat, providertest.Fault{Trickle: 2 * time.Second, Times: 1})
+	e.main.Script(providertest.Reply{Content: "Too slow."})
+	e.backup.Script(providertest.Reply{Content: "Nine to five."})
+	began = time.Now()
+	res, sent, err = e.turn()
+	took = time.Since(began)
+	if err != nil || sent != "Nine to five." || took < time.Second || took > 2*time.Second {
+		t.Fatalf("a trickling body: %v, sent %q after %s", err, sent, took)
+	}
+	if e.main.Faulted(providertest.EndpointChat) != 1 {
+		t.Fatal("the trickle was never met")
+	}
+	if r := e.run(res.RunID); !strings.Contains(toJSON(r.Metadata["modelsSkipped"]), `{"model":"openai/main","reason":"provider_timeout"}`) {
+		t.Fatalf("run metadata %v", r.Metadata)
+	}
+
 }

@@ -135,12 +135,16 @@ type TurnRequest struct {
 	// NoMemoryTools withholds memory_read and memory_save: voice calls read
 	// and save memory in their lifecycle instead.
 	NoMemoryTools bool
-	// FirstByte bounds the wait for a model's first token, and each
-	// silence between its tokens after that, when another model of the
-	// agent's chain could answer instead (a call: the caller waits in
-	// silence); 0 leaves it to the provider's own timeouts. A model that
-	// stalls mid-answer is a cut answer: the next one continues it.
+	// FirstByte bounds the wait for a model's first token, and Chunk each
+	// silence between its tokens after that (0: FirstByte), when another
+	// model of the agent's chain could answer instead (a call: the caller
+	// waits in silence). Both 0: a streamed turn takes the agent's
+	// firstByteTimeout and chunkTimeout, or DefaultFirstByteTimeout and
+	// DefaultChunkTimeout; a Whole one leaves it to the provider's own
+	// timeouts. A model that stalls or trickles mid-answer is a cut
+	// answer: the next one continues it.
 	FirstByte time.Duration
+	Chunk     time.Duration
 	// Tools of this turn only (a call's transfer_call), run by the box.
 	ServerTools []ServerTool
 	// Models is the chain this turn tries instead of the agent's chain in

@@ -18,19 +18,23 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/analysis"
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/campaigns"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/memory"
@@ -119,7 +123,9 @@ type Box struct {
 	Analysis *analysis.Service
 	// Recordings keeps the audio of recorded calls.
 	Recordings *recordings.Service
-	API        *api.Server
+	// Campaigns places batches of outbound calls.
+	Campaigns *campaigns.Service
+	API       *api.Server
 
 	listener *notify.Listener
 	handler  http.Handler
@@ -185,7 +191,9 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	b.Memory = memory.NewService(memory.Config{
 		Pool: pool, Models: b.Models, Logger: log, Metrics: metrics, Events: b.Webhooks,
 		FallbackModel: cfg.Memory.Model, FallbackReasoningEffort: cfg.Memory.ReasoningEffort,
-		Erase: b.Recordings.EraseTx,
+		Erase: func(ctx context.Context, tx pgx.Tx, agentID, userID string) error {
+			return errors.Join(b.Recordings.EraseTx(ctx, tx, agentID, userID), campaigns.EraseTx(ctx, tx, agentID, userID))
+		},
 	})
 	b.Settings = memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)
 	if err := b.Settings.FixDeclaredKeys(ctx); err != nil {
@@ -237,7 +245,7 @@ func (b *Box) newCalls(cfg *config.Config, opt Options) error {
 	}
 	vcfg := voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: b.Runtime, Memory: b.Memory, Settings: b.Settings,
 		Metrics: metrics, BoxID: b.ID, Runs: b.Runs, Speech: speech, Logger: log,
-		Realtime: cfg.Media.Realtime(), Events: b.Webhooks, Recorder: b.Recordings, Ended: b.Analysis.Enqueue}
+		Realtime: cfg.Media.Realtime(), Events: b.Webhooks, Recorder: b.Recordings, Ended: b.callEnded}
 	// Warm transfers ring people through the SIP server made below.
 	vcfg.DialLeg = func(ctx context.Context, trunk, to string) (voice.Leg, error) {
 		return b.Phones.DialLeg(ctx, trunk, to)
@@ -256,7 +264,38 @@ func (b *Box) newCalls(cfg *config.Config, opt Options) error {
 		_ = b.Rooms.Close()
 		return err
 	}
+	return b.newCampaigns(cfg)
+}
+
+// newCampaigns makes the campaigns service: its attempts dial through the
+// SIP server, and each box's scheduler is woken when a campaign's call ends
+// anywhere.
+func (b *Box) newCampaigns(cfg *config.Config) error {
+	trunks := []string{}
+	for _, t := range cfg.SIP.Trunks.Outbound {
+		trunks = append(trunks, t.Name)
+	}
+	var err error
+	b.Campaigns, err = campaigns.New(campaigns.Config{Pool: b.Pool, Logger: b.Log, Events: b.Webhooks,
+		Agents: slices.Collect(maps.Keys(cfg.Agents)), Trunks: trunks, CallExists: voice.ErrCallExists,
+		Dial: func(ctx context.Context, r campaigns.DialRequest) error {
+			_, err := b.Phones.Dial(ctx, sip.DialRequest{ID: r.ID, Agent: r.Agent, To: r.To, Trunk: r.Trunk,
+				Identities: r.Identities, Variables: r.Variables})
+			return err
+		}})
+	if err != nil {
+		_ = b.Rooms.Close()
+		return err
+	}
+	b.listener.Subscribe(campaigns.NotifyTopic, func(string) { b.Campaigns.Wake() })
 	return nil
+}
+
+// callEnded runs in the transaction that records a call's end: the call's
+// analysis is queued and its campaign contact (if any) moved on.
+func (b *Box) callEnded(ctx context.Context, tx pgx.Tx, e voice.EndedCall) error {
+	return errors.Join(b.Analysis.Enqueue(ctx, tx, e.ID, e.Agent),
+		b.Campaigns.CallEnded(ctx, tx, e.ID, e.Outcome, e.AnsweredBy, e.Answered))
 }
 
 // routes registers the toolkit's own routes, then each package's, and
@@ -278,6 +317,7 @@ func (b *Box) routes(cfg *config.Config, opt Options) http.Handler {
 	b.Rooms.Register(b.API)
 	b.Phones.Register(b.API)
 	b.Webhooks.Register(b.API)
+	b.Campaigns.Register(b.API)
 	studio.Register(b.API)
 
 	var front http.Handler = wire.CORS(cfg.HTTP.CORS.AllowedOrigins, b.API)
@@ -347,6 +387,7 @@ func (b *Box) Start(ctx context.Context) (stop func(), err error) {
 	b.Webhooks.AddWorkers(queue)
 	b.Recordings.AddWorkers(queue)
 	b.Analysis.AddWorkers(queue)
+	b.Campaigns.AddWorkers(queue)
 	client, err := jobs.NewBoxClient(b.Pool, queue, b.Log, b.ID)
 	if err != nil {
 		stop()
@@ -364,6 +405,8 @@ func (b *Box) Start(ctx context.Context) (stop func(), err error) {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	undo = append(undo, func() { _ = client.Stop(context.WithoutCancel(ctx)) })
+	// The scheduler stops with ctx: a stopping box queues no attempt.
+	go b.Campaigns.Run(ctx)
 	return stop, nil
 }
 

@@ -314,6 +314,18 @@ type Agent struct {
 	// MaxToolCallsLimit): past it the model is told to answer with what it
 	// has.
 	MaxToolCalls int `yaml:"maxToolCalls"`
+	// FirstByteTimeout is how long a streamed text turn waits for a
+	// model's first token before the next model of the chain is asked
+	// (default agent.DefaultFirstByteTimeout; only when another model
+	// could answer: the chain's last is waited for as its provider
+	// allows). Calls use voice.firstByteTimeout instead.
+	FirstByteTimeout time.Duration `yaml:"firstByteTimeout"`
+	// ChunkTimeout is how long a streamed text turn waits between two
+	// tokens of a model that began answering before the next model of the
+	// chain continues from what was sent: a stalled or trickling stream
+	// (default agent.DefaultChunkTimeout; only when another model could
+	// answer). Calls use voice.chunkTimeout instead.
+	ChunkTimeout time.Duration `yaml:"chunkTimeout"`
 }
 
 // AgentVoice is how an agent listens and speaks on calls.
@@ -377,6 +389,12 @@ type AgentVoice struct {
 	// whole, gets twice that; the last of a chain is waited for as its
 	// provider allows).
 	FirstByteTimeout time.Duration `yaml:"firstByteTimeout"`
+	// ChunkTimeout is how long a call waits between two pieces of a
+	// model's answer or of a voice's audio once it began (a stalled or
+	// trickling stream) before the next of the agent's chain goes on from
+	// what was sent (default: FirstByteTimeout; the last of a chain is
+	// waited for as its provider allows).
+	ChunkTimeout time.Duration `yaml:"chunkTimeout"`
 	// Filler is the phrase a caller hears while a tool runs longer than
 	// FillerAfter, for tools that declare none; empty: tools without their
 	// own filler run in silence.

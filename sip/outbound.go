@@ -22,6 +22,9 @@ const RingTimeout = 60 * time.Second
 
 // DialRequest asks for an outbound call.
 type DialRequest struct {
+	// ID is the call's id ("": Dial picks one). A call with that id
+	// recorded already is voice.ErrCallExists, and nothing is dialled.
+	ID         string
 	Agent      string
 	To         string
 	Trunk      string
@@ -29,6 +32,8 @@ type DialRequest struct {
 	// AnsweringMachine overrides the agent's answering-machine policy for
 	// this call; nil keeps the agent's.
 	AnsweringMachine *config.AnsweringMachine
+	// Variables fill {name} in the agent's instructions for this call.
+	Variables map[string]string
 }
 
 // Dial places an outbound call through a trunk (req.Trunk, else the first
@@ -64,7 +69,7 @@ func (s *Server) Dial(ctx context.Context, req DialRequest) (string, error) {
 		return "", fmt.Errorf("%w (%d calls)", ErrAtCapacity, s.cfg.MaxCalls)
 	}
 	ctl, err := s.calls.Open(ctx, voice.CallInfo{
-		Direction: voice.Outbound, Agent: req.Agent, PhoneNumber: to, Identities: req.Identities, Trunk: trunk.Name,
+		ID: req.ID, Direction: voice.Outbound, Agent: req.Agent, PhoneNumber: to, Identities: req.Identities, Trunk: trunk.Name, Variables: req.Variables,
 		SampleRate: sampleRate, MediaTimeout: s.cfg.MediaTimeout, MaxDuration: s.cfg.MaxCallDuration,
 		AnsweringMachine: req.AnsweringMachine,
 	})

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/provider"
 )
 
@@ -87,7 +89,7 @@ func (s sttChain) Transcribe(ctx context.Context, pcm []int16, rate int) (string
 			rep.skip(e.id, skipReason(nil))
 			continue
 		}
-		actx, _, done := bound(ctx, s.firstByte, i < len(s.entries)-1)
+		actx, _, done := bound(ctx, s.firstByte, 0, i < len(s.entries)-1)
 		text, err := e.stt.Transcribe(actx, pcm, rate)
 		err = done(err)
 		verdict(ctx, e.circuit, err)
@@ -127,11 +129,11 @@ func (l liveSTTChain) Transcribe(ctx context.Context, pcm []int16, rate int) (st
 
 // chainTTS is an agent's text-to-speech: the one engine, or a chain that
 // speaks each sentence with the first engine that can.
-func chainTTS(entries []ttsEntry, firstByte time.Duration) Synthesizer {
+func chainTTS(entries []ttsEntry, firstByte, chunk time.Duration) Synthesizer {
 	if len(entries) == 1 && entries[0].circuit == nil {
 		return entries[0].tts
 	}
-	c := ttsChain{entries: entries, firstByte: firstByte}
+	c := ttsChain{entries: entries, firstByte: firstByte, chunk: chunk}
 	if _, ok := entries[0].tts.(StreamingSynthesizer); ok {
 		return streamingTTSChain{c}
 	}
@@ -143,6 +145,7 @@ func chainTTS(entries []ttsEntry, firstByte time.Duration) Synthesizer {
 type ttsChain struct {
 	entries   []ttsEntry
 	firstByte time.Duration // for an engine that is not the last, to its first audio
+	chunk     time.Duration // and between two pieces of its audio after that
 }
 
 // streamingTTSChain streams each sentence's audio as it arrives, from the
@@ -158,7 +161,7 @@ func (t ttsChain) Synthesize(ctx context.Context, text string, rate int) (Segmen
 			rep.skip(e.id, skipReason(nil))
 			continue
 		}
-		actx, _, done := bound(ctx, t.firstByte, i < len(t.entries)-1)
+		actx, _, done := bound(ctx, t.firstByte, 0, i < len(t.entries)-1)
 		seg, err := e.tts.Synthesize(actx, text, rate)
 		err = done(err)
 		verdict(ctx, e.circuit, err)
@@ -177,7 +180,7 @@ func (t ttsChain) Synthesize(ctx context.Context, text string, rate int) (Segmen
 // SynthesizeStream implements StreamingSynthesizer: an engine that fails
 // before any of the sentence's audio arrived hands it to the next. One that
 // fails after (its stream cut, or silent between two pieces of audio for
-// the first-byte bound) stops the sentence short where it was: with no
+// the chunk bound: a stall, or a trickle too slow to play) stops the sentence short where it was: with no
 // word timings, no engine can go on from the middle of a sentence, so the
 // next engine says the whole sentence again, as a person cut off repeats
 // theirs; the caller hears its start twice, and the heard transcript holds
@@ -190,7 +193,7 @@ func (t streamingTTSChain) SynthesizeStream(ctx context.Context, text string, ra
 			rep.skip(e.id, skipReason(nil))
 			continue
 		}
-		actx, arrived, done := bound(ctx, t.firstByte, i < len(t.entries)-1)
+		actx, arrived, done := bound(ctx, t.firstByte, t.chunk, i < len(t.entries)-1)
 		var err error
 		if st, ok := e.tts.(StreamingSynthesizer); ok {
 			err = st.SynthesizeStream(actx, text, rate, func(pcm []int16) {
@@ -222,25 +225,48 @@ func (t streamingTTSChain) SynthesizeStream(ctx context.Context, text string, ra
 var errNoFirstByte = errors.New("voice: no first byte in time")
 
 // bound gives an engine that is not a chain's last (more) firstByte to
-// start answering: arrived starts the clock again (a streamed answer calls
-// it on each piece, so a stall between two pieces is bounded too; a whole
-// answer once it came); done stops it, turns the cancellation it caused
-// into a timeout of the engine (so the chain moves on) and frees the
-// bound's context.
-func bound(ctx context.Context, firstByte time.Duration, more bool) (actx context.Context, arrived func(), done func(error) error) {
+// start answering: arrived gives it chunk (0: firstByte) again (a streamed
+// answer calls it on each piece, so a stall or a trickle between two
+// pieces is bounded too; a whole answer once it came); done stops the
+// clock, turns the cancellation it caused into a timeout of the engine (so
+// the chain moves on) and frees the bound's context.
+func bound(ctx context.Context, firstByte, chunk time.Duration, more bool) (actx context.Context, arrived func(), done func(error) error) {
 	if firstByte <= 0 || !more {
 		return ctx, func() {}, func(err error) error { return err }
 	}
+	if chunk <= 0 {
+		chunk = firstByte
+	}
 	actx, cancel := context.WithCancelCause(ctx)
 	timer := time.AfterFunc(firstByte, func() { cancel(errNoFirstByte) })
-	return actx, func() { timer.Reset(firstByte) }, func(err error) error {
+	var started atomic.Bool
+	return actx, func() { started.Store(true); timer.Reset(chunk) }, func(err error) error {
 		timer.Stop()
 		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errNoFirstByte) {
 			err = fmt.Errorf("%w after %s", errNoFirstByte, firstByte)
+			if started.Load() {
+				err = fmt.Errorf("%w: nothing more after %s", errNoFirstByte, chunk)
+			}
 		}
 		cancel(nil)
 		return err
 	}
+}
+
+// firstByteBound is ag's voice.firstByteTimeout, or the default.
+func firstByteBound(ag config.Agent) time.Duration {
+	if v := ag.Voice; v != nil && v.FirstByteTimeout > 0 {
+		return v.FirstByteTimeout
+	}
+	return DefaultFirstByteTimeout
+}
+
+// chunkBound is ag's voice.chunkTimeout, or its first-byte bound.
+func chunkBound(ag config.Agent) time.Duration {
+	if v := ag.Voice; v != nil && v.ChunkTimeout > 0 {
+		return v.ChunkTimeout
+	}
+	return firstByteBound(ag)
 }
 
 // chainFailed is a chain's error: ErrSpeechDown when its providers are

@@ -2,16 +2,19 @@ package voice
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/memory"
+	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 )
 
@@ -213,5 +216,59 @@ func (r *run) ended() bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// A voice that trickles its audio (pieces 2 s apart) is given up at the
+// chain's chunk bound once it began, and the next voice says the sentence:
+// the caller waits the bound, not the trickle; the turn's report names the
+// voice that served and why the first was skipped. The chain's last voice
+// is not bounded.
+func TestSpeechChainChunkBound(t *testing.T) {
+	t.Parallel()
+	primary, backup := providertest.New(t), providertest.New(t)
+	reg := provider.NewRegistry(map[string]config.Provider{
+		"openai": {BaseURL: primary.URL(), Circuit: config.Circuit{Failures: 1000}},
+		"backup": {BaseURL: backup.URL()},
+	}, nil)
+	entry := func(id string) ttsEntry {
+		m, err := reg.Resolve(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ttsEntry{id: id, circuit: m.EndpointCircuit(provider.EndpointSpeech), tts: ProviderTTS{Model: m}}
+	}
+	chain := chainTTS([]ttsEntry{entry("openai/tts-1"), entry("backup/tts-1")}, time.Second, 200*time.Millisecond)
+	st, ok := chain.(StreamingSynthesizer)
+	if !ok {
+		t.Fatal("a chain of streaming voices does not stream")
+	}
+	primary.SetFault(providertest.EndpointSpeech, providertest.Fault{Trickle: 2 * time.Second})
+	ctx, rep := withReport(context.Background(), partTTS)
+	began := time.Now()
+	heard := 0
+	// At the provider's own rate, each piece of the trickle is audio at once.
+	err := st.SynthesizeStream(ctx, "We open at nine.", 24000, func(pcm []int16) { heard += len(pcm) })
+	took := time.Since(began)
+	if err != nil || took > 700*time.Millisecond {
+		t.Fatalf("the trickling voice: %v after %s", err, took)
+	}
+	if primary.Faulted(providertest.EndpointSpeech) != 1 || len(backup.SpeechRequests()) != 1 {
+		t.Fatalf("faulted %d, the backup was asked %d times", primary.Faulted(providertest.EndpointSpeech), len(backup.SpeechRequests()))
+	}
+	if heard < 24000/2 {
+		t.Fatalf("%d samples of audio, want the backup's sentence", heard)
+	}
+	if got := fmt.Sprint(rep.view()); got != "map[servedBy:[backup/tts-1] skipped:[map[engine:openai/tts-1 reason:provider_timeout]]]" {
+		t.Fatalf("report %s", got)
+	}
+
+	// Alone, a voice silent between two pieces for longer than the bound
+	// is waited for: a chain's last engine has nowhere else to go.
+	last := chainTTS([]ttsEntry{entry("openai/tts-1")}, time.Second, 200*time.Millisecond).(StreamingSynthesizer)
+	primary.SetFault(providertest.EndpointSpeech, providertest.Fault{Stall: 600 * time.Millisecond, Times: 1})
+	began = time.Now()
+	if err := last.SynthesizeStream(context.Background(), "Hi.", 8000, func([]int16) {}); err != nil || time.Since(began) < 600*time.Millisecond {
+		t.Fatalf("the last voice: %v after %s", err, time.Since(began))
 	}
 }

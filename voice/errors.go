@@ -22,6 +22,9 @@ var (
 	ErrSpeechStream = fault.New(fault.Unavailable, "speech_stream_ended", "voice: the speech-to-text stream ended")
 	// ErrNotFound: no call with that id.
 	ErrNotFound = fault.New(fault.NotFound, "call_not_found", "voice: call not found")
+	// ErrCallExists: a call with the id asked for is recorded already
+	// (a campaign's attempt dialled before its box died).
+	ErrCallExists = fault.New(fault.Conflict, "call_exists", "voice: a call with this id exists")
 	// ErrCallEnded: the call has already ended.
 	ErrCallEnded = fault.New(fault.Conflict, "call_ended", "voice: the call has ended")
 	// ErrInvalidRequest: a calls query breaks a rule.

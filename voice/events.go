@@ -44,6 +44,16 @@ type callEvent struct {
 	AnsweredBy string `json:"answeredBy,omitempty"`
 }
 
+// EndedCall is what Config.Ended is told of a call that ended.
+type EndedCall struct {
+	ID, Agent string
+	// Outcome is how it ended (an Outcome); AnsweredBy who answered a
+	// screened call ("" when it was not screened).
+	Outcome, AnsweredBy string
+	// Answered is whether it was answered.
+	Answered bool
+}
+
 // memoryOutcome is what the call's memory save did.
 type memoryOutcome struct {
 	Saved     bool   `json:"saved"`
@@ -77,7 +87,8 @@ func (m *Manager) execEvent(ctx context.Context, typ string, data func() any, co
 		}
 		if e, ok := d.(callEvent); ok && ended {
 			// What follows a call's end (its analysis) is queued with it.
-			if err := m.cfg.Ended(ctx, tx, e.CallID, e.AgentID); err != nil {
+			if err := m.cfg.Ended(ctx, tx, EndedCall{ID: e.CallID, Agent: e.AgentID, Outcome: e.Outcome,
+				AnsweredBy: e.AnsweredBy, Answered: e.AnsweredAt != nil}); err != nil {
 				m.log.Warn("voice: after the call's end", "call", e.CallID, "error", err)
 			}
 		}

@@ -146,7 +146,7 @@ func (g *generation) run(messages []agent.Message) {
 	firstToken := true
 	res, err := c.m.cfg.Runtime.Turn(g.ctx, agent.TurnRequest{
 		Agent: c.info.Agent, Messages: messages, System: c.system(), NoMemoryTools: true, Wire: "voice",
-		ServerTools: c.callTools(), FirstByte: c.firstByte(), Models: c.agent.Model,
+		ServerTools: c.callTools(), FirstByte: c.firstByte(), Chunk: chunkBound(c.agent), Models: c.agent.Model,
 	}, func(ev agent.Event) error {
 		switch ev.Kind {
 		case agent.EventToolRunning:
@@ -292,12 +292,7 @@ func (g *generation) synthesize(sentences <-chan spoken, metric func(string, any
 const DefaultFirstByteTimeout = 1500 * time.Millisecond
 
 // firstByte is the agent's voice.firstByteTimeout, or the default.
-func (c *Call) firstByte() time.Duration {
-	if v := c.agent.Voice; v != nil && v.FirstByteTimeout > 0 {
-		return v.FirstByteTimeout
-	}
-	return DefaultFirstByteTimeout
-}
+func (c *Call) firstByte() time.Duration { return firstByteBound(c.agent) }
 
 // system is the call's system context for the model: the recalled memory,
 // and what screening found when a menu answered.

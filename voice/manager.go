@@ -16,6 +16,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/agent"
@@ -76,10 +77,12 @@ type Config struct {
 	// transactions that record them on the call (nil: none).
 	Events Events
 	// Ended, when set, runs in the transaction that records a call's end
-	// (its post-call analysis is queued there). Like Events.Emit it must
-	// leave tx usable when it fails (a savepoint around its writes): the
-	// error is logged and the end recorded all the same.
-	Ended func(ctx context.Context, tx pgx.Tx, callID, agentID string) error
+	// (its post-call analysis is queued there, its campaign contact
+	// updated), for calls another box closed as box_lost too. Like
+	// Events.Emit it must leave tx usable when it fails (a savepoint
+	// around its writes): the error is logged and the end recorded all the
+	// same.
+	Ended func(ctx context.Context, tx pgx.Tx, e EndedCall) error
 	// DialLeg rings a warm transfer's person (package sip); nil: calls
 	// cannot be transferred warm.
 	DialLeg LegDialer
@@ -275,6 +278,9 @@ func (m *Manager) Open(ctx context.Context, info CallInfo) (*Call, error) {
 	if info.MaxDuration == 0 {
 		info.MaxDuration = m.cfg.MaxDuration
 	}
+	if len(info.Variables) > 0 {
+		ag.Instructions = FillVariables(ag.Instructions, info.Variables)
+	}
 	clk := m.cfg.Clock
 	c := &Call{m: m, clk: clk, info: info, agent: ag, started: clk.Now(),
 		inbox: newInbox(clk, info.SampleRate, info.MediaTimeout), transcript: newTranscript(),
@@ -454,6 +460,9 @@ func (c *Call) open(ctx context.Context) error {
 		VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), 'ringing', $6, $7, $8, $9, $10, now() + make_interval(secs => $11))`,
 		c.info.ID, c.info.Direction, c.info.Agent, c.info.PhoneNumber, c.info.Trunk, c.started, mem, snap, named,
 		c.m.cfg.BoxID, c.m.cfg.LeaseTTL.Seconds())
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
+		return fmt.Errorf("%w: %s", ErrCallExists, c.info.ID)
+	}
 	if err != nil {
 		return fmt.Errorf("voice: record call: %w", err)
 	}

@@ -104,6 +104,22 @@ type CallInfo struct {
 	// this call (a dial's own voicemail message); empty fields keep the
 	// agent's.
 	AnsweringMachine *config.AnsweringMachine
+	// Variables fill {name} in the agent's instructions for this call (a
+	// campaign contact's first name, an appointment's time).
+	Variables map[string]string
+}
+
+// FillVariables replaces each {name} in instructions whose name vars holds
+// with its value; other braces stay as written.
+func FillVariables(instructions string, vars map[string]string) string {
+	if len(vars) == 0 || !strings.Contains(instructions, "{") {
+		return instructions
+	}
+	pairs := make([]string, 0, 2*len(vars))
+	for k, v := range vars {
+		pairs = append(pairs, "{"+k+"}", v)
+	}
+	return strings.NewReplacer(pairs...).Replace(instructions)
 }
 
 // Outcome is how a call ended, as its record and memory show it.

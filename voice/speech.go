@@ -507,13 +507,10 @@ func ProviderSpeech(models Models, offline func(voice string) (Synthesizer, erro
 			}
 			ttss = append(ttss, ttsEntry{id: id, circuit: m.EndpointCircuit(provider.EndpointSpeech), tts: ProviderTTS{Model: m, Voice: voiceName}})
 		}
-		firstByte := DefaultFirstByteTimeout
-		if v := ag.Voice; v != nil && v.FirstByteTimeout > 0 {
-			firstByte = v.FirstByteTimeout
-		}
+		firstByte := firstByteBound(ag)
 		// A transcription answers the utterance whole, so it gets twice the
 		// bound a first token or a first piece of audio gets.
-		return chainSTT(stts, 2*firstByte), chainTTS(ttss, firstByte), nil
+		return chainSTT(stts, 2*firstByte), chainTTS(ttss, firstByte, chunkBound(ag)), nil
 	}
 }
 

@@ -1,6 +1,7 @@
 package providertest
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"time"
@@ -103,6 +104,13 @@ func (s *Server) faulty(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 		// answers: until then the server does not notice a client that
 		// went away, and a held request would outlive its caller.
 		body, _ := io.ReadAll(r.Body)
+		if fault.Trickle > 0 {
+			// Answered as normal (the handler reads and records the
+			// request), only slowly.
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			h(&trickleWriter{ResponseWriter: w, r: r, every: fault.Trickle}, r)
+			return
+		}
 		s.record(r, body)
 		switch {
 		case fault.Refuse:
@@ -126,8 +134,6 @@ func (s *Server) faulty(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 				fl.Flush()
 			}
 			hold(r, fault.Stall)
-		case fault.Trickle > 0:
-			h(&trickleWriter{ResponseWriter: w, r: r, every: fault.Trickle}, r)
 		case fault.Cut:
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Length", "4096")

@@ -185,6 +185,9 @@ export class BrowserCall {
         const mic = this.#mic;
         // The agent is one audio track: nothing to adapt to the page's layout.
         const room = new lk.Room({ adaptiveStream: false, dynacast: false });
+        if (![room.on, room.connect, room.disconnect, room.localParticipant?.publishTrack].every((f) => typeof f === 'function')) {
+            throw new SdkError('invalid_request', 'livekit: its rooms lack on, connect, disconnect or localParticipant.publishTrack');
+        }
         this.#lk = room;
         room.on(lk.RoomEvent.TrackSubscribed, (track) => {
             if (this.#lk === room && track.kind === 'audio' && track.mediaStreamTrack)
@@ -306,14 +309,14 @@ const liveKitConnection = {
     signalReconnecting: 'disconnected',
     disconnected: 'closed',
 };
-/** Whether m has what a call uses of the LiveKit browser client. */
+/**
+ * Whether m has what a call uses of the LiveKit browser client. A room's
+ * methods are checked only once one is made: the client defines connect
+ * and disconnect on each room, not on its prototype.
+ */
 function isLivekitClient(m) {
     const lk = m;
-    const room = lk?.Room?.prototype;
     return (typeof lk?.Room === 'function' &&
-        typeof room?.connect === 'function' &&
-        typeof room.disconnect === 'function' &&
-        typeof room.on === 'function' &&
         typeof lk.RoomEvent?.TrackSubscribed === 'string' &&
         typeof lk.RoomEvent.ConnectionStateChanged === 'string' &&
         typeof lk.Track?.Source?.Microphone === 'string');
