@@ -39,8 +39,9 @@ sip:
 `
 
 // fallbackCase is one provider fault a call meets: a fault of the
-// primary's endpoint (Fault) or a chat answer the primary cuts or stalls
-// in the middle (chat: "cut" or "stall"). trip is the timeout it trips.
+// primary's endpoint (Fault) or a chat answer the primary cuts, stalls or
+// trickles in the middle (chat: "cut", "cut late", "stall" or "trickle").
+// trip is the timeout it trips.
 type fallbackCase struct {
 	endpoint string
 	fault    providertest.Fault
@@ -81,6 +82,8 @@ var fallbackCases = []fallbackCase{
 	{endpoint: providertest.EndpointChat, fault: providertest.Fault{Trickle: 2 * time.Second}, trip: 1500 * time.Millisecond},
 	{endpoint: providertest.EndpointChat, chat: "cut"},
 	{endpoint: providertest.EndpointChat, chat: "stall", trip: 1500 * time.Millisecond},
+	{endpoint: providertest.EndpointChat, chat: "cut late"},
+	{endpoint: providertest.EndpointChat, chat: "trickle", trip: 1500 * time.Millisecond},
 	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Status: 503}},
 	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Hang: time.Minute}, trip: 3 * time.Second},
 	{endpoint: providertest.EndpointTranscriptions, fault: providertest.Fault{Garbage: true}},
@@ -96,13 +99,17 @@ var fallbackCases = []fallbackCase{
 	{endpoint: providertest.EndpointSpeech, fault: providertest.Fault{Trickle: 2 * time.Second}, trip: 1500 * time.Millisecond},
 }
 
+// longAnswer is the answer of the cases whose primary fails mid-answer
+// ("cut late", "trickle").
+const longAnswer = "We open at nine. On Sundays we are closed."
+
 // fallbackLine is a box whose receptionist has a primary and a backup for
 // every part; the primary meets one case's fault at a time.
 type fallbackLine struct {
 	t      *testing.T
 	b      *boxtest.Box
 	backup *providertest.Server
-	chat   atomic.Value // the primary's chat fault: "", "cut" or "stall"
+	chat   atomic.Value // the primary's chat fault: "", or fallbackCase.chat
 }
 
 func newFallbackLine(t *testing.T) *fallbackLine {
@@ -121,8 +128,14 @@ func newFallbackLine(t *testing.T) *fallbackLine {
 			if strings.Contains(req.Messages[0].Content, `"operations"`) {
 				return providertest.Reply{Content: `{"operations":[{"op":"add","content":"Asked for the hours."}],"summary":"Asked for the hours."}`}
 			}
-			if last := req.Messages[len(req.Messages)-1]; !primary && last.Role == "system" && strings.Contains(last.Content, "cut off") {
-				return providertest.Reply{Content: " at nine."}
+			if n := len(req.Messages); !primary && req.Messages[n-1].Role == "system" && strings.Contains(req.Messages[n-1].Content, "cut off") {
+				// The backup goes on from what the primary sent, which
+				// the caller heard or is hearing.
+				answer := "We open at nine."
+				if c := l.chat.Load(); c == "cut late" || c == "trickle" {
+					answer = longAnswer
+				}
+				return providertest.Reply{Content: strings.TrimPrefix(answer, req.Messages[n-2].Content)}
 			}
 			switch l.chat.Load() {
 			case "cut":
@@ -133,6 +146,18 @@ func newFallbackLine(t *testing.T) *fallbackLine {
 				if primary {
 					return providertest.Reply{Content: "We open", Stall: time.Minute}
 				}
+			case "cut late":
+				// Cut once its first sentence went to the caller.
+				if primary {
+					return providertest.Reply{Content: "We open at nine. On Sundays", Cut: true}
+				}
+			case "trickle":
+				// A token, then the next long after: the first sentence
+				// plays, the second trickles.
+				if primary {
+					return providertest.Reply{Content: longAnswer, ChunkDelay: 2 * time.Second}
+				}
+				return providertest.Reply{Content: longAnswer}
 			}
 			return providertest.Reply{Content: "We open at nine."}
 		})
@@ -177,22 +202,27 @@ func (l *fallbackLine) heard(number string, c fallbackCase) {
 			AND status = 'ended' AND (memory->>'saved')::bool`, number).Scan(&transcript)
 		return err == nil
 	})
+	long := c.chat == "cut late" || c.chat == "trickle"
 	if !strings.Contains(transcript, "What are your opening hours?") || !strings.Contains(transcript, "We open at nine.") ||
-		strings.Count(transcript, "We open") != 1 {
+		strings.Count(transcript, "We open") != 1 || long && (!strings.Contains(transcript, "On Sundays we are closed.") || strings.Count(transcript, "Sundays") != 1) {
 		t.Fatalf("%s: heard transcript %s", c, transcript)
 	}
 	if c.endpoint == "" {
 		return
 	}
 	// The turn's run names the engine of each part that served it.
-	var model, stt, tts string
+	var model, servedBy, skipped, stt, tts string
 	poll.Until(t, "the turn's run", 30*time.Second, func() bool {
-		err := l.b.Pool.QueryRow(t.Context(), `SELECT r.model, coalesce(r.metadata->'voice'->'speechToTextBy'->>'servedBy', ''),
+		err := l.b.Pool.QueryRow(t.Context(), `SELECT r.model, coalesce(r.metadata->>'servedBy', ''), coalesce(r.metadata->>'modelsSkipped', ''),
+			coalesce(r.metadata->'voice'->'speechToTextBy'->>'servedBy', ''),
 			coalesce(r.metadata->'voice'->'textToSpeechBy'->>'servedBy', '')
 			FROM stackbone_platform.runs r JOIN stackbone_platform.voice_calls c
-			ON c.metrics->0->>'runId' = r.id::text WHERE c.phone_number = $1`, number).Scan(&model, &stt, &tts)
+			ON c.metrics->0->>'runId' = r.id::text WHERE c.phone_number = $1`, number).Scan(&model, &servedBy, &skipped, &stt, &tts)
 		return err == nil && tts != ""
 	})
+	if c.endpoint == providertest.EndpointChat && (servedBy != "backup/chat" || !strings.Contains(skipped, `"model": "openai/chat"`)) {
+		t.Errorf("%s: the turn's run says servedBy %q, modelsSkipped %s", c, servedBy, skipped)
+	}
 	backup := func(part, primary, second string) string {
 		if c.endpoint == part {
 			return second
