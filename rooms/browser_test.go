@@ -39,8 +39,8 @@ func (p pageState) has(role, text string) bool {
 // the speech (the scripted speech-to-text receives it and the page shows
 // the heard transcript), the browser receives the agent's answer as sound,
 // and once the page has left, the call has completed and the person's
-// memory holds the extracted facts.
-func browserCall(t *testing.T, b *box, backend string, lead float64) {
+// memory holds the extracted facts. It returns the call's id.
+func browserCall(t *testing.T, b *box, backend string, lead float64) (callID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	need(t, "chromium", "chromium")
@@ -170,4 +170,5 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) {
 	if st, code := b.do("GET", "/api/voice/rooms/"+s.RoomID, nil, &v); st != 200 || v.Status != "ended" || len(v.Transcript) != 2 {
 		t.Fatalf("GET room after the call: %d %s %+v", st, code, v)
 	}
+	return s.CallID
 }

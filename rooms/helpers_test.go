@@ -67,12 +67,17 @@ type box struct {
 	rooms   *rooms.Service
 }
 
-func newBox(t *testing.T, rc config.Rooms) *box {
+func newBox(t *testing.T, rc config.Rooms, tune ...func(*config.Config)) *box {
 	t.Helper()
 	// The call page pre-fills the dev key, as `stackbone dev` serves it.
 	// Its speech is the providers' only: no offline engine
 	// (TestFailedCallSaysWhy calls an agent that asks for one).
-	b := boxtest.New(t, agentsYAML, boxtest.DevKey(devKey), boxtest.Tune(func(cfg *config.Config) { cfg.Rooms = rc }),
+	b := boxtest.New(t, agentsYAML, boxtest.DevKey(devKey), boxtest.Tune(func(cfg *config.Config) {
+		cfg.Rooms = rc
+		for _, f := range tune {
+			f(cfg)
+		}
+	}),
 		boxtest.Speech(func(m voice.Models) voice.SpeechFactory { return voice.ProviderSpeech(m, nil) }))
 	if err := b.Keys.Ensure(t.Context(), auth.DevKey, devKey, auth.AllScopes); err != nil {
 		t.Fatal(err)
