@@ -1,4 +1,6 @@
-// Minimal protobuf reader for the ONNX messages the converter needs.
+// A small reader of the protobuf messages of an ONNX file (ModelProto, GraphProto,
+// NodeProto, AttributeProto, TensorProto): the fields convert.mjs needs, by
+// their numbers in onnx.proto, so the conversion needs no protobuf package.
 export function fields(buf) {
   const out = [];
   let p = 0;

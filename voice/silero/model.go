@@ -45,12 +45,7 @@ func New(sampleRate int) (*Model, error) {
 func (m *Model) WindowSize() int { return m.br.window }
 
 // SampleRate is the rate of the model's branch.
-func (m *Model) SampleRate() int {
-	if m.br.window == geometries[8000].window {
-		return 8000
-	}
-	return 16000
-}
+func (m *Model) SampleRate() int { return m.br.rate }
 
 // Reset forgets the stream so far, as at New.
 func (m *Model) Reset() {

@@ -27,6 +27,7 @@ var (
 // geometry is what one rate's branch of the model does around its
 // weights, as scripts/silero/convert.mjs checks it in the ONNX graph.
 type geometry struct {
+	rate    int
 	window  int // samples a call to Prob takes
 	context int // samples of the window before, prepended
 	filter  int // STFT length
@@ -36,8 +37,8 @@ type geometry struct {
 }
 
 var geometries = map[int]geometry{
-	16000: {window: 512, context: 64, filter: 256, hop: 128, pad: 64, bins: 129},
-	8000:  {window: 256, context: 32, filter: 128, hop: 64, pad: 32, bins: 65},
+	16000: {rate: 16000, window: 512, context: 64, filter: 256, hop: 128, pad: 64, bins: 129},
+	8000:  {rate: 8000, window: 256, context: 32, filter: 128, hop: 64, pad: 32, bins: 65},
 }
 
 // hidden is the width of the encoder's output and of the LSTM.
