@@ -2,6 +2,7 @@ package voice
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -12,30 +13,34 @@ import (
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/provider/providertest"
+	"github.com/stackbone/box/voice/silero"
 )
 
 // A caller on a noisy line: a spoken sentence with 400 and 700 ms pauses
-// inside it (espeak-ng, voice/silero/testdata/speech8k.wav), under pink or
+// inside it (espeak-ng, voice/silero/testdata/speech8k.wav and its 16 kHz
+// twin), under pink or
 // brown noise at 10 dB SNR that goes on for seconds after it. The tests
 // below check that the Silero detector hears it as one utterance, whole,
 // that ends, where the energy detector is logged for comparison.
 
-// noisyLine is the caller's audio at 8 kHz and where the speech in it is.
+// noisyLine is the caller's audio and where the speech in it is.
 type noisyLine struct {
+	rate       int
 	pcm        []int16
 	start, end int // the first and last speech frame
 }
 
-// speechClip reads the clean sentence.
-func speechClip(t testing.TB) []int16 {
+// speechClip reads the clean sentence at rate (8000 or 16000).
+func speechClip(t testing.TB, rate int) []int16 {
 	t.Helper()
-	b, err := os.ReadFile("silero/testdata/speech8k.wav")
+	name := fmt.Sprintf("silero/testdata/speech%dk.wav", rate/1000)
+	b, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The file is written by sox: a 44-byte header, then the samples.
-	if len(b) < 44 || string(b[36:40]) != "data" || binary.LittleEndian.Uint32(b[24:]) != 8000 {
-		t.Fatal("speech8k.wav: not a plain 8 kHz WAV")
+	if len(b) < 44 || string(b[36:40]) != "data" || binary.LittleEndian.Uint32(b[24:]) != uint32(rate) {
+		t.Fatalf("%s: not a plain %d Hz WAV", name, rate)
 	}
 	pcm := make([]int16, (len(b)-44)/2)
 	for i := range pcm {
@@ -47,11 +52,11 @@ func speechClip(t testing.TB) []int16 {
 // newNoisyLine mixes the sentence with noise (brown: integrated white
 // noise; else pink, Kellet's filter) at snr dB below the speech's RMS,
 // and tail seconds more of the noise after the clip.
-func newNoisyLine(t testing.TB, brown bool, snr float64, tail int) noisyLine {
-	clean := speechClip(t)
-	pcm := append(clean, make([]int16, tail*8000)...)
-	n := FrameDuration.Milliseconds() * 8
-	line := noisyLine{start: -1}
+func newNoisyLine(t testing.TB, rate int, brown bool, snr float64, tail int) noisyLine {
+	clean := speechClip(t, rate)
+	pcm := append(clean, make([]int16, tail*rate)...)
+	n := rate / 50
+	line := noisyLine{rate: rate, start: -1}
 	var speech, count float64
 	for i := 0; i+int(n) <= len(clean); i += int(n) {
 		if Level(clean[i:i+int(n)]) > -50 {
@@ -94,13 +99,13 @@ func newNoisyLine(t testing.TB, brown bool, snr float64, tail int) noisyLine {
 // spans [first voiced frame, frame of the end event].
 func (nl noisyLine) utterances(t testing.TB, detector string) [][2]int {
 	t.Helper()
-	v, err := newVAD(VADConfig{Detector: detector, EndFrames: int(DefaultMaxEndpointDelay / FrameDuration)}, 8000)
+	v, err := newVAD(VADConfig{Detector: detector, EndFrames: int(DefaultMaxEndpointDelay / FrameDuration)}, nl.rate)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out [][2]int
 	begin := 0
-	for i, f := range frames(nl.pcm, 160) {
+	for i, f := range frames(nl.pcm, nl.rate/50) {
 		switch v.Process(f) {
 		case vadSpeechStart:
 			begin = i - v.cfg.StartFrames + 1
@@ -117,10 +122,11 @@ func (nl noisyLine) utterances(t testing.TB, detector string) [][2]int {
 func TestSileroHearsANoisyLineWhole(t *testing.T) {
 	for _, kind := range []struct {
 		name  string
+		rate  int
 		brown bool
-	}{{"pink", false}, {"brown", true}} {
+	}{{"pink", 8000, false}, {"brown", 8000, true}, {"pink16k", 16000, false}, {"brown16k", 16000, true}} {
 		t.Run(kind.name, func(t *testing.T) {
-			line := newNoisyLine(t, kind.brown, 10, 4)
+			line := newNoisyLine(t, kind.rate, kind.brown, 10, 4)
 			got := line.utterances(t, VADSilero)
 			t.Logf("speech in frames %d-%d; silero: %v; energy: %v", line.start, line.end, got, line.utterances(t, VADEnergy))
 			if len(got) != 1 {
@@ -183,7 +189,7 @@ func noisyCall(t *testing.T, line noisyLine, detector string, deadline int) (use
 // the same audio is logged.
 func TestNoisyLineCallIsNeitherCutNorStuck(t *testing.T) {
 	t.Parallel()
-	line := newNoisyLine(t, false, 10, 4)
+	line := newNoisyLine(t, 8000, false, 10, 4)
 	// Past the longest endpointing delay after the last word: the word's
 	// fading end and the detector's 32 ms windows (500 ms).
 	const deadline = 25
@@ -199,5 +205,24 @@ func TestNoisyLineCallIsNeitherCutNorStuck(t *testing.T) {
 	}
 	if heard < (line.end-line.start+1)*160 {
 		t.Fatalf("%d ms of audio transcribed, the speech lasts %d ms", heard/8, (line.end-line.start+1)*20)
+	}
+}
+
+// A call at a multiple of the model's rates is brought down to it: 48 kHz
+// audio that holds the 16 kHz line sample for sample is heard as at
+// 16 kHz. A rate neither serves is refused (the listener falls back to the
+// energy detector).
+func TestSileroAtOtherRates(t *testing.T) {
+	line := newNoisyLine(t, 16000, false, 10, 2)
+	want := line.utterances(t, VADSilero)
+	up := noisyLine{rate: 48000, start: line.start, end: line.end, pcm: make([]int16, 0, 3*len(line.pcm))}
+	for _, v := range line.pcm {
+		up.pcm = append(up.pcm, v, v, v)
+	}
+	if got := up.utterances(t, VADSilero); len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("at 48 kHz %v, at 16 kHz %v", got, want)
+	}
+	if _, err := newVAD(VADConfig{Detector: VADSilero}, 11025); !errors.Is(err, silero.ErrRate) {
+		t.Fatalf("11025 Hz: %v, want silero.ErrRate", err)
 	}
 }
