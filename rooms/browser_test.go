@@ -15,6 +15,7 @@ import (
 // pageState is window.stackboneCall of the call page.
 type pageState struct {
 	Status     string        `json:"status"`
+	Connection string        `json:"connection"`
 	RoomID     string        `json:"roomId"`
 	CallID     string        `json:"callId"`
 	Backend    string        `json:"backend"`
@@ -93,6 +94,8 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) (callID str
 		t.Fatalf("page state: %+v", s)
 	}
 	t.Logf("joined in %s", time.Since(started).Round(time.Millisecond))
+	// The media connection is up, as the SDK reports it on either backend.
+	poll.Until(t, "the page's media connection", 10*time.Second, func() bool { return state().Connection == "connected" })
 
 	// The agent heard the caller: the page shows the heard transcript.
 	poll.Until(t, "the caller's words in the page's transcript", 60*time.Second, func() bool {

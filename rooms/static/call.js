@@ -14,7 +14,7 @@ const params = new URLSearchParams(location.search);
 const raw = params.get("raw") === "1";
 
 const state = {
-  status: "idle", roomId: null, callId: null, backend: null,
+  status: "idle", connection: null, roomId: null, callId: null, backend: null,
   transcript: [], memory: null, outcome: null, error: null,
   agentLevelMax: 0, agentVoicedMs: 0,
 };
@@ -128,7 +128,7 @@ function ended(e) {
 function start() {
   showError("");
   $("start").disabled = true;
-  Object.assign(state, { roomId: null, callId: null, backend: null, memory: null, outcome: null, agentLevelMax: 0, agentVoicedMs: 0 });
+  Object.assign(state, { connection: null, roomId: null, callId: null, backend: null, memory: null, outcome: null, agentLevelMax: 0, agentVoicedMs: 0 });
   renderTranscript([]);
   $("memory").textContent = "";
   const microphone = raw ? { echoCancellation: false, noiseSuppression: false, autoGainControl: false } : undefined;
@@ -143,6 +143,7 @@ function start() {
     }
     renderMemory(room);
   });
+  call.on("connection", (c) => { state.connection = c; });
   call.on("audio", meter);
   call.on("transcript", renderTranscript);
   call.on("end", ended);
