@@ -56,7 +56,7 @@ type listener struct {
 	stream TranscriptStream // the call's live stream, nil without one
 	live   *liveSTT         // its reader, nil once it failed
 
-	lastVoice time.Time    // the last frame loud enough to be speech, for wire-to-wire
+	lastVoice time.Time    // the last frame that may hold speech (Heard), for wire-to-wire
 	voicedAt  time.Time    // the last frame the VAD counted as voiced
 	began     time.Time    // the first voiced frame of the utterance in progress
 	spec      *speculation // of the utterance in progress
@@ -129,7 +129,7 @@ func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
 	det := l.det
 	wasSpeaking, _ := det.Speaking()
 	ev := det.Process(frame)
-	if det.LastLevel() > -45 {
+	if det.Heard() {
 		l.lastVoice = now
 	}
 	speaking, _ := det.Speaking()

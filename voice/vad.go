@@ -87,7 +87,7 @@ type vad struct {
 	buf      [][]int16
 	pre      [][]int16 // frames before speech started, kept for onset
 	free     [][]int16 // frames let go of, reused for the next ones kept
-	last     float64   // level of the last frame, dBFS
+	heard    bool      // the last frame may hold speech (Heard)
 }
 
 // voicing tells speech frames from the rest: the part of voice activity
@@ -97,6 +97,10 @@ type voicing interface {
 	// speaking says an utterance is in progress (a detector may ask less
 	// of a frame to stay in speech than to start it).
 	voiced(pcm []int16, lvl float64, speaking bool) bool
+	// heard reports whether a frame voiced says it is, at level lvl, may
+	// hold speech: for the end of speech (Heard), which is later than the
+	// last voiced frame where a word fades out quieter than voiced asks.
+	heard(lvl float64, voiced bool) bool
 }
 
 // newVAD returns a detector of cfg.Detector for frames at rate; an error
@@ -135,6 +139,9 @@ func (e *energyVoicing) voiced(_ []int16, lvl float64, _ bool) bool {
 	e.track(lvl)
 	return lvl > e.floor+e.margin && lvl > e.minLevel
 }
+
+// heard: any frame loud enough to be speech, voiced or not.
+func (e *energyVoicing) heard(lvl float64, _ bool) bool { return lvl > e.minLevel }
 
 // vadEvent is what one frame changed.
 type vadEvent int
@@ -196,8 +203,8 @@ func Level(pcm []int16) float64 {
 // Process takes the next frame.
 func (v *vad) Process(pcm []int16) vadEvent {
 	lvl := Level(pcm)
-	v.last = lvl
 	voiced := v.kind.voiced(pcm, lvl, v.speaking)
+	v.heard = v.kind.heard(lvl, voiced)
 	// A copy only of what is kept: between utterances most frames are
 	// silence, heard and let go.
 	if !v.speaking {
@@ -296,8 +303,9 @@ func (v *vad) release(frames [][]int16) [][]int16 {
 // ends with.
 func (v *vad) Silent() int { return v.unvoiced }
 
-// LastLevel is the level of the frame Process last took, in dBFS.
-func (v *vad) LastLevel() float64 { return v.last }
+// Heard reports whether the frame Process last took may hold speech: the
+// end of speech that wire-to-wire times count from.
+func (v *vad) Heard() bool { return v.heard }
 
 // Speaking reports whether an utterance is in progress and how many voiced
 // frames it has so far (for barge-in).

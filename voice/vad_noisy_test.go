@@ -151,10 +151,12 @@ func TestSileroHearsANoisyLineWhole(t *testing.T) {
 // noisyCall is a call whose caller says the noisy line's sentence to an
 // agent using detector; the transcriber answers an open clause for audio
 // short of the whole sentence and the sentence for all of it, as a real
-// one would. It returns the caller's transcript entries and the longest
-// audio sent for transcription (the utterance's), once the frames of the
-// speech, the endpointing delay and deadline more have been sent.
-func noisyCall(t *testing.T, line noisyLine, detector string, deadline int) (users []Entry, heard int) {
+// one would. It returns the caller's transcript entries, the longest
+// audio sent for transcription (the utterance's) and the first turn's
+// time from the end of speech to the endpoint (-1: no turn), once the
+// frames of the speech, the endpointing delay and deadline more have been
+// sent.
+func noisyCall(t *testing.T, line noisyLine, detector string, deadline int) (users []Entry, heard int, eou float64) {
 	model := providertest.New(t)
 	agents := fmt.Sprintf("agents:\n  caller:\n    model: openai/chat\n    voice: {vad: %s}\n", detector)
 	e := newEnvWith(t, agents, map[string]config.Provider{"openai": {BaseURL: model.URL()}}, model)
@@ -178,25 +180,30 @@ func noisyCall(t *testing.T, line noisyLine, detector string, deadline int) (use
 		heard = max(heard, (len(u)-44)/2)
 	}
 	r.call.End(OutcomeCallerHangup, "")
-	r.end()
-	return users, heard
+	rec := r.end()
+	eou = -1
+	if len(rec.Metrics) > 0 {
+		eou, _ = rec.Metrics[0]["endOfUtteranceMs"].(float64)
+	}
+	return users, heard, eou
 }
 
 // A call on a noisy line (pink noise, 10 dB SNR) with the Silero detector:
 // the caller's sentence is one turn, heard whole (not cut at its 400 and
 // 700 ms pauses), and the turn ends within the endpointing delay of its
-// last word (not held open by the noise). The energy detector's result on
-// the same audio is logged.
+// last word (not held open by the noise), which its metrics measure from
+// the last word, not from the noise after it. The energy detector's result
+// on the same audio is logged.
 func TestNoisyLineCallIsNeitherCutNorStuck(t *testing.T) {
 	t.Parallel()
 	line := newNoisyLine(t, 8000, false, 10, 4)
 	// Past the longest endpointing delay after the last word: the word's
 	// fading end and the detector's 32 ms windows (500 ms).
 	const deadline = 25
-	users, heard := noisyCall(t, line, VADSilero, deadline)
-	eUsers, eHeard := noisyCall(t, line, VADEnergy, deadline)
-	t.Logf("silero: %d caller turns, %d ms heard; energy: %d caller turns %v, %d ms heard; the speech lasts %d ms",
-		len(users), heard/8, len(eUsers), eUsers, eHeard/8, (line.end-line.start+1)*20)
+	users, heard, eou := noisyCall(t, line, VADSilero, deadline)
+	eUsers, eHeard, eEOU := noisyCall(t, line, VADEnergy, deadline)
+	t.Logf("silero: %d caller turns, %d ms heard, end of utterance %v ms; energy: %d caller turns %v, %d ms heard, end of utterance %v ms; the speech lasts %d ms",
+		len(users), heard/8, eou, len(eUsers), eUsers, eHeard/8, eEOU, (line.end-line.start+1)*20)
 	if len(users) != 1 {
 		t.Fatalf("%d caller turns %+v, want the sentence as one, ended in time", len(users), users)
 	}
@@ -205,6 +212,10 @@ func TestNoisyLineCallIsNeitherCutNorStuck(t *testing.T) {
 	}
 	if heard < (line.end-line.start+1)*160 {
 		t.Fatalf("%d ms of audio transcribed, the speech lasts %d ms", heard/8, (line.end-line.start+1)*20)
+	}
+	// The statement's delay (600 ms) after the last voiced frame.
+	if eou < 580 || eou > 720 {
+		t.Fatalf("end of utterance %v ms after the last word, want the statement's delay", eou)
 	}
 }
 

@@ -59,3 +59,7 @@ func (s *sileroVoicing) voiced(pcm []int16, _ float64, speaking bool) bool {
 	}
 	return s.p >= s.start
 }
+
+// heard: the model hears speech, not loudness, so a noisy line's frames
+// are not the caller's voice however loud they are.
+func (s *sileroVoicing) heard(_ float64, voiced bool) bool { return voiced }
