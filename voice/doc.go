@@ -31,6 +31,13 @@
 // played); barge-in and the call's end cancel the turn and its tool, and
 // the turn's metrics list each tool call with its duration.
 //
+// Voice activity detection tells each 20 ms frame of the caller as speech
+// or not, by the agent's voice.vad: the energy detector (a margin over the
+// line's adaptive noise floor) or the Silero VAD model (package silero,
+// run in Go: it hears speech, not loudness, so noise neither starts nor
+// holds an utterance); both feed the same bookkeeping of utterances, their
+// onset and their audio.
+//
 // Speech-to-text is a Transcriber per agent (ProviderSpeech, by its
 // voice.sttMode): ProviderSTT sends each utterance over HTTP; RealtimeSTT
 // (an OpenAI Realtime transcription session) and DeepgramSTT (a
