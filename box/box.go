@@ -36,6 +36,7 @@ import (
 	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/campaigns"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/costs"
 	"github.com/stackbone/box/jobs"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/objectstore"
@@ -123,6 +124,10 @@ type Box struct {
 	Analysis *analysis.Service
 	// Recordings keeps the audio of recorded calls.
 	Recordings *recordings.Service
+	// Prices is the config's price table; Costs reads what calls and
+	// text sessions cost.
+	Prices *costs.Table
+	Costs  *costs.Reports
 	// Campaigns places batches of outbound calls.
 	Campaigns *campaigns.Service
 	API       *api.Server
@@ -152,7 +157,8 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 		opt.Getenv = os.Getenv
 	}
 	pool := opt.Pool
-	b := &Box{Config: cfg, Pool: pool, ID: opt.BoxID, Log: log, Metrics: metrics}
+	b := &Box{Config: cfg, Pool: pool, ID: opt.BoxID, Log: log, Metrics: metrics, Prices: costs.NewTable(cfg)}
+	b.Costs = costs.NewReports(pool, b.Prices)
 
 	// Provider requests are counted (and traced); each provider's
 	// transport keeps its own timeouts underneath.
@@ -245,7 +251,7 @@ func (b *Box) newCalls(cfg *config.Config, opt Options) error {
 	}
 	vcfg := voice.Config{Pool: pool, Agents: cfg.Agents, Runtime: b.Runtime, Memory: b.Memory, Settings: b.Settings,
 		Metrics: metrics, BoxID: b.ID, Runs: b.Runs, Speech: speech, Logger: log,
-		Realtime: cfg.Media.Realtime(), Events: b.Webhooks, Recorder: b.Recordings, Ended: b.callEnded}
+		Realtime: cfg.Media.Realtime(), Events: b.Webhooks, Recorder: b.Recordings, Prices: b.Prices, Ended: b.callEnded}
 	// Warm transfers ring people through the SIP server made below.
 	vcfg.DialLeg = func(ctx context.Context, trunk, to string) (voice.Leg, error) {
 		return b.Phones.DialLeg(ctx, trunk, to)
@@ -306,6 +312,7 @@ func (b *Box) routes(cfg *config.Config, opt Options) http.Handler {
 	memory.Register(b.API, b.Memory, b.Settings, pool)
 	agent.Register(b.API, b.Runtime, cfg)
 	b.Runs.Register(b.API)
+	b.Costs.Register(b.API)
 	b.Models.Register(b.API)
 	wcfg := wire.Config{Runtime: b.Runtime, Guard: b.API.Guard, Logger: log, KeepAlive: cfg.HTTP.StreamKeepAlive}
 	openaiwire.Register(b.API, wcfg)

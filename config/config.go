@@ -66,6 +66,8 @@ type Config struct {
 	Telemetry Telemetry `yaml:"telemetry"`
 	// Webhooks tunes the delivery of events to webhook subscriptions.
 	Webhooks Webhooks `yaml:"webhooks"`
+	// Costs says what currency the price table is in.
+	Costs Costs `yaml:"costs"`
 }
 
 // Telemetry holds the box's tracing. Metrics are always served at
@@ -175,8 +177,11 @@ type Provider struct {
 	APIKey string `yaml:"apiKey"`
 	// APIKeyEnv names an environment variable holding the key.
 	APIKeyEnv string `yaml:"apiKeyEnv"`
-	// Prices per million tokens by model, used to record the cost of runs.
-	// A model without a price records no cost.
+	// Prices by model (the part of the id after the provider), in the
+	// config's currency: chat models per million tokens, speech-to-text
+	// per minute of audio, text-to-speech per million characters. They
+	// price runs, calls and text sessions; usage of a model without a
+	// price is recorded and shown as not priced, never as free.
 	Prices map[string]Price `yaml:"prices"`
 	// ConnectTimeout bounds connecting to the provider (default
 	// provider.DefaultConnectTimeout).
@@ -199,12 +204,62 @@ type Provider struct {
 	Circuit Circuit `yaml:"circuit"`
 }
 
-// Price of one model in US dollars per million tokens.
+// Price of one model, in the config's currency.
 type Price struct {
 	// Input is the price of a million input (prompt) tokens.
 	Input float64 `yaml:"input"`
 	// Output is the price of a million output (completion) tokens.
 	Output float64 `yaml:"output"`
+	// PerMinute is the price of a minute of audio a speech-to-text model
+	// transcribes (unset: its audio is not priced).
+	PerMinute *float64 `yaml:"perMinute"`
+	// PerMillionCharacters is the price of a million characters a
+	// text-to-speech model speaks (unset: its speech is not priced).
+	PerMillionCharacters *float64 `yaml:"perMillionCharacters"`
+}
+
+// Costs holds the currency of the price table: the providers' model
+// prices and the SIP trunks' prices per minute.
+type Costs struct {
+	// Currency is the ISO 4217 code of every price in the config; what
+	// calls and sessions cost is recorded and totalled in it (default
+	// DefaultCurrency).
+	Currency string `yaml:"currency"`
+}
+
+// DefaultCurrency is the currency of the prices when the config names none.
+const DefaultCurrency = "USD"
+
+var currencyRe = regexp.MustCompile(`^[A-Z]{3}$`)
+
+// validatePrices reports negative prices and a currency that is not an
+// ISO 4217 code.
+func (c *Config) validatePrices() []string {
+	var problems []string
+	if cur := c.Costs.Currency; cur != "" && !currencyRe.MatchString(cur) {
+		problems = append(problems, fmt.Sprintf("costs.currency %q is not a three-letter ISO 4217 code such as USD or EUR", cur))
+	}
+	negative := func(where string, v *float64) {
+		if v != nil && *v < 0 {
+			problems = append(problems, where+" must not be negative")
+		}
+	}
+	for name, p := range c.Providers {
+		for model, pr := range p.Prices {
+			where := fmt.Sprintf("providers.%s.prices.%s.", name, model)
+			negative(where+"input", &pr.Input)
+			negative(where+"output", &pr.Output)
+			negative(where+"perMinute", pr.PerMinute)
+			negative(where+"perMillionCharacters", pr.PerMillionCharacters)
+		}
+	}
+	for _, t := range c.SIP.Trunks.Inbound {
+		negative("sip.trunks.inbound "+t.Name+": pricePerMinute", t.PricePerMinute)
+	}
+	for _, t := range c.SIP.Trunks.Outbound {
+		negative("sip.trunks.outbound "+t.Name+": pricePerMinute", t.PricePerMinute)
+	}
+	return problems
 }
 
 // Memory holds box-wide person-memory settings.
@@ -708,6 +763,7 @@ func (c *Config) Validate() error {
 	problems = append(problems, c.ObjectStore.validate()...)
 	problems = append(problems, c.SIP.validate(c.Agents)...)
 	problems = append(problems, c.Rooms.validate()...)
+	problems = append(problems, c.validatePrices()...)
 	if c.Memory.Model != "" {
 		if _, _, err := SplitModel(c.Memory.Model); err != nil {
 			problems = append(problems, fmt.Sprintf("memory.model: %v", err))

@@ -86,6 +86,10 @@ type InboundTrunk struct {
 	// DefaultAgent answers a dialled number that no route matches; empty
 	// refuses it with 404.
 	DefaultAgent string `yaml:"defaultAgent"`
+	// PricePerMinute is what the carrier charges for a minute of an
+	// answered call on the trunk, in the config's currency (unset: its
+	// minutes are not priced).
+	PricePerMinute *float64 `yaml:"pricePerMinute"`
 }
 
 // Route sends a dialled number to an agent.
@@ -115,6 +119,10 @@ type OutboundTrunk struct {
 	PasswordEnv string `yaml:"passwordEnv"`
 	// CallerNumber is the box's own number, sent as the caller (From).
 	CallerNumber string `yaml:"callerNumber"`
+	// PricePerMinute is what the carrier charges for a minute of an
+	// answered call on the trunk, in the config's currency (unset: its
+	// minutes are not priced).
+	PricePerMinute *float64 `yaml:"pricePerMinute"`
 }
 
 var (

@@ -158,6 +158,7 @@ var tagDescriptions = map[string]string{
 	"agents":   "The agent catalog and each agent's model chains.",
 	"sessions": "Conversations the box keeps, and decisions on held tool calls.",
 	"runs":     "Run history.",
+	"costs":    "What calls and text sessions used and cost, by the config's price table.",
 	"rag":      "Retrieval: collections, documents, ingest jobs and search.",
 	"voice":    "Phone calls over SIP trunks and browser test calls.",
 	"stores":   "Memory stores: learned and curated memories, versions and learning runs.",

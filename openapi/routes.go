@@ -3,6 +3,7 @@ package openapi
 import (
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/costs"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider"
@@ -194,6 +195,15 @@ var Routes = []Route{
 		Query:  []Param{qLimit200, qBefore, {"kind", "string", "Only runs of this kind."}, {"agent", "string", "Only this agent's."}, {"status", "string", "Only runs in this status."}},
 		Status: 200, Data: []runs.Run{}, Errors: []error{apiInvalid}},
 	{Pattern: "GET /api/runs/{id}", ID: "getRun", Tag: "runs", Summary: "One run.", Scope: auth.ScopeRunsRead, Status: 200, Data: runs.Run{}, Errors: []error{runs.ErrNotFound}},
+
+	// Costs.
+	{Pattern: "GET /api/costs", ID: "costTotals", Tag: "costs", Summary: "What calls and text turns used and cost, totalled per agent or per day (UTC).",
+		Scope: auth.ScopeRunsRead,
+		Query: []Param{{"by", "string", "agent (default) or day"}, {"agent", "string", "Only this agent's."},
+			{"from", "string", "RFC 3339: started at or after."}, {"to", "string", "RFC 3339: started before."}},
+		Status: 200, Data: costs.Totals{}, Errors: []error{apiInvalid, identity.ErrForbidden, costs.ErrUnavailable}},
+	{Pattern: "GET /api/costs/sessions/{id}", ID: "getSessionCost", Tag: "costs", Summary: "What a text session's turns used and cost.",
+		Scope: auth.ScopeSessionsRead, Status: 200, Data: costs.SessionCost{}, Errors: []error{costs.ErrNotFound, costs.ErrUnavailable}},
 
 	// RAG.
 	{Pattern: "POST /api/rag/collections", ID: "createCollection", Tag: "rag", Summary: "Create a collection.", Scope: auth.ScopeRAGWrite,

@@ -40,6 +40,7 @@ type Metrics struct {
 	pacing       prometheus.Histogram
 	turns        *prometheus.HistogramVec
 	rag          *prometheus.HistogramVec
+	costs        costSeries
 }
 
 // Buckets of latencies from a millisecond to a minute.
@@ -93,6 +94,7 @@ func New() *Metrics {
 		func() float64 { return float64(realtime.Saturations()) })
 	reg.MustRegister(m.pacing, m.turns, m.rag, realtimeGauge, saturations)
 	reg.MustRegister(m.callsActive, m.callsTotal, m.callSetup, m.turnStage, m.provider, m.memoryOps, m.httpRequests)
+	m.costs = newCostSeries(reg)
 	return m
 }
 

@@ -482,6 +482,7 @@ func (c *Call) askWhoAnswered(ctx context.Context, text string, unsure bool) str
 		Agent: c.info.Agent, Wire: "voice", System: whoAnsweredSystem, NoMemoryTools: true, Models: c.agent.Model,
 		Messages: []agent.Message{{Role: agent.RoleUser, Content: "<greeting>" + text + "</greeting>"}},
 	}, func(agent.Event) error { return nil })
+	c.countTurn(res, err)
 	if err == nil {
 		answer := strings.ToLower(res.Text)
 		for _, by := range []string{AnsweredVoicemail, AnsweredIVR, AnsweredHuman} {

@@ -17,6 +17,7 @@ import (
 	"github.com/stackbone/box/analysis"
 	"github.com/stackbone/box/api"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/costs"
 	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/postgres/notify"
@@ -52,6 +53,11 @@ type CallRecord struct {
 	// Analysis is what the post-call analysis found, absent until it ran
 	// (or when the agent has none).
 	Analysis *analysis.Result `json:"analysis,omitempty"`
+	// Usage is what the call used per part, as far as recorded (kept as
+	// the call goes, final once it ended); Cost is its price by the price
+	// table, null until the call ended. Absent on calls older than both.
+	Usage *costs.Usage `json:"usage,omitempty"`
+	Cost  *costs.Cost  `json:"cost,omitempty"`
 }
 
 // Register mounts the calls routes.
@@ -156,10 +162,12 @@ func (m *Manager) Get(ctx context.Context, id string) (CallRecord, error) {
 	var c CallRecord
 	var tr, mem, met []byte
 	err := m.cfg.Pool.QueryRow(ctx, `SELECT id, direction, agent_id, phone_number, trunk, status, started_at, answered_at,
-		ended_at, outcome, duration_seconds, transcript, memory, metrics, end_reason, answered_by, answer_decision_ms, analysis
+		ended_at, outcome, duration_seconds, transcript, memory, metrics, end_reason, answered_by, answer_decision_ms, analysis,
+		usage, cost
 		FROM stackbone_platform.voice_calls WHERE id = $1`, id).
 		Scan(&c.ID, &c.Direction, &c.Agent, &c.PhoneNumber, &c.Trunk, &c.Status, &c.StartedAt, &c.AnsweredAt, &c.EndedAt,
-			&c.Outcome, &c.DurationSeconds, &tr, &mem, &met, &c.EndReason, &c.AnsweredBy, &c.AnswerDecisionMs, &c.Analysis)
+			&c.Outcome, &c.DurationSeconds, &tr, &mem, &met, &c.EndReason, &c.AnsweredBy, &c.AnswerDecisionMs, &c.Analysis,
+			&c.Usage, &c.Cost)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return CallRecord{}, ErrNotFound
 	}
@@ -233,7 +241,8 @@ func (m *Manager) ListCalls(ctx context.Context, f CallFilter) ([]CallRecord, er
 		f.Limit = 50
 	}
 	rows, err := m.cfg.Pool.Query(ctx, `SELECT id, direction, agent_id, phone_number, trunk, status, started_at,
-		answered_at, ended_at, outcome, duration_seconds, answered_by, answer_decision_ms, analysis FROM stackbone_platform.voice_calls
+		answered_at, ended_at, outcome, duration_seconds, answered_by, answer_decision_ms, analysis, usage, cost
+		FROM stackbone_platform.voice_calls
 		WHERE ($1 = '' OR direction = $1) AND ($2 = '' OR agent_id = $2) AND ($3 = '' OR status = $3)
 		  AND ($4 = '' OR outcome = $4) AND ($5 = '' OR phone_number = $5)
 		  AND ($6::timestamptz IS NULL OR started_at >= $6) AND ($7::timestamptz IS NULL OR started_at < $7)
@@ -248,7 +257,7 @@ func (m *Manager) ListCalls(ctx context.Context, f CallFilter) ([]CallRecord, er
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (CallRecord, error) {
 		var c CallRecord
 		err := row.Scan(&c.ID, &c.Direction, &c.Agent, &c.PhoneNumber, &c.Trunk, &c.Status, &c.StartedAt, &c.AnsweredAt,
-			&c.EndedAt, &c.Outcome, &c.DurationSeconds, &c.AnsweredBy, &c.AnswerDecisionMs, &c.Analysis)
+			&c.EndedAt, &c.Outcome, &c.DurationSeconds, &c.AnsweredBy, &c.AnswerDecisionMs, &c.Analysis, &c.Usage, &c.Cost)
 		return c, err
 	})
 	if err != nil {

@@ -42,16 +42,21 @@ func (c *Call) complete(end End) {
 	c.mu.Lock()
 	answeredBy, decisionMs := c.answeredBy, c.decisionMs
 	c.mu.Unlock()
+	usage := c.finalUsage(ctx, ended)
+	usageJSON, costJSON, cost := c.m.priced(usage)
 	// Who answered goes in again with the end: its own write runs beside
 	// the call and may not have landed yet.
-	_, err := c.m.execEvent(ctx, eventEnded, func() any { return c.endedEvent(ended, duration, len(entries)) },
+	tag, err := c.m.execEvent(ctx, eventEnded, func() any { return c.endedEvent(ended, duration, len(entries)) },
 		map[string]any{"transcript": orNone(entries)}, `UPDATE stackbone_platform.voice_calls SET status = 'ended', ended_at = $2, outcome = $3,
 		duration_seconds = $4, transcript = $5, memory = $6, metrics = $7, end_reason = NULLIF($8, ''),
-		answered_by = COALESCE(NULLIF($9, ''), answered_by), answer_decision_ms = COALESCE(answer_decision_ms, NULLIF($10, 0))
+		answered_by = COALESCE(NULLIF($9, ''), answered_by), answer_decision_ms = COALESCE(answer_decision_ms, NULLIF($10, 0)),
+		usage = $11, cost = $12
 		WHERE id = $1 AND status <> 'ended'`, // not if another box closed it as lost meanwhile
-		c.info.ID, ended, string(end.Outcome), duration, tr, mem, met, end.Reason, answeredBy, decisionMs)
+		c.info.ID, ended, string(end.Outcome), duration, tr, mem, met, end.Reason, answeredBy, decisionMs, usageJSON, costJSON)
 	if err != nil {
 		c.m.log.Warn("voice: record call end", "call", c.info.ID, "error", err)
+	} else if tag.RowsAffected() > 0 {
+		c.m.countCost(c.info.Agent, usage, cost)
 	}
 	c.m.log.Info("call ended", "call", c.info.ID, "agent", c.info.Agent, "outcome", end.Outcome, "turns", len(entries),
 		"saved", c.report.Saved, "save_error", c.report.SaveError)

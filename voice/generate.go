@@ -195,6 +195,7 @@ func (g *generation) run(messages []agent.Message) {
 	close(sentences)
 	sayMu.Unlock()
 	synth.Wait()
+	c.countTurn(res, err)
 	g.res, g.err = res, err
 }
 

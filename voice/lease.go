@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stackbone/box/costs"
 	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/memory"
 )
@@ -41,8 +42,8 @@ func (c *Call) persist() {
 		}
 		tr, _ := json.Marshal(entries)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := c.m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET transcript = $2 WHERE id = $1 AND status <> 'ended'`,
-			c.info.ID, tr)
+		_, err := c.m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET transcript = $2, usage = $3 WHERE id = $1 AND status <> 'ended'`,
+			c.info.ID, tr, c.usageJSON())
 		cancel()
 		if err != nil {
 			c.m.log.Warn("voice: persist heard transcript", "call", c.info.ID, "error", err)
@@ -137,6 +138,7 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 		lastAt  time.Time
 		tr, mem []byte
 		snapRaw []byte
+		usedRaw []byte
 		ev      callEvent
 	)
 	ttl := m.cfg.LeaseTTL.Seconds()
@@ -150,8 +152,8 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 			ELSE extract(epoch FROM greatest(c.lease_until - make_interval(secs => $3), c.started_at) - c.started_at) END
 		WHERE id = $1 AND (status <> 'ended' OR save_pending) AND lease_until < now()
 		RETURNING agent_id, started_at, ended_at, transcript, memory, snapshot, direction, coalesce(phone_number, ''),
-		  coalesce(trunk, ''), answered_at`, id, boxLostReason, ttl).
-		Scan(&agentID, &started, &lastAt, &tr, &mem, &snapRaw, &ev.Direction, &ev.PhoneNumber, &ev.Trunk, &ev.AnsweredAt)
+		  coalesce(trunk, ''), answered_at, usage`, id, boxLostReason, ttl).
+		Scan(&agentID, &started, &lastAt, &tr, &mem, &snapRaw, &ev.Direction, &ev.PhoneNumber, &ev.Trunk, &ev.AnsweredAt, &usedRaw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errNotLost
 	}
@@ -176,11 +178,22 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 	ev.CallID, ev.AgentID, ev.StartedAt, ev.EndedAt = id, agentID, started, &lastAt
 	ev.Outcome, ev.Reason, ev.Duration, ev.Turns = string(OutcomeBoxLost), boxLostReason, &duration, &turns
 	ev.Memory = &memoryOutcome{report.Saved, report.SaveError}
-	// call.ended goes with the save's outcome, once: only the box that
-	// clears the pending save records it.
-	if _, err := m.execEvent(context.WithoutCancel(ctx), eventEnded, func() any { return ev }, map[string]any{"transcript": orNone(entries)},
-		`UPDATE stackbone_platform.voice_calls SET memory = $2, save_pending = false WHERE id = $1 AND save_pending`, id, mem); err != nil {
+	// What the call used up to its last persisted turn, and its line up
+	// to the end recorded, priced with the call.ended that goes with the
+	// save's outcome, once: only the box that clears the pending save
+	// records them.
+	used := costs.NewUsage()
+	_ = json.Unmarshal(usedRaw, &used)
+	used.Telephony = lineUsage(ev.Direction, ev.Trunk, ev.AnsweredAt, lastAt)
+	usageJSON, costJSON, cost := m.priced(used)
+	tag, err := m.execEvent(context.WithoutCancel(ctx), eventEnded, func() any { return ev }, map[string]any{"transcript": orNone(entries)},
+		`UPDATE stackbone_platform.voice_calls SET memory = $2, save_pending = false, usage = $3, cost = $4 WHERE id = $1 AND save_pending`,
+		id, mem, usageJSON, costJSON)
+	if err != nil {
 		return err
+	}
+	if tag.RowsAffected() > 0 {
+		m.countCost(agentID, used, cost)
 	}
 	m.log.Info("call ended", "call", id, "agent", agentID, "outcome", OutcomeBoxLost, "turns", len(entries),
 		"saved", report.Saved, "save_error", report.SaveError, "recoveredBy", m.cfg.BoxID)

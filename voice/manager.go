@@ -21,6 +21,7 @@ import (
 
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/costs"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/internal/pace"
 	"github.com/stackbone/box/internal/realtime"
@@ -89,6 +90,9 @@ type Config struct {
 	// Recorder keeps the audio of the calls whose agents record them
 	// (nil: no call is recorded).
 	Recorder Recorder
+	// Prices is the price table the calls' usage is priced by (nil: an
+	// empty one, so every call's usage is recorded as not priced).
+	Prices *costs.Table
 	// OnOpen, when set, is called with each call once it opened, before
 	// its transport answers (observers: tests, operators' tools). It must
 	// not block.
@@ -97,8 +101,9 @@ type Config struct {
 
 // Manager opens and tracks calls. It is safe for concurrent use.
 type Manager struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	prices *costs.Table
 
 	mu       sync.Mutex
 	calls    map[string]*Call
@@ -158,7 +163,11 @@ func NewManager(cfg Config) *Manager {
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = 15 * time.Second
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "voice"), calls: map[string]*Call{}, answerLead: map[string]time.Duration{}}
+	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "voice"), calls: map[string]*Call{}, answerLead: map[string]time.Duration{},
+		prices: cfg.Prices}
+	if m.prices == nil {
+		m.prices = costs.NewTable(&config.Config{})
+	}
 	m.pacers = pace.NewGroup(runtime.GOMAXPROCS(0), cfg.Clock, FrameDuration, playEarly)
 	return m
 }
@@ -397,6 +406,7 @@ type Call struct {
 	answering bool
 	metrics   []map[string]any
 	turns     sync.WaitGroup // turns still recording their metrics
+	usage     callUsage
 
 	committedTurn chan struct{} // wakes the persister
 	stopPersist   chan struct{}

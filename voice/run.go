@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/costs"
 	"github.com/stackbone/box/telemetry"
 )
 
@@ -70,7 +71,8 @@ func (c *Call) live() {
 
 // carry runs the call on its transport until an end is decided.
 func (c *Call) carry(a attachment) End {
-	ctx := context.WithoutCancel(a.ctx)
+	// The speech engines count what they are sent on the call's meter.
+	ctx := costs.WithMeter(context.WithoutCancel(a.ctx), &c.usage.Meter)
 	c.t = a.t
 	select {
 	case end := <-c.ends:

@@ -10,10 +10,12 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/costs"
 	"github.com/stackbone/box/provider"
 )
 
@@ -118,6 +120,7 @@ func (p ProviderSTT) Transcribe(ctx context.Context, pcm []int16, rate int) (str
 	if err != nil {
 		return "", fmt.Errorf("voice: speech-to-text: %s", provider.Describe(err))
 	}
+	costs.MeterOf(ctx).SpeechToText(p.Model.ID, len(pcm), rate)
 	return strings.TrimSpace(resp.Text), nil
 }
 
@@ -162,6 +165,8 @@ func (p ProviderTTS) SynthesizeStream(ctx context.Context, text string, rate int
 	if err != nil {
 		return fmt.Errorf("voice: text-to-speech: %s", provider.Describe(err))
 	}
+	// Accepted, the text is billed, whether or not its audio plays.
+	costs.MeterOf(ctx).TextToSpeech(p.Model.ID, utf8.RuneCountInString(text))
 	defer raw.Close()
 	// A broken provider or a proxy in front of it can answer 200 with a
 	// page or a JSON error: never played to the caller as if it were audio.
@@ -533,7 +538,7 @@ func transcriberFor(m provider.Model, mode string, v *config.AgentVoice) (Transc
 	default:
 		return nil, fmt.Errorf("voice: speech-to-text mode %q is not http, realtime or deepgram", mode)
 	}
-	return liveOrHTTP{StreamingTranscriber: live, http: ProviderSTT{Model: m}}, nil
+	return liveOrHTTP{StreamingTranscriber: meteredLive{live, m.ID}, http: ProviderSTT{Model: m}}, nil
 }
 
 // liveOrHTTP is a live transcriber whose Transcribe falls back to the

@@ -209,6 +209,7 @@ func (c *Call) brief(ctx context.Context, leg Leg, reason string) bool {
 	r, err := c.m.cfg.Runtime.Turn(bctx, agent.TurnRequest{Agent: c.info.Agent, Wire: "voice", System: briefingSystem, NoMemoryTools: true,
 		Models: c.agent.Model, Messages: []agent.Message{{Role: agent.RoleUser, Content: b.String()}}}, func(agent.Event) error { return nil })
 	cancel()
+	c.countTurn(r, err)
 	if err == nil && strings.TrimSpace(r.Text) != "" {
 		text = r.Text
 	}

@@ -53,12 +53,20 @@ export type ApiError = {
   message: string;
 };
 
+export type AudioUsage = {
+  byModel: {
+    [key: string]: number;
+  };
+  seconds: number;
+};
+
 export type Call = {
   agent: string;
   analysis?: AnalysisResult | null;
   answerDecisionMs: number | null;
   answeredAt: string | null;
   answeredBy: string | null;
+  cost?: Cost | null;
   direction: string;
   durationSeconds: number | null;
   endReason?: string | null;
@@ -75,6 +83,7 @@ export type Call = {
   status: string;
   transcript?: Array<TranscriptEntry>;
   trunk: string | null;
+  usage?: Usage | null;
 };
 
 export type CallMemoryReport = {
@@ -89,6 +98,52 @@ export type CallMemoryReport = {
   saveError?: string;
   savePending?: boolean;
   saved: boolean;
+};
+
+export type Cost = {
+  currency: string;
+  model: number | null;
+  priced: number;
+  speechToText: number | null;
+  telephony: number | null;
+  textToSpeech: number | null;
+  total: number | null;
+  unpriced: Array<string>;
+};
+
+export type CostTotal = {
+  calls: number;
+  cost: CostTotalCost;
+  currency: string;
+  key: string;
+  sessions: number;
+  usage: CostTotalUsage;
+};
+
+export type CostTotalCost = {
+  model: number | null;
+  priced: number;
+  speechToText: number | null;
+  telephony: number | null;
+  text: number | null;
+  textToSpeech: number | null;
+  total: number | null;
+  unpriced: Array<string>;
+};
+
+export type CostTotals = {
+  by: string;
+  rows: Array<CostTotal>;
+};
+
+export type CostTotalUsage = {
+  inputTokens: number;
+  outputTokens: number;
+  speechToTextSeconds: number;
+  telephonySeconds: number;
+  textInputTokens: number;
+  textOutputTokens: number;
+  textToSpeechCharacters: number;
 };
 
 export type Fact = {
@@ -113,6 +168,11 @@ export type Key = {
   name: string;
   revokedAt: string | null;
   scopes: Array<string>;
+};
+
+export type LineUsage = {
+  seconds: number;
+  trunk?: string;
 };
 
 export type MemoryAddResult = {
@@ -209,6 +269,14 @@ export type MemoryStore = {
 export type MemoryStorePage = {
   memory_stores: Array<MemoryStore>;
   next_cursor: string | null;
+};
+
+export type ModelUsage = {
+  byModel: {
+    [key: string]: Tokens;
+  };
+  inputTokens: number;
+  outputTokens: number;
 };
 
 export type ProviderCircuitView = {
@@ -407,6 +475,14 @@ export type Session = {
   preview: string;
   status: string;
   turns: number;
+};
+
+export type SessionCost = {
+  agentId: string;
+  cost: Cost;
+  sessionId: string;
+  turns: number;
+  usage: Usage;
 };
 
 export type SessionDetail = {
@@ -614,12 +690,31 @@ export type StoreVersionPage = {
   next_cursor: string | null;
 };
 
+export type TextUsage = {
+  byModel: {
+    [key: string]: number;
+  };
+  characters: number;
+};
+
+export type Tokens = {
+  inputTokens: number;
+  outputTokens: number;
+};
+
 export type TranscriptEntry = {
   at: string;
   cut?: boolean;
   role: string;
   text: string;
   turn: number;
+};
+
+export type Usage = {
+  model: ModelUsage;
+  speechToText: AudioUsage;
+  telephony: LineUsage;
+  textToSpeech: TextUsage;
 };
 
 export type WebhooksAttempt = {
@@ -679,6 +774,15 @@ export interface Operations {
     query: never;
     data: RagJob;
     codes: "forbidden" | "internal" | "invalid_request" | "rag_ingest_unavailable" | "rag_invalid_request" | "rag_job_not_found" | "rag_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/costs: What calls and text turns used and cost, totalled per agent or per day (UTC). */
+  costTotals: {
+    method: "GET";
+    path: "/api/costs";
+    body: never;
+    query: { by?: string; agent?: string; from?: string; to?: string; };
+    data: CostTotals;
+    codes: "costs_unavailable" | "forbidden" | "identity_forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
   };
   /** POST /api/rag/collections: Create a collection. */
   createCollection: {
@@ -1041,6 +1145,15 @@ export interface Operations {
     query: never;
     data: SessionDetail;
     codes: "forbidden" | "internal" | "invalid_request" | "session_not_found" | "storage_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/costs/sessions/{id}: What a text session's turns used and cost. */
+  getSessionCost: {
+    method: "GET";
+    path: "/api/costs/sessions/{id}";
+    body: never;
+    query: never;
+    data: SessionCost;
+    codes: "costs_unavailable" | "forbidden" | "internal" | "invalid_request" | "not_found" | "unauthorized" | "unavailable";
   };
   /** GET /api/memory_stores/{store}: One store. */
   getStore: {
