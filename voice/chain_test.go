@@ -27,6 +27,13 @@ agents:
     voice:
       stt: [openai/whisper-1, backup/whisper-1]
       tts: [openai/tts-1, backup/tts-1]
+  resumable:
+    model: openai/chat
+    greeting: Hello, this is the front desk.
+    memory: {identityKey: phoneNumber, read: true, save: true}
+    voice:
+      tts: [openai/tts-1, backup/tts-1]
+      firstByteTimeout: 400ms
   fragile:
     model: openai/chat
     greeting: Hello, this is the front desk.
@@ -270,5 +277,50 @@ func TestSpeechChainChunkBound(t *testing.T) {
 	began = time.Now()
 	if err := last.SynthesizeStream(context.Background(), "Hi.", 8000, func([]int16) {}); err != nil || time.Since(began) < 600*time.Millisecond {
 		t.Fatalf("the last voice: %v after %s", err, time.Since(began))
+	}
+}
+
+// A voice that stalls in the middle of the answer's second sentence hands
+// that sentence to the next voice, which says it from its start: the box
+// knows what the caller heard only sentence by sentence (no word timings
+// on a stream), so the first sentence, played through, is not said again,
+// and only the start of the second (its first 100 ms) is heard twice. The
+// heard transcript holds each sentence once and the save holds.
+func TestVoiceFailingMidAnswerResumesAtItsSentence(t *testing.T) {
+	t.Parallel()
+	e, backup := chainEnv(t, "", 0)
+	number := "+34600999333"
+	const first, second = "We open at nine.", "On Sundays we are closed."
+	e.model.RespondTranscripts(func([]byte) string { return "When are you open?" })
+	e.model.Respond(func(req *openaiRequest) providertest.Reply {
+		if isExtraction(req) {
+			return providertest.Reply{Content: `{"operations":[{"op":"add","content":"Asked for the hours."}],"summary":"Asked for the hours."}`}
+		}
+		return providertest.Reply{Content: first + " " + second}
+	})
+	r := e.start(CallInfo{Agent: "resumable", PhoneNumber: number})
+	r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
+	greeting := r.line.voicedOut()
+	// The answer's second sentence stalls after its first 100 ms of audio.
+	e.model.SetFault(providertest.EndpointSpeech, providertest.Fault{Stall: time.Minute, Every: 2, Times: 1})
+	r.say(1200)
+	r.stepUntil("the answer to play through", 20000, func() bool { return len(r.call.Entries()) == 3 })
+	if e.model.Faulted(providertest.EndpointSpeech) != 1 {
+		t.Fatal("the stall was never met")
+	}
+	if got := backup.SpeechRequests(); len(got) != 1 || got[0] != second {
+		t.Fatalf("the next voice was asked to say %q, want only the sentence that stalled", got)
+	}
+	// Each sentence of the scripted voice is 40 ms a character: 32 voiced
+	// frames for the first, 50 for the second, and up to 5 of the stalled
+	// start; the first said twice would be 32 more.
+	answer := r.line.voicedOut() - greeting
+	if answer < 32+50-4 || answer > 32+50+5+4 {
+		t.Fatalf("the caller heard %d voiced frames of the answer, want about %d", answer, 32+50)
+	}
+	r.call.End(OutcomeCallerHangup, "")
+	rec := r.end()
+	if len(rec.Transcript) != 3 || rec.Transcript[2].Text != first+" "+second || !rec.Memory.Saved {
+		t.Fatalf("save %+v of transcript %+v", rec.Memory, rec.Transcript)
 	}
 }

@@ -69,6 +69,18 @@
 // synthesised while one plays, and a talkspurt starts on its own 20 ms
 // grid the moment its first audio is playable.
 //
+// Each part of a call may be a chain of engines (ProviderSpeech; the
+// model's in the agent package): a part moves to the next engine on a
+// failure, a first-byte timeout (voice.firstByteTimeout) or a silence
+// between two pieces of its stream (voice.chunkTimeout). A voice that
+// fails in the middle of a sentence hands the next voice what the caller
+// has not heard, as far as the box knows it: the box knows what played
+// only by the unit it synthesises, the sentence (a stream has no word
+// timings), so the next voice says that sentence from its start, the
+// sentences before it, played through, are never said again, and the
+// heard transcript holds the sentence once. The caller hears at most the
+// played start of that one sentence twice.
+//
 // The limits of a call live here and nowhere else: the maximum length
 // (Config.MaxDuration, or CallInfo.MaxDuration) and the media timeout
 // (CallInfo.MediaTimeout). How many calls a
