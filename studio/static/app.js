@@ -7,22 +7,26 @@ import { agentsScreen } from "./agents.js";
 import { keysScreen } from "./keys.js";
 import { peopleScreen } from "./people.js";
 import { runsScreen, runScreen } from "./runs.js";
+import { costsScreen } from "./costs.js";
 import { systemScreen } from "./system.js";
 import { ragScreen, collectionScreen } from "./rag.js";
 import { playgroundScreen } from "./playground.js";
 import { storesScreen, storeScreen } from "./stores.js";
 import { webhooksScreen, webhookScreen } from "./webhooks.js";
+import { campaignsScreen, campaignScreen } from "./campaigns.js";
 
 // The screens in the sidebar. scope is what a key needs to open it.
 const screens = [
   { id: "sessions", title: "Sessions", scope: "sessions:read", render: sessionsScreen, detail: sessionScreen },
   { id: "playground", title: "Playground", scope: "agents:run", render: playgroundScreen },
   { id: "calls", title: "Calls", scope: "voice", render: callsScreen, detail: callScreen },
+  { id: "campaigns", title: "Campaigns", scope: "voice", render: campaignsScreen, detail: campaignScreen },
   { id: "agents", title: "Agents", scope: "config:read", render: agentsScreen },
   { id: "rag", title: "RAG", scope: "rag:read", render: ragScreen, detail: collectionScreen },
   { id: "stores", title: "Memory stores", scope: "stores:read", render: storesScreen, detail: storeScreen },
   { id: "people", title: "People", scope: "memory:read", render: peopleScreen },
   { id: "runs", title: "Runs", scope: "runs:read", render: runsScreen, detail: runScreen },
+  { id: "costs", title: "Costs", scope: "runs:read", render: costsScreen },
   { id: "system", title: "System", scope: "config:read", render: systemScreen },
   { id: "webhooks", title: "Webhooks", scope: "config:read", render: webhooksScreen, detail: webhookScreen },
   { id: "keys", title: "Keys", scope: "keys:admin", render: keysScreen },
