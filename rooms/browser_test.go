@@ -34,6 +34,69 @@ func (p pageState) has(role, text string) bool {
 	return false
 }
 
+// callPage is the call page in headless Chromium, its microphone a
+// recorded voice.
+type callPage struct {
+	t   *testing.T
+	ctx context.Context
+	br  *cdp.Browser
+}
+
+func (p *callPage) state() pageState {
+	var s pageState
+	if err := p.br.Eval(p.ctx, `window.stackboneCall`, &s); err != nil {
+		p.t.Fatal(err)
+	}
+	return s
+}
+
+// startCallPage opens the call page with wav as the microphone, picks the
+// agent, enters number as the phone number, starts the call and waits
+// until it is active with its media connected.
+func startCallPage(ctx context.Context, t *testing.T, b *box, backend, wav, number string) *callPage {
+	br, err := cdp.Start(ctx, cdp.Options{UserDataDir: t.TempDir(), FakeAudio: wav, Logf: t.Logf, NetNS: b.ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(br.Close)
+	p := &callPage{t: t, ctx: ctx, br: br}
+	base := b.url
+	if b.pageURL != "" {
+		base = b.pageURL
+	}
+	page := base + "/call?raw=1&agent=frontdesk&idName=phoneNumber&idValue=" + strings.ReplaceAll(number, "+", "%2B")
+	if err := br.Navigate(ctx, page); err != nil {
+		t.Fatal(err)
+	}
+	// The page loads the agents with the key from its field, then starts.
+	poll.Until(t, "the agents to load", 10*time.Second, func() bool {
+		var v string
+		_ = br.Eval(ctx, `document.getElementById("agent").value`, &v)
+		return v == "frontdesk"
+	})
+
+	started := time.Now()
+	if err := br.Eval(ctx, `document.getElementById("start").click()`, nil); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the page to join the room", 20*time.Second, func() bool {
+		s := p.state()
+		if s.Status == "failed" {
+			t.Fatalf("the page failed: %s", s.Error)
+		}
+		return s.Status == "active"
+	})
+
+	s := p.state()
+	if s.Backend != backend || !strings.HasPrefix(s.RoomID, "room_") || !strings.HasPrefix(s.CallID, "call_") {
+		t.Fatalf("page state: %+v", s)
+	}
+	t.Logf("joined in %s", time.Since(started).Round(time.Millisecond))
+	// The media connection is up, as the SDK reports it on either backend.
+	poll.Until(t, "the page's media connection", 10*time.Second, func() bool { return p.state().Connection == "connected" })
+	return p
+}
+
 // browserCall is the end-to-end scenario on either backend: headless
 // Chromium opens the call page, picks the agent, enters a phone number and
 // starts a call with a recorded voice as its microphone. The agent hears
@@ -50,52 +113,9 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) (callID str
 	b.model.ScriptTranscripts(callerSays)
 	b.model.RespondTranscripts(func([]byte) string { return "" }) // the quiet tail says nothing
 
-	br, err := cdp.Start(ctx, cdp.Options{UserDataDir: t.TempDir(), FakeAudio: wav, Logf: t.Logf, NetNS: b.ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer br.Close()
-	base := b.url
-	if b.pageURL != "" {
-		base = b.pageURL
-	}
-	page := base + "/call?raw=1&agent=frontdesk&idName=phoneNumber&idValue=" + strings.ReplaceAll(number, "+", "%2B")
-	if err := br.Navigate(ctx, page); err != nil {
-		t.Fatal(err)
-	}
-	state := func() pageState {
-		var s pageState
-		if err := br.Eval(ctx, `window.stackboneCall`, &s); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	// The page loads the agents with the key from its field, then starts.
-	poll.Until(t, "the agents to load", 10*time.Second, func() bool {
-		var v string
-		_ = br.Eval(ctx, `document.getElementById("agent").value`, &v)
-		return v == "frontdesk"
-	})
-
-	started := time.Now()
-	if err := br.Eval(ctx, `document.getElementById("start").click()`, nil); err != nil {
-		t.Fatal(err)
-	}
-	poll.Until(t, "the page to join the room", 20*time.Second, func() bool {
-		s := state()
-		if s.Status == "failed" {
-			t.Fatalf("the page failed: %s", s.Error)
-		}
-		return s.Status == "active"
-	})
-
+	p := startCallPage(ctx, t, b, backend, wav, number)
+	br, state := p.br, p.state
 	s := state()
-	if s.Backend != backend || !strings.HasPrefix(s.RoomID, "room_") || !strings.HasPrefix(s.CallID, "call_") {
-		t.Fatalf("page state: %+v", s)
-	}
-	t.Logf("joined in %s", time.Since(started).Round(time.Millisecond))
-	// The media connection is up, as the SDK reports it on either backend.
-	poll.Until(t, "the page's media connection", 10*time.Second, func() bool { return state().Connection == "connected" })
 
 	// The agent heard the caller: the page shows the heard transcript.
 	poll.Until(t, "the caller's words in the page's transcript", 60*time.Second, func() bool {

@@ -18,6 +18,7 @@ import (
 	"github.com/stackbone/box/internal/opus"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/rooms"
+	"github.com/stackbone/box/voice"
 )
 
 // liveKitBinary finds the LiveKit server: STACKBONE_LIVEKIT_SERVER, else
@@ -113,11 +114,8 @@ logging:
 	return fmt.Sprintf("ws://127.0.0.1:%d", httpPort)
 }
 
-// Through a real LiveKit server, end to end in headless Chromium: the page
-// joins with the LiveKit browser SDK, the agent joins as a participant,
-// hears the caller and answers in Opus, and the call is remembered.
-func TestBrowserCallLiveKit(t *testing.T) {
-	t.Parallel()
+// liveKitBox is a box whose rooms run on a LiveKit server of this test.
+func liveKitBox(t *testing.T) *box {
 	if !opus.Available() {
 		const why = "LiveKit rooms need Opus: run the tests with -tags libopus (Debian: libopus-dev, libopusfile-dev, pkg-config)"
 		if os.Getenv("CI") == "true" {
@@ -130,10 +128,56 @@ func TestBrowserCallLiveKit(t *testing.T) {
 	if b.rooms.Backend() != rooms.BackendLiveKit {
 		t.Fatalf("backend %s, want livekit", b.rooms.Backend())
 	}
+	return b
+}
+
+// Through a real LiveKit server, end to end in headless Chromium: the page
+// joins with the LiveKit browser SDK, the agent joins as a participant,
+// hears the caller and answers in Opus, and the call is remembered.
+func TestBrowserCallLiveKit(t *testing.T) {
+	t.Parallel()
+	b := liveKitBox(t)
 	// The fake microphone starts at getUserMedia, before the join through
 	// LiveKit (3.4 s once on a loaded machine) and the agent's subscription:
 	// the lead silence covers both, so the caller's words are not spoken to
 	// a room nobody listens to yet (7 s was not enough once with the whole
 	// suite building beside the test).
 	browserCall(t, b, rooms.BackendLiveKit, 10)
+}
+
+// The page's End button on LiveKit: the SDK leaves the LiveKit room and
+// ends the room through the API, reads the room until it has ended, and
+// takes the agent's audio off the page; the call is recorded as completed
+// (a caller who only left would be a caller's hang-up).
+func TestBrowserCallLiveKitEndButton(t *testing.T) {
+	t.Parallel()
+	b := liveKitBox(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	need(t, "chromium", "chromium")
+	b.model.RespondTranscripts(func([]byte) string { return "" }) // the call ends before the caller's words
+	p := startCallPage(ctx, t, b, rooms.BackendLiveKit, speechWAV(t, callerSays, 30), "+34600111333")
+	callID := p.state().CallID
+
+	if err := p.br.Eval(ctx, `document.getElementById("end").click()`, nil); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the page to show the call's end", 20*time.Second, func() bool {
+		s := p.state()
+		if s.Status == "failed" {
+			t.Fatalf("the page failed: %s", s.Error)
+		}
+		return s.Status == "ended"
+	})
+	var audios int
+	if err := p.br.Eval(ctx, `document.querySelectorAll("audio").length`, &audios); err != nil || audios != 0 {
+		t.Fatalf("%d audio elements left on the page after the end (%v)", audios, err)
+	}
+	rec, err := b.calls.Get(ctx, callID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != "ended" || rec.Outcome == nil || *rec.Outcome != voice.OutcomeCompleted {
+		t.Fatalf("call record: status %q outcome %v", rec.Status, rec.Outcome)
+	}
 }
