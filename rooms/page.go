@@ -11,9 +11,11 @@ import (
 	"strings"
 )
 
-// static is the call page: plain HTML and JavaScript, plus the LiveKit
-// browser SDK (livekit-client 2.23.0, Apache-2.0, its UMD build) for rooms
-// on LiveKit.
+// static is the call page: plain HTML and JavaScript over the TypeScript
+// SDK's browser call module (sdk/, a copy of its build, so the page and
+// the SDK place calls with the same code), plus the LiveKit browser SDK
+// (livekit-client 2.23.0, Apache-2.0, its UMD build) the module is given
+// for rooms on LiveKit.
 //
 //go:embed static
 var static embed.FS
