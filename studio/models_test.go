@@ -34,7 +34,7 @@ func TestAgentModelChains(t *testing.T) {
 		t.Fatalf("after the save: %+v", v)
 	}
 	var listed []string
-	p.js(`[...document.querySelectorAll("#agent-support [data-chain=model] ol.chain li")].map(li => li.textContent)`, &listed)
+	p.js(`[...document.querySelectorAll("#agent-support [data-chain=model] ol.chain li code")].map(c => c.textContent)`, &listed)
 	if strings.Join(listed, ",") != "openai/chat,openai/backup-chat" {
 		t.Fatalf("the model chain shown: %v", listed)
 	}

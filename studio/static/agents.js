@@ -1,7 +1,8 @@
 // Agents: each agent's memory settings and provider chains (model,
 // speech-to-text, text-to-speech) with the value in force and where it
-// comes from (studio, code, default), toggles, instructions, the identity
-// key's binding, resets and the activity log.
+// comes from (studio, code, default), each chain's entries with the state
+// of their provider's circuit, toggles, instructions, the identity key's
+// binding, resets and the activity log.
 import { h, say, put, noProviderNote, api, can, badge, fmtTime, field, explain, notice, readOnlyNote, clear, ask } from "./lib.js";
 
 export async function agentsScreen(main) {
@@ -21,7 +22,11 @@ export async function agentsScreen(main) {
 
 async function renderAgent(card, a) {
   const path = "/api/memory/settings/" + encodeURIComponent(a.name);
-  const [v, chains] = await Promise.all([api("GET", path), api("GET", "/api/agents/" + encodeURIComponent(a.name) + "/models")]);
+  // The circuits are read with each render, so a card redrawn after a
+  // change shows them as they are now; a box that cannot say shows the
+  // chains without them.
+  const [v, chains, circuits] = await Promise.all([api("GET", path), api("GET", "/api/agents/" + encodeURIComponent(a.name) + "/models"),
+    api("GET", "/api/system/providers").catch((e) => { if (e.status === 401) throw e; return null; })]);
   const write = can("config:write");
   const status = h("p", { class: "status", role: "status" });
   const act = async (method, url, body, done) => {
@@ -79,7 +84,7 @@ async function renderAgent(card, a) {
     binding,
     write ? h("button", { type: "button", class: "danger reset-all", onclick: (ev) => ask(ev.target, "Remove every Studio override of " + a.name + "'s memory settings? The code or default values apply again.", "Reset memory settings",
       () => act("DELETE", path, undefined, "Every memory override removed.")) }, "Reset memory settings") : null,
-    models(a, chains, write, act, status),
+    models(a, chains, circuits, write, act, status),
     lineSection(a.line),
     status, h("details", { class: "log" }, h("summary", {}, "Activity"), log));
   card.querySelector("details").addEventListener("toggle", async (ev) => {
@@ -116,25 +121,43 @@ function lineSection(l) {
     h("dl", { class: "facts" }, ...facts), targets);
 }
 
-// The chains an operator can override, in the order shown.
+// The chains an operator can override, in the order shown, with the
+// provider endpoint whose circuit each entry goes through.
 const CHAINS = [
-  ["model", "Model", "text turns and calls"],
-  ["stt", "Speech-to-text", "calls"],
-  ["tts", "Text-to-speech", "calls; espeak is the offline voice"],
+  ["model", "Model", "text turns and calls", "chat"],
+  ["stt", "Speech-to-text", "calls", "transcriptions"],
+  ["tts", "Text-to-speech", "calls; espeak is the offline voice", "speech"],
 ];
 
+// circuitOf is the badge of the circuit an entry of a chain goes through
+// (its provider's endpoint): closed, open or half-open, with its latest
+// failure in the title; null for the offline voice, which has none, or
+// when the circuits are not known.
+function circuitOf(id, endpoint, circuits) {
+  const c = (circuits || []).find((c) => c.provider === id.split("/")[0] && c.endpoint === endpoint);
+  if (!c) return null;
+  const last = c.lastFailures.length ? c.lastFailures[c.lastFailures.length - 1] : null;
+  const b = badge(c.state, "circuit " + c.state.replace("-", "_"));
+  b.title = c.provider + " " + c.endpoint + ": circuit " + c.state + (last ? "; latest failure " + fmtTime(last.at) + " " + last.reason : "");
+  return b;
+}
+
 // models is the agent's provider chains: each an ordered list (the first
-// is tried first) with its origin; with config:write, a comma-separated
+// is tried first, each entry with its circuit) with its origin; with
+// config:write, a comma-separated
 // input per chain, one Save for the chains that changed, and a reset per
 // chain overridden in Studio.
-function models(a, chains, write, act, status) {
+function models(a, chains, circuits, write, act, status) {
   const path = "/api/agents/" + encodeURIComponent(a.name) + "/models";
   const inputs = {};
-  const rows = CHAINS.map(([name, label, hint]) => {
+  const rows = CHAINS.map(([name, label, hint, endpoint]) => {
     const value = chains.value[name];
     const origin = chains.origins[name];
     const list = h("ol", { class: "chain", "aria-label": label + " chain, in the order tried" },
-      value.length ? value.map((id) => h("li", {}, h("code", {}, id))) : h("li", { class: "empty" }, "none"));
+      value.length ? value.map((id) => {
+        const circuit = circuitOf(id, endpoint, circuits);
+        return h("li", { dataset: { circuit: circuit ? circuit.textContent : "" } }, h("code", {}, id), circuit ? " " : null, circuit);
+      }) : h("li", { class: "empty" }, "none"));
     const input = h("input", { name: "chain-" + name, value: value.join(", "), maxlength: 1200,
       "aria-label": label + " chain, ids separated by commas", disabled: !write });
     inputs[name] = input;
@@ -154,7 +177,7 @@ function models(a, chains, write, act, status) {
     act("PUT", path, body, "Models saved.");
   } }, "Save models");
   return h("section", { class: "models", "aria-label": "Models" }, h("h3", {}, "Models"),
-    h("p", { class: "hint" }, "Each chain is tried in order: the next answers when one fails. Ids are provider/model on a configured provider (",
+    h("p", { class: "hint" }, "Each chain is tried in order: the next answers when one fails, and one whose provider's circuit is open is skipped at once (System shows the circuits). Ids are provider/model on a configured provider (",
       chains.providers.length ? chains.providers.join(", ") : "none configured", "), at most 5 per chain."),
     rows, write ? h("div", { class: "row" }, save) : null);
 }
