@@ -182,11 +182,21 @@ func (l *fallbackLine) meet(c fallbackCase) (clear func()) {
 		return func() {}
 	}
 	faulted := l.b.Model.Faulted(c.endpoint)
+	spoken := len(l.backup.SpeechRequests())
 	l.b.Model.SetFault(c.endpoint, c.fault)
 	return func() {
 		l.b.Model.ClearFault(c.endpoint)
 		if l.b.Model.Faulted(c.endpoint) == faulted {
 			l.t.Fatalf("%s: the fault was never met", c)
+		}
+		// The next voice is asked for the sentence the caller has not
+		// heard through, once: a voice failing mid-sentence hands over
+		// that sentence and nothing said before it.
+		if c.endpoint == providertest.EndpointSpeech {
+			got := l.backup.SpeechRequests()[spoken:]
+			if n := len(slices.DeleteFunc(slices.Clone(got), func(s string) bool { return s != "We open at nine." })); n != 1 {
+				l.t.Fatalf("%s: the next voice was asked to say %q", c, got)
+			}
 		}
 	}
 }
