@@ -184,7 +184,9 @@ export class BrowserCall {
             return;
         const mic = this.#mic;
         // The agent is one audio track: nothing to adapt to the page's layout.
-        const room = new lk.Room({ adaptiveStream: false, dynacast: false });
+        // A microphone the page passed is the page's to stop, as on the
+        // embedded peer.
+        const room = new lk.Room({ adaptiveStream: false, dynacast: false, stopLocalTrackOnUnpublish: this.#ownMic });
         if (![room.on, room.connect, room.disconnect, room.localParticipant?.publishTrack].every((f) => typeof f === 'function')) {
             throw new SdkError('invalid_request', 'livekit: its rooms lack on, connect, disconnect or localParticipant.publishTrack');
         }
