@@ -89,7 +89,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(devCmd(), serveCmd(), migrateCmd(), keysCmd(), runsCmd(), benchCmd(), storesCmd(), ragCmd(), toolsCmd())
+	root.AddCommand(devCmd(), serveCmd(), migrateCmd(), keysCmd(), runsCmd(), benchCmd(), storesCmd(), ragCmd(), toolsCmd(), campaignsCmd())
 	// STACKBONE_CPUPROFILE=FILE writes a CPU profile of the whole command
 	// (used to find where a benchmark's time goes).
 	if path := os.Getenv("STACKBONE_CPUPROFILE"); path != "" {
