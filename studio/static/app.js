@@ -7,6 +7,7 @@ import { agentsScreen } from "./agents.js";
 import { keysScreen } from "./keys.js";
 import { peopleScreen } from "./people.js";
 import { runsScreen, runScreen } from "./runs.js";
+import { costsScreen } from "./costs.js";
 import { systemScreen } from "./system.js";
 import { ragScreen, collectionScreen } from "./rag.js";
 import { playgroundScreen } from "./playground.js";
@@ -25,6 +26,7 @@ const screens = [
   { id: "stores", title: "Memory stores", scope: "stores:read", render: storesScreen, detail: storeScreen },
   { id: "people", title: "People", scope: "memory:read", render: peopleScreen },
   { id: "runs", title: "Runs", scope: "runs:read", render: runsScreen, detail: runScreen },
+  { id: "costs", title: "Costs", scope: "runs:read", render: costsScreen },
   { id: "system", title: "System", scope: "config:read", render: systemScreen },
   { id: "webhooks", title: "Webhooks", scope: "config:read", render: webhooksScreen, detail: webhookScreen },
   { id: "keys", title: "Keys", scope: "keys:admin", render: keysScreen },

@@ -2,6 +2,7 @@
 // memory did and where each turn's time went; a form to dial out.
 import { h, say, put, noProviderNote, api, qs, can, pager, badge, fmtTime, fmtSeconds, field, select, explain, notice, readOnlyNote, poll, clear, agentFilter, count } from "./lib.js";
 import { recordingPlayer } from "./recording.js";
+import { callCost } from "./costs.js";
 
 const outcomes = ["completed", "caller_hangup", "operator_hangup", "transferred", "machine", "media_timeout", "max_duration", "cancelled", "failed", "shutdown", "no_answer", "busy", "box_lost", "provider_failed"];
 
@@ -152,12 +153,14 @@ export async function callScreen(main, id) {
   const tr = h("ol", { class: "heard", id: "heard" });
   const mem = h("section", { class: "memory", id: "memory-report" });
   const analyzed = h("section", { class: "analysis", id: "analysis" });
+  const costs = h("section", { class: "cost", id: "call-cost" });
   const bars = h("section", { class: "latency", id: "latency" });
   const toolList = h("ul", { class: "tools", id: "tool-calls" });
   const rec = h("div", {});
   main.append(h("p", { class: "crumbs" }, h("a", { href: "#/calls" }, "Calls"), " / ", c.id), head, rec,
     h("h2", {}, "Heard transcript"), h("p", { class: "hint" }, "What the caller actually heard, and what speech-to-text made of their words."), tr,
-    h("h2", {}, "Memory"), mem, h("h2", {}, "Analysis"), analyzed, h("h2", {}, "Per-turn latency"), bars, h("h2", {}, "Tool calls"), toolList);
+    h("h2", {}, "Memory"), mem, h("h2", {}, "Analysis"), analyzed, h("h2", {}, "Usage and cost"), costs,
+    h("h2", {}, "Per-turn latency"), bars, h("h2", {}, "Tool calls"), toolList);
   // A ringing or running call can be ended from here (operator_hangup).
   const hangStatus = h("p", { class: "status", role: "status", id: "hangup-status" });
   const hangup = h("button", { type: "button", class: "danger", id: "hangup", onclick: async () => {
@@ -192,6 +195,7 @@ export async function callScreen(main, id) {
     if (c.recording && !rec.firstChild) rec.append(h("h2", {}, "Recording"), recordingPlayer(c.id, c.recording, tr));
     clear(mem).append(memoryReport(c.memory || {}, c.status));
     clear(analyzed).append(analysisReport(c.analysis, c.status));
+    clear(costs).append(callCost(c));
     clear(bars).append(latency(c.metrics || []));
     clear(toolList).append(...toolCalls(c.metrics || []));
     main.dataset.callStatus = c.status;
