@@ -288,6 +288,7 @@ func (r *Runtime) Decide(ctx context.Context, sessionID string, d Decision, emit
 		return Result{}, err
 	}
 	t.kind, t.sessionID, t.turnNo, t.history, t.step, t.resumed = kind, sessionID, turns, hist, step+1, true
+	t.firstByte, t.chunk = bounds(TurnRequest{}, ag) // a text turn's: the decision's client reads its stream
 	t.run.Metadata["session"] = sessionID
 	t.run.Metadata["decision"] = map[string]any{"approve": d.Approve, "toolCallId": p.Call.ID, "tool": p.Call.Name}
 	var result string
