@@ -110,7 +110,7 @@ func TestSignInAndRevokedKey(t *testing.T) {
 	// Screens the key cannot open are marked, and say why.
 	var disabled []string
 	p.js(`[...document.querySelectorAll("nav.side a.disabled")].map(a => a.id)`, &disabled)
-	if strings.Join(disabled, ",") != "nav-playground,nav-calls,nav-rag,nav-stores,nav-people,nav-runs,nav-costs,nav-keys" {
+	if strings.Join(disabled, ",") != "nav-playground,nav-calls,nav-campaigns,nav-rag,nav-stores,nav-people,nav-runs,nav-costs,nav-keys" {
 		t.Fatalf("disabled screens %v", disabled)
 	}
 	p.goTo("#/calls")
