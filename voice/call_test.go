@@ -2,11 +2,15 @@ package voice
 
 import (
 	"context"
+	"encoding/binary"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/costs"
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/memory"
 	"github.com/stackbone/box/provider/providertest"
@@ -313,7 +317,10 @@ func TestCallEndedBeforeItRan(t *testing.T) {
 // complete it changes nothing and saves nothing twice.
 func TestLostCallIsRecoveredOnceByAnotherBox(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *Config) { c.LeaseTTL = time.Second })
+	perMinute, perMillion := 0.006, 15.0
+	prices := costs.NewTable(&config.Config{Providers: map[string]config.Provider{"openai": {Prices: map[string]config.Price{
+		"chat": {Input: 2, Output: 8}, "whisper-1": {PerMinute: &perMinute}, "tts-1": {PerMillionCharacters: &perMillion}}}}})
+	e := newEnv(t, func(c *Config) { c.LeaseTTL, c.Prices = time.Second, prices })
 	ctx := context.Background()
 	number := "+34600777888"
 	e.model.ScriptTranscripts("I moved to Valencia last month.")
@@ -358,6 +365,29 @@ func TestLostCallIsRecoveredOnceByAnotherBox(t *testing.T) {
 	}
 	if e.extractions() != 1 {
 		t.Fatalf("%d saves, want 1", e.extractions())
+	}
+	// The recovering box priced what the call used up to its last
+	// persisted turn: the answer's tokens (the scripted defaults), the
+	// greeting's and the answer's characters, the utterance's audio.
+	var chars int64
+	for _, text := range e.model.SpeechRequests() {
+		chars += int64(utf8.RuneCountInString(text))
+	}
+	var samples int64
+	rate := 0
+	for _, wav := range e.model.Uploads() {
+		samples += int64(len(wav)-44) / 2
+		rate = int(binary.LittleEndian.Uint32(wav[24:28]))
+	}
+	seconds := float64(samples) / float64(rate)
+	in, out := 10, 5
+	if u := rec.Usage; u == nil || u.Model.InputTokens != int64(in) || u.Model.OutputTokens != int64(out) ||
+		u.TextToSpeech.Characters != chars || u.SpeechToText.Seconds != seconds {
+		t.Fatalf("recovered usage %+v; the provider reported %d/%d tokens and was sent %d characters, %v s", rec.Usage, in, out, chars, seconds)
+	}
+	want := (float64(in)*2+float64(out)*8)/1e6 + seconds*perMinute/60 + float64(chars)*perMillion/1e6
+	if c := rec.Cost; c == nil || c.Total == nil || *c.Total != want {
+		t.Fatalf("recovered cost %+v, want %v", rec.Cost, want)
 	}
 	facts, _ := e.mem.Recall(ctx, memory.RecallRequest{AgentID: "receptionist", UserID: number})
 	if len(facts.Facts) != 1 || len(facts.Calls) != 1 || *facts.Calls[0].Outcome != string(OutcomeBoxLost) {
