@@ -2,6 +2,7 @@ package rooms_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,21 @@ func (p *callPage) state() pageState {
 	return s
 }
 
+// press clicks the page's button id, then waits until the call's status
+// is status; a call that fails fails the test at once.
+func (p *callPage) press(id, status string, within time.Duration) {
+	if err := p.br.Eval(p.ctx, `document.getElementById(`+strconv.Quote(id)+`).click()`, nil); err != nil {
+		p.t.Fatal(err)
+	}
+	poll.Until(p.t, "the page's call to be "+status+" after "+id, within, func() bool {
+		s := p.state()
+		if s.Status == "failed" {
+			p.t.Fatalf("the page failed: %s", s.Error)
+		}
+		return s.Status == status
+	})
+}
+
 // startCallPage opens the call page with wav as the microphone, picks the
 // agent, enters number as the phone number, starts the call and waits
 // until it is active with its media connected.
@@ -76,16 +92,7 @@ func startCallPage(ctx context.Context, t *testing.T, b *box, backend, wav, numb
 	})
 
 	started := time.Now()
-	if err := br.Eval(ctx, `document.getElementById("start").click()`, nil); err != nil {
-		t.Fatal(err)
-	}
-	poll.Until(t, "the page to join the room", 20*time.Second, func() bool {
-		s := p.state()
-		if s.Status == "failed" {
-			t.Fatalf("the page failed: %s", s.Error)
-		}
-		return s.Status == "active"
-	})
+	p.press("start", "active", 20*time.Second)
 
 	s := p.state()
 	if s.Backend != backend || !strings.HasPrefix(s.RoomID, "room_") || !strings.HasPrefix(s.CallID, "call_") {

@@ -159,16 +159,7 @@ func TestBrowserCallLiveKitEndButton(t *testing.T) {
 	p := startCallPage(ctx, t, b, rooms.BackendLiveKit, speechWAV(t, callerSays, 30), "+34600111333")
 	callID := p.state().CallID
 
-	if err := p.br.Eval(ctx, `document.getElementById("end").click()`, nil); err != nil {
-		t.Fatal(err)
-	}
-	poll.Until(t, "the page to show the call's end", 20*time.Second, func() bool {
-		s := p.state()
-		if s.Status == "failed" {
-			t.Fatalf("the page failed: %s", s.Error)
-		}
-		return s.Status == "ended"
-	})
+	p.press("end", "ended", 20*time.Second)
 	var audios int
 	if err := p.br.Eval(ctx, `document.querySelectorAll("audio").length`, &audios); err != nil || audios != 0 {
 		t.Fatalf("%d audio elements left on the page after the end (%v)", audios, err)
