@@ -3,6 +3,7 @@ package studio_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ func TestCampaignsScreen(t *testing.T) {
 	b := newBox(t)
 	p := b.open(t)
 	p.signIn(adminKey)
+	p.watchFailures()
 	p.goTo("#/campaigns")
 	p.waitFor(`!!document.querySelector("#new-campaign select[name=agent] option[value=frontdesk]")`, "the form's agents")
 	if got := p.text("#campaigns"); !strings.Contains(got, "No campaign yet") {
@@ -111,6 +113,7 @@ func TestCampaignsScreen(t *testing.T) {
 	if got := p.text("#campaign-counts"); !strings.Contains(got, "3 contacts") {
 		t.Fatalf("the counts read %q", got)
 	}
+	noLiteralNull(t, p)
 
 	// Started, the campaign calls two contacts (the cap) through the test
 	// trunk, which never answers, and the third waits: live on the page.
@@ -157,9 +160,29 @@ func TestCampaignsScreen(t *testing.T) {
 	p.click(`table.contacts tr[data-id="1"] a.last-call`)
 	p.waitFor(`location.hash === "#/calls/" + `+strconv.Quote(*calling[0].LastCallID)+` && document.getElementById("main").dataset.callStatus === "ended"`, "the contact's last call in Calls")
 
+	p.goTo("#/campaigns")
+	p.waitFor(`document.querySelector("table.campaigns tbody tr [data-part=cancelled]")?.textContent === "cancelled 3"`, "the campaign in the list")
+	if got := p.text("table.campaigns tbody tr"); !strings.Contains(got, "Renewals "+script) || !strings.Contains(got, "cancelled") {
+		t.Fatalf("the list's row reads %q", got)
+	}
+	noLiteralNull(t, p)
 	var pwned any
 	p.js(`window.pwned`, &pwned)
 	if pwned != nil {
 		t.Fatal("uploaded markup ran")
+	}
+	if f := p.failures(); len(f) > 0 {
+		t.Fatalf("the page failed: %v", f)
+	}
+}
+
+// noLiteralNull fails if the screen writes a missing value as null,
+// undefined or NaN.
+func noLiteralNull(t *testing.T, p *page) {
+	t.Helper()
+	var text string
+	p.js(`document.querySelector("main").innerText`, &text)
+	if m := regexp.MustCompile(`\b(null|undefined|NaN)\b`).FindString(text); m != "" {
+		t.Fatalf("the screen shows %q:\n%s", m, text)
 	}
 }

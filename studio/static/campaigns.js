@@ -117,12 +117,12 @@ async function newCampaign() {
   const jitter = h("input", { name: "jitter", type: "number", min: 0, max: 50, value: 10 });
   const out = h("div", { id: "new-campaign-result", role: "alert" });
   const form = h("form", { id: "new-campaign", class: "card", novalidate: true }, h("h2", {}, "New campaign"),
-    h("div", { class: "inline" }, field("Name", name), field("Agent", agent), field("Trunk", trunk), field("Calls up at once", cap),
+    h("div", { class: "filters" }, field("Name", name), field("Agent", agent), field("Trunk", trunk), field("Calls up at once", cap),
       field("Zone", zone, "for numbers that name no country")),
     h("h3", {}, "Calling windows"), h("p", { class: "hint" }, "On each contact's own clock; a number in international form gives its country's zones, and a contact with several zones is called when every one of them is inside a window."),
     windows, h("button", { type: "button", class: "more", id: "add-window", onclick: () => addWindow({ days: [], start: "09:00", end: "18:00" }) }, "Add a window"),
     h("h3", {}, "Retries"), h("p", { class: "hint" }, "Voicemail is told apart only when the agent screens who answers (voice.answeringMachine)."), retry,
-    field("Jitter (%)", jitter, "spreads each wait by up to this much either way"),
+    h("div", { class: "filters" }, field("Jitter (%)", jitter, "spreads each wait by up to this much either way")),
     h("button", { type: "submit" }, "Create draft"), out);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
