@@ -36,8 +36,9 @@ type Fault struct {
 	// (raw PCM), then holds the rest this long, or until the client goes
 	// away (a voice that hangs mid-sentence).
 	Stall time.Duration
-	// Trickle answers normally but slowly: the body goes out in pieces of
-	// 16 bytes, this long apart (a provider that trickles its answer).
+	// Trickle answers normally but slowly, in pieces this long apart (a
+	// provider that trickles its answer): a streamed chat answer one event
+	// (one token) at a time, any other body 16 bytes at a time.
 	Trickle time.Duration
 	// Times is how many requests the fault applies to; 0: every request
 	// until ClearFault.
@@ -108,7 +109,7 @@ func (s *Server) faulty(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 			// Answered as normal (the handler reads and records the
 			// request), only slowly.
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			h(&trickleWriter{ResponseWriter: w, r: r, every: fault.Trickle}, r)
+			h(&trickleWriter{ResponseWriter: w, r: r, every: fault.Trickle, events: endpoint == EndpointChat}, r)
 			return
 		}
 		s.record(r, body)
@@ -160,15 +161,27 @@ func drop(w http.ResponseWriter) {
 }
 
 // trickleWriter sends a body in pieces of 16 bytes, every apart, flushing
-// each (the first at once); it stops when the client goes away.
+// each (the first at once); with events, a server-sent event (one write of
+// the stream) goes out whole as one piece. It stops when the client goes
+// away.
 type trickleWriter struct {
 	http.ResponseWriter
-	r     *http.Request
-	every time.Duration
-	sent  bool
+	r      *http.Request
+	every  time.Duration
+	events bool
+	sent   bool
 }
 
 func (t *trickleWriter) Write(p []byte) (int, error) {
+	if t.events && bytes.HasPrefix(p, []byte("data: ")) {
+		if t.sent && !hold(t.r, t.every) {
+			return 0, http.ErrHandlerTimeout
+		}
+		n, err := t.ResponseWriter.Write(p)
+		t.Flush()
+		t.sent = true
+		return n, err
+	}
 	n := 0
 	for len(p) > 0 {
 		if t.sent && !hold(t.r, t.every) {
