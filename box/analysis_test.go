@@ -95,16 +95,7 @@ func TestPostCallAnalysisOfTwentyCalls(t *testing.T) {
 			t.Errorf("call %s: %v", number, err)
 			return
 		}
-		poll.Until(t, "the greeting", 30*time.Second, func() bool { return c.Voiced() > 25 })
-		c.Talk(1)
-		poll.Until(t, "the answer heard through", 30*time.Second, func() bool {
-			var n int
-			err := b.Pool.QueryRow(ctx, `SELECT jsonb_array_length(transcript) FROM stackbone_platform.voice_calls WHERE phone_number = $1`, number).Scan(&n)
-			return err == nil && n >= 3
-		})
-		if err := c.Hangup(ctx); err != nil {
-			t.Error(err)
-		}
+		talkOnce(t, b, c, number)
 	}
 	analyzed := func(number string) analysis.Result {
 		var res analysis.Result

@@ -87,16 +87,7 @@ func TestCallCostIsThePriceTableAppliedToProviderUsage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		poll.Until(t, "the greeting", 30*time.Second, func() bool { return c.Voiced() > 25 })
-		c.Talk(1)
-		poll.Until(t, "the answer heard through", 30*time.Second, func() bool {
-			var n int
-			err := b.Pool.QueryRow(ctx, `SELECT jsonb_array_length(transcript) FROM stackbone_platform.voice_calls WHERE phone_number = $1`, number).Scan(&n)
-			return err == nil && n >= 3
-		})
-		if err := c.Hangup(ctx); err != nil {
-			t.Fatal(err)
-		}
+		talkOnce(t, b, c, number)
 		var id string
 		poll.Until(t, "the call's cost recorded", 30*time.Second, func() bool {
 			err := b.Pool.QueryRow(ctx, `SELECT id FROM stackbone_platform.voice_calls WHERE phone_number = $1 AND cost IS NOT NULL`, number).Scan(&id)
