@@ -129,7 +129,9 @@ func (s *Service) withdraw(ctx context.Context, tx pgx.Tx, id string, p pending,
 	if at.IsZero() {
 		at = s.cfg.Now()
 	}
-	if _, err := tx.Exec(ctx, `UPDATE stackbone_platform.campaign_attempts SET state = 'withdrawn', ended_at = now() WHERE id = $1`, id); err != nil {
+	// Never dialled, the attempt leaves no trace: the contact's next one
+	// takes its number.
+	if _, err := tx.Exec(ctx, `DELETE FROM stackbone_platform.campaign_attempts WHERE id = $1`, id); err != nil {
 		return err
 	}
 	state := StateWaiting
@@ -161,12 +163,19 @@ func (s *Service) CallEnded(ctx context.Context, tx pgx.Tx, callID, outcome, ans
 		if err != nil {
 			return fmt.Errorf("campaigns: call ended: %w", err)
 		}
+		// The campaign's row lock orders the ends of its calls: each one's
+		// check for the campaign's end sees the contacts the ones before
+		// it moved on (ends that ran side by side could each see the other
+		// still calling, and a cancelled campaign would never finish).
 		var status string
 		var retryRaw []byte
 		var attempts int
-		if err := tx.QueryRow(ctx, `SELECT c.status, c.retry, k.attempts FROM stackbone_platform.campaigns c
-			JOIN stackbone_platform.campaign_contacts k ON k.campaign_id = c.id AND k.seq = $2
-			WHERE c.id = $1 FOR UPDATE OF k`, campaign, seq).Scan(&status, &retryRaw, &attempts); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT status, retry FROM stackbone_platform.campaigns WHERE id = $1 FOR UPDATE`,
+			campaign).Scan(&status, &retryRaw); err != nil {
+			return fmt.Errorf("campaigns: call ended: %w", err)
+		}
+		if err := tx.QueryRow(ctx, `SELECT attempts FROM stackbone_platform.campaign_contacts WHERE campaign_id = $1 AND seq = $2
+			FOR UPDATE`, campaign, seq).Scan(&attempts); err != nil {
 			return fmt.Errorf("campaigns: call ended: %w", err)
 		}
 		var retry Retry

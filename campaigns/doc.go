@@ -16,8 +16,8 @@
 //     there (voice.ErrCallExists) and dials nothing.
 //
 //   - The call's end (voice.Config.Ended, in the transaction that records
-//     it, for calls closed by another box as box_lost too) records the
-//     outcome and decides the contact's next state: done, another attempt
+//     it, for calls closed by another box as box_lost too), under the
+//     campaign's row lock, records the outcome and decides the contact's next state: done, another attempt
 //     after the policy's delay with jitter, or failed. When no contact is
 //     left in flight or waiting the campaign is finished and
 //     campaign.finished is recorded.

@@ -58,6 +58,34 @@ type Retry struct {
 	Jitter float64 `json:"jitter"`
 }
 
+// RetryChange changes a retry policy: the rules and jitter it names.
+type RetryChange struct {
+	Busy      *Rule    `json:"busy,omitempty"`
+	NoAnswer  *Rule    `json:"noAnswer,omitempty"`
+	Voicemail *Rule    `json:"voicemail,omitempty"`
+	Failed    *Rule    `json:"failed,omitempty"`
+	Jitter    *float64 `json:"jitter,omitempty"`
+}
+
+// apply is r with c's changes (r when c is nil).
+func (c *RetryChange) apply(r Retry) Retry {
+	if c == nil {
+		return r
+	}
+	for _, x := range []struct {
+		from *Rule
+		to   *Rule
+	}{{c.Busy, &r.Busy}, {c.NoAnswer, &r.NoAnswer}, {c.Voicemail, &r.Voicemail}, {c.Failed, &r.Failed}} {
+		if x.from != nil {
+			*x.to = *x.from
+		}
+	}
+	if c.Jitter != nil {
+		r.Jitter = *c.Jitter
+	}
+	return r
+}
+
 // DefaultRetry is two more tries after busy (10 minutes apart) and no
 // answer (30 minutes), one after voicemail (an hour) and failure (5
 // minutes), with 10% jitter.

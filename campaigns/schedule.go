@@ -18,26 +18,39 @@ import (
 // it.
 const NotifyTopic = "campaigns"
 
-// Run schedules attempts until ctx ends: every Tick, and at once when
-// woken (Wake).
+// Run schedules attempts until ctx ends: every Tick, and Gather after it
+// is woken (Wake).
 func (s *Service) Run(ctx context.Context) {
 	t := time.NewTicker(s.cfg.Tick)
 	defer t.Stop()
+	gather := time.NewTimer(0)
+	defer gather.Stop()
 	for {
-		if _, err := s.ScheduleOnce(ctx); err != nil && ctx.Err() == nil {
+		start := time.Now()
+		n, err := s.ScheduleOnce(ctx)
+		if err != nil && ctx.Err() == nil {
 			s.log.Warn("campaigns: schedule", "error", err)
+		}
+		if n > 0 && s.cfg.OnPass != nil {
+			s.cfg.OnPass(n, time.Since(start))
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-s.wake:
+			gather.Reset(s.cfg.Gather)
+			select {
+			case <-ctx.Done():
+				return
+			case <-gather.C:
+			}
 		}
 	}
 }
 
-// ScheduleOnce queues the attempts due now in every running campaign no
-// other box is scheduling at this moment, and returns how many.
+// ScheduleOnce queues the attempts due now in every running campaign, and
+// returns how many.
 func (s *Service) ScheduleOnce(ctx context.Context) (int, error) {
 	rows, err := s.cfg.Pool.Query(ctx, `SELECT id FROM stackbone_platform.campaigns WHERE status = 'running'`)
 	if err != nil {
@@ -69,10 +82,12 @@ const scanBatch = 200
 func (s *Service) schedule(ctx context.Context, id string) (int, error) {
 	queued := 0
 	err := pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		// Waiting for the lock (not skipping): a pass never loses its turn
+		// to the ends of calls that hold it a moment.
 		c, err := scanCampaign(tx.QueryRow(ctx, `SELECT `+campaignColumns+` FROM stackbone_platform.campaigns
-			WHERE id = $1 AND status = 'running' FOR UPDATE SKIP LOCKED`, id))
+			WHERE id = $1 AND status = 'running' FOR UPDATE`, id))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // another box has it, or it is no longer running
+			return nil // no longer running
 		}
 		if err != nil {
 			return err

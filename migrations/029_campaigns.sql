@@ -52,15 +52,16 @@ CREATE INDEX campaign_contacts_state ON stackbone_platform.campaign_contacts (ca
 CREATE INDEX campaign_contacts_number ON stackbone_platform.campaign_contacts (number);
 
 -- One row per attempt: its id is the call's id and the job's argument.
--- state: queued, dialled (the call exists), ended, withdrawn (paused or
--- cancelled before it was dialled), failed (the dial was refused).
+-- state: queued, dialled (the call exists), ended, failed (the dial was
+-- refused). An attempt withdrawn before it was dialled (its campaign paused
+-- or cancelled, its window closed) is deleted.
 CREATE TABLE stackbone_platform.campaign_attempts (
     id           text PRIMARY KEY,
     campaign_id  text NOT NULL,
     seq           integer NOT NULL,
     attempt      integer NOT NULL,
     state        text NOT NULL DEFAULT 'queued'
-                 CHECK (state IN ('queued', 'dialled', 'ended', 'withdrawn', 'failed')),
+                 CHECK (state IN ('queued', 'dialled', 'ended', 'failed')),
     outcome      text,
     answered_by  text,
     reason       text,

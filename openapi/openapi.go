@@ -151,18 +151,19 @@ func tags() []any {
 func TagDescription(tag string) string { return tagDescriptions[tag] }
 
 var tagDescriptions = map[string]string{
-	"meta":     "This document and what the box offers.",
-	"keys":     "API keys and their scopes.",
-	"memory":   "Person memory: facts and call records per agent and person, and each agent's memory settings.",
-	"system":   "Box-wide settings: the extraction model and guidance, providers, models, the activity log.",
-	"agents":   "The agent catalog and each agent's model chains.",
-	"sessions": "Conversations the box keeps, and decisions on held tool calls.",
-	"runs":     "Run history.",
-	"costs":    "What calls and text sessions used and cost, by the config's price table.",
-	"rag":      "Retrieval: collections, documents, ingest jobs and search.",
-	"voice":    "Phone calls over SIP trunks and browser test calls.",
-	"stores":   "Memory stores: learned and curated memories, versions and learning runs.",
-	"webhooks": "Subscriptions to the box's events, and their delivery log.",
+	"meta":      "This document and what the box offers.",
+	"keys":      "API keys and their scopes.",
+	"memory":    "Person memory: facts and call records per agent and person, and each agent's memory settings.",
+	"system":    "Box-wide settings: the extraction model and guidance, providers, models, the activity log.",
+	"agents":    "The agent catalog and each agent's model chains.",
+	"sessions":  "Conversations the box keeps, and decisions on held tool calls.",
+	"runs":      "Run history.",
+	"costs":     "What calls and text sessions used and cost, by the config's price table.",
+	"rag":       "Retrieval: collections, documents, ingest jobs and search.",
+	"voice":     "Phone calls over SIP trunks and browser test calls.",
+	"campaigns": "Batch outbound calling: contacts, calling windows, a cap and retries; every attempt is a call.",
+	"stores":    "Memory stores: learned and curated memories, versions and learning runs.",
+	"webhooks":  "Subscriptions to the box's events, and their delivery log.",
 }
 
 func operation(s *schemas, r Route) (map[string]any, error) {

@@ -3,6 +3,7 @@ package openapi
 import (
 	"github.com/stackbone/box/agent"
 	"github.com/stackbone/box/auth"
+	"github.com/stackbone/box/campaigns"
 	"github.com/stackbone/box/costs"
 	"github.com/stackbone/box/identity"
 	"github.com/stackbone/box/memory"
@@ -331,6 +332,35 @@ var Routes = []Route{
 		Query: []Param{qLimit100, qCursor, {"agent_id", "string", "Only this agent's."}}, Status: 200, Data: stores.ReflectionPage{}, Errors: storeErrs},
 	{Pattern: "GET /api/reflections/{reflection}", ID: "getReflection", Tag: "stores", Summary: "One learning run.", Scope: auth.ScopeStoresRead, Status: 200, Data: stores.Reflection{}, Errors: storeErrs},
 
+	{Pattern: "GET /api/voice/campaigns", ID: "listCampaigns", Tag: "campaigns", Summary: "Campaigns, newest first, each with its progress.", Scope: auth.ScopeVoice,
+		Status: 200, Data: []campaigns.Campaign{}, Errors: campaignErrs},
+	{Pattern: "POST /api/voice/campaigns", ID: "createCampaign", Tag: "campaigns", Summary: "Create a draft campaign: an agent, a trunk, calling windows, a cap on calls up at once and a retry policy.",
+		Scope: auth.ScopeVoice, Body: campaigns.NewCampaign{}, Status: 201, Data: campaigns.Campaign{}, Errors: campaignErrs,
+		Example: map[string]any{"name": "Renewals", "agent": "receptionist", "maxConcurrent": 20,
+			"windows": []map[string]any{{"days": []string{"mon", "tue", "wed", "thu", "fri"}, "start": "09:00", "end": "18:00"}},
+			"retry":   map[string]any{"busy": map[string]any{"attempts": 2, "delay": "10m"}, "noAnswer": map[string]any{"attempts": 2, "delay": "1h"}}}},
+	{Pattern: "GET /api/voice/campaigns/{id}", ID: "getCampaign", Tag: "campaigns", Summary: "One campaign with its progress (contacts by state and by outcome).", Scope: auth.ScopeVoice,
+		Status: 200, Data: campaigns.Campaign{}, Errors: campaignErrs},
+	{Pattern: "DELETE /api/voice/campaigns/{id}", ID: "deleteCampaign", Tag: "campaigns", Summary: "Delete a campaign that is not running, with its contacts (its calls stay).", Scope: auth.ScopeVoice,
+		Status: 204, NoContent: true, Errors: campaignErrs},
+	{Pattern: "POST /api/voice/campaigns/{id}/contacts", ID: "addCampaignContacts", Tag: "campaigns",
+		Summary: "Add contacts, all or none: JSON ({contacts: [...]}) or text/csv with a header (number, zone, identity.NAME, and variable columns); bad lines are named.",
+		Scope:   auth.ScopeVoice, Body: struct {
+			Contacts []campaigns.ContactInput `json:"contacts"`
+		}{}, Status: 201, Data: obj([]string{"added"}, object{"added": object{"type": "integer"}}), Errors: campaignErrs},
+	{Pattern: "GET /api/voice/campaigns/{id}/contacts", ID: "listCampaignContacts", Tag: "campaigns", Summary: "A campaign's contacts in upload order.", Scope: auth.ScopeVoice,
+		Query: []Param{{"state", "string", "Only contacts in this state: waiting, queued, calling, done, failed or cancelled."},
+			{"after", "integer", "Only contacts after this seq (the last of the previous page)."}, {"limit", "integer", "Page size, 1 to 1000 (default 100)."}},
+		Status: 200, Data: []campaigns.Contact{}, Errors: campaignErrs},
+	{Pattern: "POST /api/voice/campaigns/{id}/start", ID: "startCampaign", Tag: "campaigns", Summary: "Start a draft campaign that has contacts.", Scope: auth.ScopeVoice,
+		Status: 200, Data: campaigns.Campaign{}, Errors: campaignErrs},
+	{Pattern: "POST /api/voice/campaigns/{id}/pause", ID: "pauseCampaign", Tag: "campaigns", Summary: "Stop new attempts (calls up go on).", Scope: auth.ScopeVoice,
+		Status: 200, Data: campaigns.Campaign{}, Errors: campaignErrs},
+	{Pattern: "POST /api/voice/campaigns/{id}/resume", ID: "resumeCampaign", Tag: "campaigns", Summary: "Run a paused campaign again.", Scope: auth.ScopeVoice,
+		Status: 200, Data: campaigns.Campaign{}, Errors: campaignErrs},
+	{Pattern: "POST /api/voice/campaigns/{id}/cancel", ID: "cancelCampaign", Tag: "campaigns", Summary: "End a campaign: waiting contacts are cancelled; calls up go on without retries.", Scope: auth.ScopeVoice,
+		Status: 200, Data: campaigns.Campaign{}, Errors: campaignErrs},
+
 	{Pattern: "GET /api/webhooks", ID: "listWebhooks", Tag: "webhooks", Summary: "Webhook subscriptions, newest first (without secrets).", Scope: auth.ScopeConfigRead,
 		Status: 200, Data: []webhooks.Subscription{}, Errors: webhookErrs},
 	{Pattern: "POST /api/webhooks", ID: "createWebhook", Tag: "webhooks", Summary: "Subscribe a URL to event types; the answer holds the signing secret, shown once.",
@@ -349,6 +379,8 @@ var Routes = []Route{
 	{Pattern: "POST /api/webhooks/{id}/deliveries/{delivery}/replay", ID: "replayWebhookDelivery", Tag: "webhooks", Summary: "Send a delivery again now, once, with the same event id.",
 		Scope: auth.ScopeConfigWrite, Status: 202, Data: obj([]string{"id", "replayed"}, object{"id": stringSchema, "replayed": object{"type": "boolean"}}), Errors: webhookErrs},
 }
+
+var campaignErrs = []error{campaigns.ErrInvalidRequest, campaigns.ErrNotFound, campaigns.ErrConflict, campaigns.ErrUnavailable}
 
 var webhookErrs = []error{webhooks.ErrInvalidRequest, webhooks.ErrNotFound, webhooks.ErrUnavailable}
 

@@ -76,9 +76,10 @@ func (cl campaignsCLI) createCmd() *cobra.Command {
 				}
 				n.Windows = append(n.Windows, win)
 			}
-			r := campaigns.DefaultRetry()
+			// Only the rules given change the box's default policy.
+			var r campaigns.RetryChange
 			changed := false
-			for name, rule := range map[string]*campaigns.Rule{"busy": &r.Busy, "no-answer": &r.NoAnswer, "voicemail": &r.Voicemail, "failed": &r.Failed} {
+			for name, rule := range map[string]**campaigns.Rule{"busy": &r.Busy, "no-answer": &r.NoAnswer, "voicemail": &r.Voicemail, "failed": &r.Failed} {
 				if *retry[name] == "" {
 					continue
 				}
@@ -86,10 +87,10 @@ func (cl campaignsCLI) createCmd() *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("--retry-%s: %w", name, err)
 				}
-				*rule, changed = v, true
+				*rule, changed = &v, true
 			}
 			if cmd.Flags().Changed("jitter") {
-				r.Jitter, changed = jitter, true
+				r.Jitter, changed = &jitter, true
 			}
 			if changed {
 				n.Retry = &r

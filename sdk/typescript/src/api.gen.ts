@@ -100,6 +100,91 @@ export type CallMemoryReport = {
   saved: boolean;
 };
 
+export type Campaign = {
+  agent: string;
+  createdAt: string;
+  createdBy: string;
+  finishedAt: string | null;
+  id: string;
+  maxConcurrent: number;
+  name: string;
+  progress: CampaignProgress;
+  retry: CampaignRetry;
+  startedAt: string | null;
+  status: string;
+  trunk: string;
+  windows: Array<CampaignWindow>;
+  zone: string;
+};
+
+export type CampaignContact = {
+  attempts: number;
+  identities: {
+    [key: string]: string;
+  };
+  lastCallId: string | null;
+  lastOutcome: string | null;
+  nextAt: string | null;
+  number: string;
+  reason: string | null;
+  seq: number;
+  state: string;
+  updatedAt: string;
+  variables: {
+    [key: string]: string;
+  };
+  zones: Array<string>;
+};
+
+export type CampaignContactInput = {
+  identities?: {
+    [key: string]: string;
+  };
+  number: string;
+  variables?: {
+    [key: string]: string;
+  };
+  zone?: string;
+};
+
+export type CampaignProgress = {
+  attempts: number;
+  byOutcome: {
+    [key: string]: number;
+  };
+  byState: {
+    [key: string]: number;
+  };
+  contacts: number;
+};
+
+export type CampaignRetry = {
+  busy: CampaignRetryRule;
+  failed: CampaignRetryRule;
+  jitter: number;
+  noAnswer: CampaignRetryRule;
+  voicemail: CampaignRetryRule;
+};
+
+export type CampaignRetryRule = {
+  attempts: number;
+  delay: unknown;
+};
+
+export type CampaignsRetryChange = {
+  busy?: CampaignRetryRule | null;
+  failed?: CampaignRetryRule | null;
+  jitter?: number | null;
+  noAnswer?: CampaignRetryRule | null;
+  voicemail?: CampaignRetryRule | null;
+};
+
+export type CampaignWindow = {
+  days?: Array<string>;
+  end: string;
+  start: string;
+};
+
 export type Cost = {
   currency: string;
   model: number | null;
@@ -277,6 +362,16 @@ export type ModelUsage = {
   };
   inputTokens: number;
   outputTokens: number;
+};
+
+export type NewCampaign = {
+  agent: string;
+  maxConcurrent?: number;
+  name: string;
+  retry?: CampaignsRetryChange | null;
+  trunk?: string;
+  windows?: Array<CampaignWindow>;
+  zone?: string;
 };
 
 export type ProviderCircuitView = {
@@ -757,6 +852,19 @@ export type WebhooksSubscription = {
 
 /** Every operation of the API: its route, request body, query and the data of its success answer. */
 export interface Operations {
+  /** POST /api/voice/campaigns/{id}/contacts: Add contacts, all or none: JSON ({contacts: [...]}) or text/csv with a header (number, zone, identity.NAME, and variable columns); bad lines are named. */
+  addCampaignContacts: {
+    method: "POST";
+    path: "/api/voice/campaigns/{id}/contacts";
+    body: {
+      contacts: Array<CampaignContactInput>;
+    };
+    query: never;
+    data: {
+      added: number;
+    };
+    codes: "campaign_conflict" | "campaign_invalid_request" | "campaign_not_found" | "campaign_unavailable" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
   /** POST /api/memory_stores/{store}/archive: Make a curated store read-only. */
   archiveStore: {
     method: "POST";
@@ -765,6 +873,15 @@ export interface Operations {
     query: never;
     data: void;
     codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/voice/campaigns/{id}/cancel: End a campaign: waiting contacts are cancelled; calls up go on without retries. */
+  cancelCampaign: {
+    method: "POST";
+    path: "/api/voice/campaigns/{id}/cancel";
+    body: never;
+    query: never;
+    data: Campaign;
+    codes: "campaign_conflict" | "campaign_invalid_request" | "campaign_not_found" | "campaign_unavailable" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
   };
   /** POST /api/rag/jobs/{id}/cancel: Cancel an ingest job. */
   cancelIngestJob: {
@@ -783,6 +900,15 @@ export interface Operations {
     query: { by?: string; agent?: string; from?: string; to?: string; };
     data: CostTotals;
     codes: "costs_unavailable" | "forbidden" | "identity_forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/voice/campaigns: Create a draft campaign: an agent, a trunk, calling windows, a cap on calls up at once and a retry policy. */
+  createCampaign: {
+    method: "POST";
+    path: "/api/voice/campaigns";
+    body: NewCampaign;
+    query: never;
+    data: Campaign;
+    codes: "campaign_conflict" | "campaign_invalid_request" | "campaign_not_found" | "campaign_unavailable" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
   };
   /** POST /api/rag/collections: Create a collection. */
   createCollection: {
@@ -875,6 +1001,15 @@ export interface Operations {
     query: never;
     data: Record<string, unknown>;
     codes: "forbidden" | "internal" | "invalid_request" | "no_decision_pending" | "provider_failed" | "provider_timeout" | "session_busy" | "session_not_found" | "storage_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** DELETE /api/voice/campaigns/{id}: Delete a campaign that is not running, with its contacts (its calls stay). */
+  deleteCampaign: {
+    method: "DELETE";
+    path: "/api/voice/campaigns/{id}";
+    body: never;
+    query: never;
+    data: void;
+    codes: "campaign_conflict" | "campaign_invalid_request" | "campaign_not_found" | "campaign_unavailable" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
   };
   /** DELETE /api/rag/documents/{id}: Delete a document and its chunks. */
   deleteDocument: {
@@ -1004,6 +1139,15 @@ export interface Operations {
     query: never;
     data: void;
     codes: "call_not_found" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/voice/campaigns/{id}: One campaign with its progress (contacts by state and by outcome). */
+  getCampaign: {
+    method: "GET";
+    path: "/api/voice/campaigns/{id}";
+    body: never;
+    query: never;
+    data: Campaign;
+    codes: "campaign_conflict" | "campaign_invalid_request" | "campaign_not_found" | "campaign_unavailable" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
   };
   /** GET /api/capabilities: What this box offers, for SDKs to negotiate. */
   getCapabilities: {
@@ -1275,6 +1419,24 @@ export interface Operations {
     data: Array<Call>;
     codes: "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable" | "voice_invalid_request";
   };
+  /** GET /api/voice/campaigns/{id}/contacts: A campaign's contacts in upload order. */
+  listCampaignContacts: {
+    method: "GET";
+    path: "/api/voice/campaigns/{id}/contacts";
+    body: never;
+    query: { state?: string; after?: number; limit?: number; };
+    data: Array<CampaignContact>;
+    codes: "campaign_conflict" | "campaign_invalid_request" | "campaign_not_found" | "campaign_unavailable" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
+  /** GET /api/voice/campaigns: Campaigns, newest first, each with its progress. */
+  listCampaigns: {
+    method: "GET";
+    path: "/api/voice/campaigns";
+    body: never;
+    query: never;
+    data: Array<Campaign>;
+    codes: "campaign_conflict" | "campaign_invalid_request" | "campaign_not_found" | "campaign_unavailable" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
   /** GET /api/rag/collections: Every collection with its counts. */
   listCollections: {
     method: "GET";
@@ -1501,6 +1663,15 @@ export interface Operations {
     data: MemoryStore;
     codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
   };
+  /** POST /api/voice/campaigns/{id}/pause: Stop new attempts (calls up go on). */
+  pauseCampaign: {
+    method: "POST";
+    path: "/api/voice/campaigns/{id}/pause";
+    body: never;
+    query: never;
+    data: Campaign;
+    codes: "campaign_conflict" | "campaign_invalid_request" | "campaign_not_found" | "campaign_unavailable" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
   /** POST /api/system/memory-extraction/prompt/publish: Publish the guidance draft. */
   publishMemoryExtractionPrompt: {
     method: "POST";
@@ -1635,6 +1806,15 @@ export interface Operations {
     data: StoreMemory;
     codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
   };
+  /** POST /api/voice/campaigns/{id}/resume: Run a paused campaign again. */
+  resumeCampaign: {
+    method: "POST";
+    path: "/api/voice/campaigns/{id}/resume";
+    body: never;
+    query: never;
+    data: Campaign;
+    codes: "campaign_conflict" | "campaign_invalid_request" | "campaign_not_found" | "campaign_unavailable" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
+  };
   /** POST /api/rag/jobs/{id}/retry: Retry a failed ingest job. */
   retryIngestJob: {
     method: "POST";
@@ -1674,6 +1854,15 @@ export interface Operations {
     query: never;
     data: StoresLearning;
     codes: "conflict" | "content_sha256_mismatch" | "forbidden" | "internal" | "invalid_request" | "memory_limit_reached" | "memory_path_exists" | "memory_version_current" | "not_found" | "unauthorized" | "unavailable";
+  };
+  /** POST /api/voice/campaigns/{id}/start: Start a draft campaign that has contacts. */
+  startCampaign: {
+    method: "POST";
+    path: "/api/voice/campaigns/{id}/start";
+    body: never;
+    query: never;
+    data: Campaign;
+    codes: "campaign_conflict" | "campaign_invalid_request" | "campaign_not_found" | "campaign_unavailable" | "forbidden" | "internal" | "invalid_request" | "unauthorized" | "unavailable";
   };
   /** POST /api/memory_stores/{store}/memories/{memory}: Change a memory; content_sha256 guards a concurrent change. */
   updateMemory: {
