@@ -31,7 +31,7 @@ func TestNoLiteralNull(t *testing.T) {
 	for _, key := range []string{adminKey, reader} {
 		p := b.open(t)
 		p.signIn(key)
-		for _, hash := range []string{"#/system", "#/agents", "#/runs", "#/rag", "#/webhooks", "#/calls/call_done"} {
+		for _, hash := range []string{"#/system", "#/agents", "#/runs", "#/costs", "#/rag", "#/webhooks", "#/calls/call_done"} {
 			p.goTo(hash)
 			p.waitFor(`document.querySelector("main").children.length > 1`, hash+" drawn")
 			var text string
