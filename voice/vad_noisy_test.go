@@ -120,6 +120,7 @@ func (nl noisyLine) utterances(t testing.TB, detector string) [][2]int {
 }
 
 func TestSileroHearsANoisyLineWhole(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []struct {
 		name  string
 		rate  int
@@ -224,6 +225,7 @@ func TestNoisyLineCallIsNeitherCutNorStuck(t *testing.T) {
 // 16 kHz. A rate neither serves is refused (the listener falls back to the
 // energy detector).
 func TestSileroAtOtherRates(t *testing.T) {
+	t.Parallel()
 	line := newNoisyLine(t, 16000, false, 10, 2)
 	want := line.utterances(t, VADSilero)
 	up := noisyLine{rate: 48000, start: line.start, end: line.end, pcm: make([]int16, 0, 3*len(line.pcm))}
