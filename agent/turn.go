@@ -89,6 +89,9 @@ func (r *Runtime) Turn(ctx context.Context, req TurnRequest, emit Emit) (Result,
 	if req.Models != nil {
 		ag.Model = req.Models
 	}
+	if req.Instructions != "" {
+		ag.Instructions = req.Instructions
+	}
 	if req.SessionKey != "" && req.ConversationKey != "" {
 		return Result{}, fmt.Errorf("%w: send a session key or a conversation key, not both", ErrInvalidRequest)
 	}

@@ -132,6 +132,10 @@ type TurnRequest struct {
 	// System is extra system context for this turn, after the agent's
 	// instructions (a call's recalled memory).
 	System string
+	// Instructions, when not empty, stand in for the agent's instructions
+	// in this turn: a call's, as they were when it opened, with its
+	// campaign contact's variables filled in.
+	Instructions string
 	// NoMemoryTools withholds memory_read and memory_save: voice calls read
 	// and save memory in their lifecycle instead.
 	NoMemoryTools bool

@@ -145,7 +145,7 @@ func (g *generation) run(messages []agent.Message) {
 	var split sentenceSplitter
 	firstToken := true
 	res, err := c.m.cfg.Runtime.Turn(g.ctx, agent.TurnRequest{
-		Agent: c.info.Agent, Messages: messages, System: c.system(), NoMemoryTools: true, Wire: "voice",
+		Agent: c.info.Agent, Instructions: c.agent.Instructions, Messages: messages, System: c.system(), NoMemoryTools: true, Wire: "voice",
 		ServerTools: c.callTools(), FirstByte: c.firstByte(), Chunk: chunkBound(c.agent), Models: c.agent.Model,
 	}, func(ev agent.Event) error {
 		switch ev.Kind {
