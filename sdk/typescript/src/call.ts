@@ -172,10 +172,16 @@ export class BrowserCall {
   async hangup(): Promise<Result<void>> {
     if (this.#done || this.#endAsked) return { data: undefined, error: null };
     this.#hungUp = true;
+    // A LiveKit room is left only once the box took the end: the box sees
+    // a caller leave the room at once, and would record a caller's hang-up
+    // instead of the end asked for. The microphone stops now all the same.
+    const room = this.roomId ? this.#lk : null;
+    if (room) this.#lk = null;
     this.#teardown();
     if (!this.roomId) return { data: undefined, error: null }; // the opening sees #hungUp
     this.#set('ending');
     const r = await this.#client.voice.rooms.end(this.roomId);
+    if (room) void room.disconnect().catch(() => {});
     // Read the room at once, ended or not: without the end (the box
     // unreachable) the room ends by itself when no audio arrives.
     this.#poll(0);
