@@ -272,6 +272,14 @@ sip:
 		return len(got) == len(want)
 	}
 	poll.Until(t, "every event at both receivers", 60*time.Second, func() bool { return complete(flaky) && complete(slow) })
+	// A receiver has an event before the box records its answer: the log
+	// is read once every delivery is recorded as delivered.
+	poll.Until(t, "every delivery recorded as delivered", 30*time.Second, func() bool {
+		var delivered, all int
+		err := b.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'delivered'), count(*)
+			FROM stackbone_platform.webhook_deliveries`).Scan(&delivered, &all)
+		return err == nil && all == 2*len(want) && delivered == all
+	})
 
 	for name, r := range map[string]*receiver{"failing": flaky, "hanging": slow} {
 		r.mu.Lock()
