@@ -129,7 +129,11 @@ func TestScreenedCallLeavesAMessageAfterTheBeep(t *testing.T) {
 	})
 	rec := r.end()
 	by, ms := answeredBy(t, rec)
-	if by != AnsweredVoicemail || ms > 2500+200 {
+	// Decided before the beep: the call's clock is stepped through the
+	// greeting faster than a busy machine may hand the screener's finding
+	// on, so the bound is the greeting's end, not the 1.8 s the screener
+	// names a machine at (measured on real lines by the sip package).
+	if by != AnsweredVoicemail || ms > 200+4000+200 {
 		t.Fatalf("answered by %s after %d ms", by, ms)
 	}
 	want := "Hello Sam, the clinic called about +15550101."
