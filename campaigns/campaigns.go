@@ -324,35 +324,41 @@ func (s *Service) List(ctx context.Context) ([]Campaign, error) {
 
 // progress counts the contacts of campaigns ids by state and last outcome.
 func (s *Service) progress(ctx context.Context, ids []string) (map[string]Progress, error) {
+	out, err := readProgress(ctx, s.cfg.Pool, ids)
+	if err != nil {
+		return nil, fault.Hide(ErrUnavailable, err)
+	}
+	return out, nil
+}
+
+// querier runs a query (a pool or a transaction).
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// readProgress is progress for campaigns ids, read through q.
+func readProgress(ctx context.Context, q querier, ids []string) (map[string]Progress, error) {
 	out := make(map[string]Progress, len(ids))
 	for _, id := range ids {
 		out[id] = Progress{ByState: map[string]int{}, ByOutcome: map[string]int{}}
 	}
-	rows, err := s.cfg.Pool.Query(ctx, `SELECT campaign_id, state, coalesce(last_outcome, ''), count(*), sum(attempts)
+	rows, err := q.Query(ctx, `SELECT campaign_id, state, coalesce(last_outcome, ''), count(*), sum(attempts)
 		FROM stackbone_platform.campaign_contacts WHERE campaign_id = ANY($1) GROUP BY 1, 2, 3`, ids)
 	if err != nil {
-		return nil, fault.Hide(ErrUnavailable, err)
+		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id, state, outcome string
 		var n, attempts int
 		if err := rows.Scan(&id, &state, &outcome, &n, &attempts); err != nil {
-			return nil, fault.Hide(ErrUnavailable, err)
+			return nil, err
 		}
 		p := out[id]
-		p.Contacts += n
-		p.Attempts += attempts
-		p.ByState[state] += n
-		if outcome != "" {
-			p.ByOutcome[outcome] += n
-		}
+		p.add(state, outcome, n, attempts)
 		out[id] = p
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fault.Hide(ErrUnavailable, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // Start runs a draft campaign that has contacts. Errors: ErrNotFound,

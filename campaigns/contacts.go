@@ -389,8 +389,13 @@ func (s *Service) Contacts(ctx context.Context, id string, f ContactFilter) ([]C
 		f.Limit = 100
 	}
 	f.Limit = min(f.Limit, 1000)
-	if _, err := s.Get(ctx, id); err != nil {
-		return nil, err
+	// Whether the campaign exists, without counting its contacts.
+	var exists bool
+	if err := s.cfg.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stackbone_platform.campaigns WHERE id = $1)`, id).Scan(&exists); err != nil {
+		return nil, fault.Hide(ErrUnavailable, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, clip(id))
 	}
 	rows, err := s.cfg.Pool.Query(ctx, `SELECT seq, number, zones, identities, variables, state, attempts,
 		CASE WHEN state = 'waiting' THEN next_at END, last_outcome, last_call_id, reason, updated_at

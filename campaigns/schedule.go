@@ -243,36 +243,17 @@ func (s *Service) finishIfDone(ctx context.Context, tx pgx.Tx, id string) error 
 	if s.cfg.Events == nil {
 		return nil
 	}
-	progress, err := progressTx(ctx, tx, id)
+	all, err := readProgress(ctx, tx, []string{id})
 	if err != nil {
 		return err
 	}
+	progress := all[id]
 	data := map[string]any{"campaignId": c.ID, "name": c.Name, "agent": c.Agent, "status": c.Status,
 		"startedAt": c.StartedAt, "finishedAt": c.FinishedAt, "progress": progress}
 	if err := s.cfg.Events.Emit(ctx, tx, EventFinished, data, nil); err != nil {
 		s.log.Warn("campaigns: event not recorded", "type", EventFinished, "error", err)
 	}
 	return nil
-}
-
-// progressTx is progress for one campaign, read in tx.
-func progressTx(ctx context.Context, tx pgx.Tx, id string) (Progress, error) {
-	p := Progress{ByState: map[string]int{}, ByOutcome: map[string]int{}}
-	rows, err := tx.Query(ctx, `SELECT state, coalesce(last_outcome, ''), count(*), sum(attempts)
-		FROM stackbone_platform.campaign_contacts WHERE campaign_id = $1 GROUP BY 1, 2`, id)
-	if err != nil {
-		return p, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var state, outcome string
-		var n, attempts int
-		if err := rows.Scan(&state, &outcome, &n, &attempts); err != nil {
-			return p, err
-		}
-		p.add(state, outcome, n, attempts)
-	}
-	return p, rows.Err()
 }
 
 func (p *Progress) add(state, outcome string, n, attempts int) {
