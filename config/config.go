@@ -466,6 +466,9 @@ type AgentVoice struct {
 	// voice.DefaultMaxEndpointDelay). A turn with nothing known of its words ends after the box's
 	// VAD delay (600 ms by default), kept between the two.
 	MaxEndpointDelay time.Duration `yaml:"maxEndpointDelay"`
+	// Endpointing is how the box's own endpointing reads the caller's
+	// words (see Endpointing).
+	Endpointing *Endpointing `yaml:"endpointing"`
 	// VAD is how the box tells the caller's speech from the rest on the
 	// agent's calls: "energy" (loud enough above the line's noise floor,
 	// the default) or "silero" (the Silero VAD model, run in the box: it
@@ -612,6 +615,34 @@ type AnsweringMachine struct {
 	Message string `yaml:"message"`
 	// Menu is talk (default) or hangup.
 	Menu string `yaml:"menu"`
+}
+
+// Endpointing modes (voice.endpointing.mode; "" is words).
+const (
+	// EndpointingWords ends a turn by what the caller's words so far
+	// are: a question or a closed clause after a short silence
+	// (MinEndpointDelay, a statement at most voice.ClosedClauseDelay), an
+	// opener ("Hi, this is Ana.") after the sentence delay, a trailing
+	// or dictated one ("and", "um", "4 5 6") after MaxEndpointDelay.
+	EndpointingWords = "words"
+	// EndpointingCautious ends every statement after the sentence delay
+	// (only questions early): fewer turns cut between two sentences, a
+	// slower answer to every statement.
+	EndpointingCautious = "cautious"
+	// EndpointingSilence ignores the words: every turn ends after the
+	// VAD's delay.
+	EndpointingSilence = "silence"
+)
+
+// EndpointingModes are the values of voice.endpointing.mode.
+var EndpointingModes = []string{EndpointingWords, EndpointingCautious, EndpointingSilence}
+
+// Endpointing tunes the box's own end-of-turn rules (the only ones with
+// turnDetection box, the backstop of the provider's signal with
+// provider).
+type Endpointing struct {
+	// Mode is words (default), cautious or silence.
+	Mode string `yaml:"mode"`
 }
 
 // Interruption modes.
@@ -914,6 +945,10 @@ func validateSTT(agent string, v *AgentVoice) []string {
 	if v.VAD != "" && v.VAD != VADEnergy && v.VAD != VADSilero {
 		problems = append(problems, fmt.Sprintf("agent %s: voice.vad %q is not energy or silero (default energy)",
 			agent, truncate(v.VAD, 40)))
+	}
+	if e := v.Endpointing; e != nil && e.Mode != "" && !slices.Contains(EndpointingModes, e.Mode) {
+		problems = append(problems, fmt.Sprintf("agent %s: voice.endpointing.mode %q is not one of %s (default words)",
+			agent, truncate(e.Mode, 40), strings.Join(EndpointingModes, ", ")))
 	}
 	if v.Eagerness != "" && !slices.Contains(Eagernesses, v.Eagerness) {
 		problems = append(problems, fmt.Sprintf("agent %s: voice.eagerness %q is not one of %s (default auto)",

@@ -48,9 +48,10 @@
 // A turn is answered as early as it safely can be. Endpointing reads the
 // words so far (a speculative HTTP transcription after 120 ms of silence,
 // or a live stream's interims): a question ends the turn after the agent's
-// voice.minEndpointDelay, a statement after 600 ms, a trailing word ("and",
-// "um", a comma) waits up to voice.maxEndpointDelay, and nothing known the
-// VAD's delay. A speculation the caller talks past is cancelled. The answer
+// voice.minEndpointDelay, a closed clause after 250 ms, an opener ("Hi, this
+// is Ana.") after 600 ms, a trailing word ("and", "um", a comma) or a number
+// being dictated waits up to voice.maxEndpointDelay, and nothing known the
+// VAD's delay (the rules in endpoint.go; voice.endpointing.mode). A speculation the caller talks past is cancelled. The answer
 // may start before the endpoint (preemptive generation) once the words so
 // far read complete, as early as the agent's usual time to its first
 // playable audio makes it ready by the endpoint, but it is held, no audio

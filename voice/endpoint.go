@@ -2,6 +2,7 @@ package voice
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,28 @@ import (
 // the words yet. What was said so far comes from the speculative
 // transcript (HTTP speech-to-text) or the interim and final results of a
 // streaming transcriber.
+//
+// The rules read the last sentence of the words so far (mode words, the
+// default):
+//   - a question ("...?") or a closing ("..., please.", "Thanks.",
+//     "Bye.") is complete: the turn ends after minEndpointDelay (200 ms);
+//   - a closed clause, a statement of three words or more that is not
+//     an opener ("I'd like to move my booking to Friday."), ends after
+//     ClosedClauseDelay (250 ms, never under minEndpointDelay);
+//   - an opener waits the sentence delay (600 ms), since callers go on
+//     after it in a breath: a greeting ("Hi, this is Ana."), a
+//     self-introduction ("My name is Ana Lopez."), an announcement ("I
+//     have a question."), a short acknowledgement ("Okay.", "Yes.");
+//   - an open one waits up to maxEndpointDelay (1.2 s): a trailing
+//     conjunction, filler, article or preposition ("and", "um", "for"),
+//     a comma or an ellipsis, or a number being dictated (the sentence
+//     ends on two or more digits: "my number is 4 5 6");
+//   - words with no closing punctuation, or none known yet, wait the
+//     VAD's delay (600 ms).
+//
+// Mode cautious treats every statement as an opener (only questions and
+// closings end early), mode silence ignores the words (the VAD's delay
+// for every turn).
 
 // Default endpointing delays (config.AgentVoice.MinEndpointDelay and
 // MaxEndpointDelay).
@@ -24,28 +47,32 @@ const (
 	DefaultMaxEndpointDelay = 1200 * time.Millisecond
 )
 
+// ClosedClauseDelay is the silence after a closed clause: a statement
+// that reads finished and is no opener. It is a little longer than after
+// a question, whose mark is the clearer sign of an end.
+const ClosedClauseDelay = 250 * time.Millisecond
+
 // speculateAfter is the silence after which the utterance so far is sent
 // for transcription while endpointing goes on (HTTP speech-to-text only).
 const speculateAfter = 120 * time.Millisecond
 
-// sentenceDelay is the silence after a statement (the words so far end
-// with a full stop): longer than after a question, since callers often say
-// two sentences with a breath between them. A breath of espeak's 340 ms
-// reaches the box over a LiveKit room as more than 450 ms of silence, so a
-// statement waits as long as an utterance whose words are not known yet
-// (the VAD's 600 ms): a turn cut between two sentences is a caller
-// interrupted, which costs more than the 150 ms.
+// sentenceDelay is the silence after an opener, or after any statement in
+// mode cautious: callers often say two sentences with a breath between
+// them, and a breath of espeak's 340 ms reaches the box over a LiveKit
+// room as more than 450 ms of silence, so it waits as long as an
+// utterance whose words are not known yet (the VAD's 600 ms).
 const sentenceDelay = 600 * time.Millisecond
 
-// endpointing holds an agent's delays.
+// endpointing holds an agent's delays and mode.
 type endpointing struct {
-	min, sentence, normal, max time.Duration
+	min, closed, sentence, normal, max time.Duration
+	mode                               string
 }
 
 func newEndpointing(ag config.Agent, vadCfg VADConfig) endpointing {
 	vadCfg.defaults()
 	e := endpointing{min: DefaultMinEndpointDelay, max: DefaultMaxEndpointDelay,
-		normal: time.Duration(vadCfg.EndFrames) * FrameDuration}
+		normal: time.Duration(vadCfg.EndFrames) * FrameDuration, mode: config.EndpointingWords}
 	if v := ag.Voice; v != nil {
 		if v.MinEndpointDelay > 0 {
 			e.min = v.MinEndpointDelay
@@ -53,17 +80,22 @@ func newEndpointing(ag config.Agent, vadCfg VADConfig) endpointing {
 		if v.MaxEndpointDelay > 0 {
 			e.max = v.MaxEndpointDelay
 		}
+		if v.Endpointing != nil && v.Endpointing.Mode != "" {
+			e.mode = v.Endpointing.Mode
+		}
 	}
 	e.max = max(e.max, e.min)
 	e.normal = min(max(e.normal, e.min), e.max)
 	e.sentence = min(max(sentenceDelay, e.min), e.normal)
+	e.closed = min(max(ClosedClauseDelay, e.min), e.sentence)
 	return e
 }
 
 // Why a turn ended.
 const (
-	endComplete = "complete" // the words so far end a question
-	endSentence = "sentence" // the words so far end a statement
+	endComplete = "complete" // the words so far end a question or a closing
+	endClosed   = "closed"   // the words so far end a closed clause
+	endSentence = "sentence" // the words so far end an opener (any statement in mode cautious)
 	endTrailing = "trailing" // the caller trailed off and the longest delay passed
 	endSilence  = "silence"  // nothing decided it: the VAD's delay
 	endTurn     = "turn"     // the speech-to-text provider's end of turn
@@ -72,12 +104,18 @@ const (
 // delay is the silence after which the turn ends, given what is known of
 // its words (known false: nothing yet, or not of all the speech so far).
 func (e endpointing) delay(text string, known bool) (time.Duration, string) {
-	if !known {
+	if !known || e.mode == config.EndpointingSilence {
 		return e.normal, endSilence
 	}
-	switch classify(text) {
+	class := classify(text)
+	if class == endClosed && e.mode == config.EndpointingCautious {
+		class = endSentence
+	}
+	switch class {
 	case endComplete:
 		return e.min, endComplete
+	case endClosed:
+		return e.closed, endClosed
 	case endSentence:
 		return e.sentence, endSentence
 	case endTrailing:
@@ -96,11 +134,34 @@ var trailingWords = map[string]bool{
 	"for": true, "with": true, "my": true, "your": true, "our": true, "if": true, "then": true, "which": true,
 }
 
-// classify says whether text, the caller's words so far, is complete (it
-// ends a question), a sentence (it ends a statement), trailing (it ends on
-// a conjunction, a filler, an article, a comma or an ellipsis), or none of
-// these (""). A question or a statement must end on a word a sentence
-// ends on.
+// closingWords end a statement that needs no more: thanks, a goodbye, a
+// request's "please".
+var closingWords = map[string]bool{
+	"please": true, "thanks": true, "bye": true, "goodbye": true, "cheers": true,
+}
+
+// openers are how sentences that callers go on after begin: greetings,
+// introductions, announcements of what comes next. Each is matched
+// against the sentence's first words.
+var openers = [][]string{
+	{"hi"}, {"hello"}, {"hey"}, {"good", "morning"}, {"good", "afternoon"}, {"good", "evening"},
+	{"this", "is"}, {"it's"}, {"it", "is"}, {"my", "name"}, {"i'm", "calling"}, {"i", "am", "calling"},
+	{"i", "have", "a", "question"}, {"i've", "got", "a", "question"}, {"i", "have", "a", "problem"},
+	{"quick", "question"}, {"i", "was", "wondering"}, {"i", "wanted", "to", "ask"}, {"one", "more", "thing"},
+	{"here's", "the", "thing"}, {"let", "me", "explain"}, {"well"}, {"also"}, {"first"}, {"so"}, {"okay"},
+	{"ok"}, {"yes"}, {"yeah"}, {"no"}, {"right"}, {"sure"},
+}
+
+// numberWords are the words a dictated number is read in.
+var numberWords = map[string]bool{
+	"zero": true, "oh": true, "one": true, "two": true, "three": true, "four": true, "five": true,
+	"six": true, "seven": true, "eight": true, "nine": true, "double": true, "triple": true,
+}
+
+// classify says what text, the caller's words so far, ends on: a complete
+// question or closing, a closed clause, an opener ("sentence"), a trailing
+// or dictated part, or none of these (""). A question or a statement must
+// end on a word a sentence ends on.
 func classify(text string) string {
 	text = strings.TrimSpace(text)
 	if text == "" {
@@ -109,9 +170,14 @@ func classify(text string) string {
 	if strings.HasSuffix(text, "...") || strings.HasSuffix(text, "…") {
 		return endTrailing
 	}
-	last := text[strings.LastIndexFunc(text, unicode.IsSpace)+1:]
-	word := strings.ToLower(strings.TrimFunc(last, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' }))
-	if trailingWords[word] {
+	words := sentenceWords(text)
+	if len(words) == 0 {
+		return ""
+	}
+	if trailingWords[words[len(words)-1]] {
+		return endTrailing
+	}
+	if dictated(words) {
 		return endTrailing
 	}
 	switch text[len(text)-1] {
@@ -120,9 +186,73 @@ func classify(text string) string {
 	case '?':
 		return endComplete
 	case '.', '!':
-		return endSentence
+		if closing(words) {
+			return endComplete
+		}
+		if len(words) < 3 || opener(words) {
+			return endSentence
+		}
+		return endClosed
 	}
 	return ""
+}
+
+// sentenceWords are the lower-cased words of text's last sentence.
+func sentenceWords(text string) []string {
+	body := strings.TrimRight(text, ".!?")
+	if i := strings.LastIndexAny(body, ".!?"); i >= 0 {
+		body = body[i+1:]
+	}
+	var out []string
+	for _, f := range strings.Fields(body) {
+		w := strings.ToLower(strings.TrimFunc(f, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' }))
+		w = strings.ReplaceAll(w, "’", "'")
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// closing says whether words end a request or say goodbye.
+func closing(words []string) bool {
+	last := words[len(words)-1]
+	if closingWords[last] {
+		return true
+	}
+	return len(words) >= 2 && words[len(words)-2] == "thank" && last == "you"
+}
+
+// opener says whether words begin as a sentence callers go on after.
+func opener(words []string) bool {
+	for _, o := range openers {
+		if len(words) >= len(o) && slices.Equal(words[:len(o)], o) {
+			return true
+		}
+	}
+	return false
+}
+
+// dictated says whether words end on a number being read out: two or
+// more digits or number words in a row.
+func dictated(words []string) bool {
+	n := 0
+	for i := len(words) - 1; i >= 0 && number(words[i]); i-- {
+		n++
+	}
+	return n >= 2
+}
+
+func number(w string) bool {
+	if numberWords[w] {
+		return true
+	}
+	for _, r := range w {
+		if !unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return w != ""
 }
 
 // speculation is the transcription of an utterance so far, sent after a

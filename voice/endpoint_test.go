@@ -19,7 +19,18 @@ func TestEndpointingDelaysFollowTheWords(t *testing.T) {
 	}{
 		{"", false, 600 * time.Millisecond, endSilence},
 		{"Can I book a table?", true, 200 * time.Millisecond, endComplete},
-		{"I would like a table.", true, 600 * time.Millisecond, endSentence},
+		{"I would like a table.", true, 250 * time.Millisecond, endClosed},
+		{"Hi, this is Ana.", true, 600 * time.Millisecond, endSentence},
+		{"Hi, this is Ana. I want to move my booking to Friday.", true, 250 * time.Millisecond, endClosed},
+		{"My name is Ana Lopez.", true, 600 * time.Millisecond, endSentence},
+		{"I have a question.", true, 600 * time.Millisecond, endSentence},
+		{"Okay.", true, 600 * time.Millisecond, endSentence},
+		{"A table, please.", true, 200 * time.Millisecond, endComplete},
+		{"That's all, thank you.", true, 200 * time.Millisecond, endComplete},
+		{"My number is 4 5 6.", true, 1200 * time.Millisecond, endTrailing},
+		{"my number is four five six", true, 1200 * time.Millisecond, endTrailing},
+		{"A table for four.", true, 250 * time.Millisecond, endClosed},
+		{"I’m calling about my booking.", true, 600 * time.Millisecond, endSentence},
 		{"I would like a table and", true, 1200 * time.Millisecond, endTrailing},
 		{"I would like, um", true, 1200 * time.Millisecond, endTrailing},
 		{"I would like a table for.", true, 1200 * time.Millisecond, endTrailing},
@@ -37,6 +48,20 @@ func TestEndpointingDelaysFollowTheWords(t *testing.T) {
 	e = newEndpointing(config.Agent{Voice: &config.AgentVoice{MinEndpointDelay: 300 * time.Millisecond, MaxEndpointDelay: 500 * time.Millisecond}}, VADConfig{})
 	if e.min != 300*time.Millisecond || e.sentence != 500*time.Millisecond || e.normal != 500*time.Millisecond || e.max != 500*time.Millisecond {
 		t.Fatalf("agent delays: %+v", e)
+	}
+	// Mode cautious: every statement waits the sentence delay; silence:
+	// the words are not read.
+	mode := func(m string) endpointing {
+		return newEndpointing(config.Agent{Voice: &config.AgentVoice{Endpointing: &config.Endpointing{Mode: m}}}, VADConfig{})
+	}
+	if d, r := mode(config.EndpointingCautious).delay("I would like a table.", true); d != 600*time.Millisecond || r != endSentence {
+		t.Errorf("cautious statement: %v %s", d, r)
+	}
+	if d, r := mode(config.EndpointingCautious).delay("Can I book a table?", true); d != 200*time.Millisecond || r != endComplete {
+		t.Errorf("cautious question: %v %s", d, r)
+	}
+	if d, r := mode(config.EndpointingSilence).delay("Can I book a table?", true); d != 600*time.Millisecond || r != endSilence {
+		t.Errorf("silence: %v %s", d, r)
 	}
 }
 
@@ -71,7 +96,7 @@ func TestSpeculationTheCallerTalksPastIsDiscarded(t *testing.T) {
 	}
 	m := rec.Metrics[0]
 	wasted, _ := m["wasted"].([]any)
-	if m["transcription"] != "speculative" || m["endpoint"] != endSentence || len(wasted) != 1 {
+	if m["transcription"] != "speculative" || m["endpoint"] != endClosed || len(wasted) != 1 {
 		t.Fatalf("metrics %+v", m)
 	}
 	if n := len(e.model.Uploads()); n != 2 {

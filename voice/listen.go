@@ -205,7 +205,7 @@ func (l *listener) endpoint(now time.Time) bool {
 	if signal == TurnEnd {
 		d, reason = 0, endTurn
 	}
-	if (reason == endComplete || reason == endSentence) && (l.draft == nil || l.draft.text != text) &&
+	if (reason == endComplete || reason == endClosed || reason == endSentence) && (l.draft == nil || l.draft.text != text) &&
 		now.Sub(l.voicedAt)+l.c.m.answerLeadOf(l.c.info.Agent) >= d && l.c.canDraft() {
 		// Likely the end: start the answer now, held until the endpoint
 		// is confirmed, as early as its usual time to the first playable

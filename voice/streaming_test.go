@@ -246,10 +246,10 @@ func TestCompleteWordsStartTheAnswerBeforeTheEndpoint(t *testing.T) {
 	r.call.End(OutcomeCompleted, "")
 	rec := r.end()
 	m := rec.Metrics[0]
-	if m["preemptive"] != true || m["endpoint"] != endSentence {
+	if m["preemptive"] != true || m["endpoint"] != endClosed {
 		t.Fatalf("metrics %+v", m)
 	}
-	if eou := m["endOfUtteranceMs"].(float64); eou < 580 {
+	if eou := m["endOfUtteranceMs"].(float64); eou < 240 {
 		t.Fatalf("the turn ended %v ms after the statement, before its endpoint", eou)
 	}
 }

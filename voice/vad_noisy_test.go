@@ -214,9 +214,9 @@ func TestNoisyLineCallIsNeitherCutNorStuck(t *testing.T) {
 	if heard < (line.end-line.start+1)*160 {
 		t.Fatalf("%d ms of audio transcribed, the speech lasts %d ms", heard/8, (line.end-line.start+1)*20)
 	}
-	// The statement's delay (600 ms) after the last voiced frame.
-	if eou < 580 || eou > 720 {
-		t.Fatalf("end of utterance %v ms after the last word, want the statement's delay", eou)
+	// A closing's delay (200 ms: "thank you.") after the last voiced frame.
+	if eou < 180 || eou > 320 {
+		t.Fatalf("end of utterance %v ms after the last word, want a closing's delay", eou)
 	}
 }
 

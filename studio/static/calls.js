@@ -262,8 +262,9 @@ const answeredByText = {
 const fmtMs = (ms) => ms >= 1000 ? (ms / 1000).toFixed(1) + " s" : ms + " ms";
 
 const endReasons = {
-  complete: "a question (short silence)",
-  sentence: "a statement",
+  complete: "a question or a closing (short silence)",
+  closed: "a closed clause (short silence)",
+  sentence: "an opener or a statement (longer silence)",
   trailing: "the longest wait (trailing word)",
   silence: "silence",
 };
