@@ -47,9 +47,10 @@ const NotifyChains = "chains"
 const chainsTTL = 30 * time.Second
 
 // ChainSettings holds Studio's overrides of each agent's provider chains
-// (model, voice.stt, voice.tts): an override stored in the database wins
-// over the agent's chain in the config ("code"), which wins over the
-// platform default. Every text turn and every call that opens reads the
+// (model, voice.stt, voice.tts) and of its turn-taking (voice.vad,
+// voice.endpointing, voice.interruption..., see TurnOverrides): an
+// override stored in the database wins over the agent's setting in the
+// config ("code"), which wins over the platform default. Every text turn and every call that opens reads the
 // effective agent (Agent), so it is cached: the whole table at once, for
 // at most 30 seconds; a save or reset clears the cache of this box at
 // once and of the others through notify (topic "chains").
@@ -60,6 +61,7 @@ type ChainSettings struct {
 	agents    map[string]config.Agent
 	providers []string
 	log       *slog.Logger
+	resolve   func(config.Agent) TurnTaking
 
 	load sync.Mutex // one read of the table at a time; the others wait for it
 	mu   sync.Mutex
@@ -70,8 +72,8 @@ type ChainSettings struct {
 
 // ChainSettingsConfig wires ChainSettings.
 type ChainSettingsConfig struct {
-	// Pool holds the overrides (stackbone_platform.agent_model_chains)
-	// and the activity log. Required.
+	// Pool holds the overrides (stackbone_platform.agent_model_chains and
+	// agent_turn_taking) and the activity log. Required.
 	Pool *pgxpool.Pool
 	// Agents are the declared agents; the map must not change afterwards.
 	// Required.
@@ -79,6 +81,10 @@ type ChainSettingsConfig struct {
 	// Providers are the names of the configured providers, the only ones
 	// an override may name (provider.Registry.Configured).
 	Providers []string
+	// TurnTaking resolves the turn-taking a call of an agent uses, each
+	// default filled in (voice.TurnTakingOf); nil: TurnTakingView shows
+	// only the origins.
+	TurnTaking func(config.Agent) TurnTaking
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -91,7 +97,7 @@ func NewChainSettings(cfg ChainSettingsConfig) *ChainSettings {
 	providers := slices.Clone(cfg.Providers)
 	slices.Sort(providers)
 	return &ChainSettings{pool: cfg.Pool, agents: cfg.Agents, providers: providers,
-		log: cfg.Logger.With("component", "agent.chains")}
+		resolve: cfg.TurnTaking, log: cfg.Logger.With("component", "agent.chains")}
 }
 
 // ChainOverrides are the stored Studio chains of one agent; nil is not
@@ -139,16 +145,18 @@ type ChainsPatch struct {
 	TTS   []string
 }
 
-// stored is one row of the table.
+// stored is an agent's row of the chains table, and its turn-taking.
 type stored struct {
 	ChainOverrides
-	at time.Time
-	by string
+	at   time.Time
+	by   string
+	turn turnStored
 }
 
-// Agent returns the agent name declares with its chains in force: the
-// config's agent whose Model, Voice.STT and Voice.TTS are replaced by
-// Studio's overrides. The config is not changed (Voice is copied). It
+// Agent returns the agent name declares with its chains and turn-taking
+// in force: the config's agent whose Model, Voice.STT, Voice.TTS and
+// turn-taking settings are replaced by Studio's overrides. The config is
+// not changed (Voice is copied). It
 // reads the database only when this box's cache is cold, so a turn pays no
 // round trip for it. Errors: ErrUnknownAgent, ErrStorage.
 func (s *ChainSettings) Agent(ctx context.Context, name string) (config.Agent, error) {
@@ -162,7 +170,8 @@ func (s *ChainSettings) Agent(ctx context.Context, name string) (config.Agent, e
 	}
 	ov := rows[name].ChainOverrides
 	ov.Model, ov.STT, ov.TTS = s.usable(ov.Model), s.usable(ov.STT), s.usable(ov.TTS)
-	return withChains(ag, ov), nil
+	ag, _ = s.turnTaking(name, withChains(ag, ov), rows[name].turn)
+	return ag, nil
 }
 
 // usable is an override's chain without the entries whose provider is no
@@ -286,6 +295,16 @@ func (s *ChainSettings) Reset(ctx context.Context, actor, name, field string) (C
 // change runs write in a transaction, tells every box, and returns the
 // agent's chains as committed.
 func (s *ChainSettings) change(ctx context.Context, name string, write func(pgx.Tx) error) (ChainsView, error) {
+	row, err := s.commit(ctx, name, write)
+	if err != nil {
+		return ChainsView{}, err
+	}
+	return s.view(name, row), nil
+}
+
+// commit runs write in a transaction, tells every box, and returns the
+// agent's overrides as committed.
+func (s *ChainSettings) commit(ctx context.Context, name string, write func(pgx.Tx) error) (stored, error) {
 	var row stored
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := write(tx); err != nil {
@@ -296,19 +315,23 @@ func (s *ChainSettings) change(ctx context.Context, name string, write func(pgx.
 			return storageErr("notify", err)
 		}
 		r, err := readChains(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		r.turn, err = readTurns(ctx, tx, name)
 		row = r
 		return err
 	})
 	if err != nil {
-		if !errors.Is(err, ErrStorage) {
+		if !errors.Is(err, ErrStorage) && !errors.Is(err, ErrInvalidRequest) {
 			err = storageErr("commit chains", err)
 		}
-		return ChainsView{}, err
+		return stored{}, err
 	}
 	// This box sees its own change at once, without waiting for the
 	// notification.
 	s.Invalidate("")
-	return s.view(name, row), nil
+	return row, nil
 }
 
 // logActivity records a change of name's chains in the operator activity
@@ -320,8 +343,8 @@ func logActivity(ctx context.Context, tx pgx.Tx, actor, action, name string, fie
 	return nil
 }
 
-// Invalidate drops the cached overrides (the notify subscriber of
-// "chains"; the detail, an agent's name, does not matter: the table is
+// Invalidate drops the cached overrides of chains and turn-taking (the
+// notify subscriber of "chains"; the detail, an agent's name, does not matter: the table is
 // cached whole).
 func (s *ChainSettings) Invalidate(string) {
 	s.mu.Lock()
@@ -378,6 +401,9 @@ func readAllChains(ctx context.Context, pool *pgxpool.Pool) (map[string]stored, 
 	}
 	if err := rows.Err(); err != nil {
 		return nil, storageErr("read chains", err)
+	}
+	if err := readAllTurns(ctx, pool, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -13,11 +13,14 @@
 //		func(ev agent.Event) error { return writeChunk(ev) })
 //
 // An agent's provider chains (model, and a call's speech-to-text and
-// text-to-speech) can be overridden in Studio: ChainSettings keeps the
-// overrides, and the runtime's Agent is the agent with the chains in force,
-// which every turn and every call that opens uses:
+// text-to-speech) and its turn-taking (VAD, endpointing, interruptions)
+// can be overridden in Studio: ChainSettings keeps the overrides, and the
+// runtime's Agent is the agent with the settings in force, which every
+// turn and every call that opens uses:
 //
 //	chains := agent.NewChainSettings(agent.ChainSettingsConfig{Pool: pool, Agents: cfg.Agents, Providers: registry.Configured()})
 //	rt := agent.New(agent.Config{Pool: pool, Agents: cfg.Agents, Chains: chains, ...})
 //	chains.Put(ctx, "key:ops", "support", agent.ChainsPatch{Model: []string{"backup/gpt-4o-mini"}})
+//	mode := config.EndpointingSilence
+//	chains.PutTurnTaking(ctx, "key:ops", "support", agent.TurnOverrides{EndpointingMode: &mode})
 package agent

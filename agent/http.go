@@ -12,8 +12,8 @@ import (
 )
 
 // Register adds the runtime's routes to the API server: the agent catalog,
-// each agent's provider chains with Studio's overrides (when the runtime
-// has ChainSettings), the models the config knows of, and the sessions the
+// each agent's provider chains and turn-taking with Studio's overrides
+// (when the runtime has ChainSettings), the models the config knows of, and the sessions the
 // runtime keeps (list, detail, and the decision on a held tool). cfg is
 // the loaded configuration.
 func Register(srv *api.Server, rt *Runtime, cfg *config.Config) {
@@ -23,6 +23,9 @@ func Register(srv *api.Server, rt *Runtime, cfg *config.Config) {
 		srv.Route("GET /api/agents/{name}/models", auth.ScopeConfigRead, h.chainsGet)
 		srv.Route("PUT /api/agents/{name}/models", auth.ScopeConfigWrite, h.chainsPut)
 		srv.Route("DELETE /api/agents/{name}/models", auth.ScopeConfigWrite, h.chainsDelete)
+		srv.Route("GET /api/agents/{name}/turntaking", auth.ScopeConfigRead, h.turnGet)
+		srv.Route("PUT /api/agents/{name}/turntaking", auth.ScopeConfigWrite, h.turnPut)
+		srv.Route("DELETE /api/agents/{name}/turntaking", auth.ScopeConfigWrite, h.turnDelete)
 	}
 	srv.Route("GET /api/system/models", auth.ScopeConfigRead, h.systemModels)
 	srv.Route("GET /api/sessions", auth.ScopeSessionsRead, h.sessionsList)
@@ -209,6 +212,98 @@ func (h *handlers) chainsDelete(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	v, err := h.rt.cfg.Chains.Reset(r.Context(), api.Actor(r), r.PathValue("name"), field)
+	if err != nil {
+		return err
+	}
+	api.WriteData(w, http.StatusOK, v)
+	return nil
+}
+
+func (h *handlers) turnGet(w http.ResponseWriter, r *http.Request) error {
+	v, err := h.rt.cfg.Chains.TurnTaking(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	api.WriteData(w, http.StatusOK, v)
+	return nil
+}
+
+// TurnTakingPatch is the body of PUT /api/agents/{name}/turntaking: the
+// settings it names are saved, the others stay as they are (null is
+// refused: DELETE ?field= goes back to the config's value).
+type TurnTakingPatch struct {
+	VAD                api.Field[string]   `json:"vad"`
+	EndpointingMode    api.Field[string]   `json:"endpointingMode"`
+	TurnDetection      api.Field[string]   `json:"turnDetection"`
+	Eagerness          api.Field[string]   `json:"eagerness"`
+	MinEndpointDelayMs api.Field[int64]    `json:"minEndpointDelayMs"`
+	MaxEndpointDelayMs api.Field[int64]    `json:"maxEndpointDelayMs"`
+	InterruptionMode   api.Field[string]   `json:"interruptionMode"`
+	MinWords           api.Field[int64]    `json:"minWords"`
+	MinVoicedMs        api.Field[int64]    `json:"minVoicedMs"`
+	ResumeAfterMs      api.Field[int64]    `json:"resumeAfterMs"`
+	ImmediateAfterMs   api.Field[int64]    `json:"immediateAfterMs"`
+	Backchannels       api.Field[[]string] `json:"backchannels"`
+}
+
+// fieldInto sets *to to f's value when f is present.
+func fieldInto[T any](name string, f api.Field[T], to **T, errs *[]string) {
+	v, err := f.Value(name)
+	if err != nil {
+		*errs = append(*errs, fmt.Sprintf("%v; DELETE ?field=%s goes back to the config's value", err, name))
+	}
+	*to = v
+}
+
+// turnPut saves the settings the body names; the others stay as they are.
+func (h *handlers) turnPut(w http.ResponseWriter, r *http.Request) error {
+	var b TurnTakingPatch
+	if err := api.Decode(w, r, 16<<10, &b); err != nil {
+		return err
+	}
+	var p TurnOverrides
+	var errs []string
+	fieldInto(TurnVAD, b.VAD, &p.VAD, &errs)
+	fieldInto(TurnEndpointingMode, b.EndpointingMode, &p.EndpointingMode, &errs)
+	fieldInto(TurnDetection, b.TurnDetection, &p.TurnDetection, &errs)
+	fieldInto(TurnEagerness, b.Eagerness, &p.Eagerness, &errs)
+	fieldInto(TurnMinEndpointDelay, b.MinEndpointDelayMs, &p.MinEndpointDelayMs, &errs)
+	fieldInto(TurnMaxEndpointDelay, b.MaxEndpointDelayMs, &p.MaxEndpointDelayMs, &errs)
+	fieldInto(TurnInterruptionMode, b.InterruptionMode, &p.InterruptionMode, &errs)
+	fieldInto(TurnMinWords, b.MinWords, &p.MinWords, &errs)
+	fieldInto(TurnMinVoiced, b.MinVoicedMs, &p.MinVoicedMs, &errs)
+	fieldInto(TurnResumeAfter, b.ResumeAfterMs, &p.ResumeAfterMs, &errs)
+	fieldInto(TurnImmediateAfter, b.ImmediateAfterMs, &p.ImmediateAfterMs, &errs)
+	var bc *[]string
+	fieldInto(TurnBackchannels, b.Backchannels, &bc, &errs)
+	if bc != nil {
+		p.Backchannels = *bc
+		if p.Backchannels == nil {
+			p.Backchannels = []string{}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidRequest, strings.Join(errs, "; "))
+	}
+	v, err := h.rt.cfg.Chains.PutTurnTaking(r.Context(), api.Actor(r), r.PathValue("name"), p)
+	if err != nil {
+		return err
+	}
+	api.WriteData(w, http.StatusOK, v)
+	return nil
+}
+
+// turnDelete removes the override of one setting (?field=minWords, say)
+// or of all of them.
+func (h *handlers) turnDelete(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	field := ""
+	if q.Has("field") {
+		if field = q.Get("field"); field == "" {
+			return fmt.Errorf("%w: field must be one of %s", ErrInvalidRequest, turnFieldNames())
+		}
+	}
+	v, err := h.rt.cfg.Chains.ResetTurnTaking(r.Context(), api.Actor(r), r.PathValue("name"), field)
 	if err != nil {
 		return err
 	}

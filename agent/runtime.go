@@ -33,8 +33,8 @@ type Config struct {
 	Settings *memory.Settings
 	// Tools gives each agent's declared server tools (nil: none beyond memory).
 	Tools ToolSource
-	// Chains holds Studio's overrides of the agents' provider chains (nil:
-	// the config's chains).
+	// Chains holds Studio's overrides of the agents' provider chains and
+	// turn-taking (nil: the config's).
 	Chains *ChainSettings
 	// Logger receives ids, codes and timings, never message text.
 	// Defaults to slog.Default().
@@ -87,8 +87,9 @@ func New(cfg Config) *Runtime {
 	return r
 }
 
-// Agent returns the declared agent name with its provider chains in force
-// (Studio's overrides over the config's, see ChainSettings), as the next
+// Agent returns the declared agent name with its provider chains and
+// turn-taking in force (Studio's overrides over the config's, see
+// ChainSettings), as the next
 // turn or call uses it. Errors: ErrUnknownAgent, ErrStorage.
 func (r *Runtime) Agent(ctx context.Context, name string) (config.Agent, error) {
 	if r.cfg.Chains != nil {

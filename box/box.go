@@ -218,7 +218,8 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 	b.listener = notify.New(pool, log)
 	b.listener.Subscribe("auth", b.Keys.Invalidate)
 	b.listener.Subscribe("settings", b.Settings.Invalidate)
-	b.Chains = agent.NewChainSettings(agent.ChainSettingsConfig{Pool: pool, Agents: cfg.Agents, Providers: b.Models.Configured(), Logger: log})
+	b.Chains = agent.NewChainSettings(agent.ChainSettingsConfig{Pool: pool, Agents: cfg.Agents, Providers: b.Models.Configured(),
+		TurnTaking: voice.TurnTakingOf(voice.VADConfig{}), Logger: log})
 	b.listener.Subscribe(agent.NotifyChains, b.Chains.Invalidate)
 	b.Stores.Subscribe(b.listener)
 	// HTTP and MCP tools (Start lists the MCP servers; one that is down
