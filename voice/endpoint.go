@@ -36,8 +36,8 @@ import (
 //   - words with no closing punctuation, or none known yet, wait the
 //     VAD's delay (600 ms).
 //
-// Mode cautious treats every statement as an opener (only questions and
-// closings end early), mode silence ignores the words (the VAD's delay
+// Mode cautious treats every statement as an opener (only questions end
+// early: the rules before closed clauses were told apart), mode silence ignores the words (the VAD's delay
 // for every turn).
 
 // Default endpointing delays (config.AgentVoice.MinEndpointDelay and
@@ -108,21 +108,41 @@ func (e endpointing) delay(text string, known bool) (time.Duration, string) {
 		return e.normal, endSilence
 	}
 	class := classify(text)
-	if class == endClosed && e.mode == config.EndpointingCautious {
-		class = endSentence
+	if e.mode == config.EndpointingCautious {
+		// The rules before closed clauses were told from openers: only a
+		// question ends early, every other statement waits.
+		switch class {
+		case classClosing, classClosed, classOpener:
+			class = classOpener
+		case classDictated:
+			class = ""
+			if strings.ContainsAny(text[len(text)-1:], ".!") {
+				class = classOpener
+			}
+		}
 	}
 	switch class {
-	case endComplete:
+	case classQuestion, classClosing:
 		return e.min, endComplete
-	case endClosed:
+	case classClosed:
 		return e.closed, endClosed
-	case endSentence:
+	case classOpener:
 		return e.sentence, endSentence
-	case endTrailing:
+	case classTrailing, classDictated:
 		return e.max, endTrailing
 	}
 	return e.normal, endSilence
 }
+
+// What the words so far end on (classify).
+const (
+	classQuestion = "question"
+	classClosing  = "closing"
+	classClosed   = "closed"
+	classOpener   = "opener"
+	classTrailing = "trailing"
+	classDictated = "dictated"
+)
 
 // trailingWords are words a finished sentence does not end on: the caller
 // is thinking or about to go on (conjunctions, fillers, articles,
@@ -158,41 +178,43 @@ var numberWords = map[string]bool{
 	"six": true, "seven": true, "eight": true, "nine": true, "double": true, "triple": true,
 }
 
-// classify says what text, the caller's words so far, ends on: a complete
-// question or closing, a closed clause, an opener ("sentence"), a trailing
-// or dictated part, or none of these (""). A question or a statement must
-// end on a word a sentence ends on.
+// classify says what text, the caller's words so far, ends on: a
+// question, a closing, a closed clause, an opener, a trailing word, a
+// number being dictated, or none of these (""). A question or a statement
+// must end on a word a sentence ends on.
 func classify(text string) string {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return ""
 	}
 	if strings.HasSuffix(text, "...") || strings.HasSuffix(text, "…") {
-		return endTrailing
+		return classTrailing
 	}
 	words := sentenceWords(text)
 	if len(words) == 0 {
 		return ""
 	}
 	if trailingWords[words[len(words)-1]] {
-		return endTrailing
-	}
-	if dictated(words) {
-		return endTrailing
+		return classTrailing
 	}
 	switch text[len(text)-1] {
 	case ',', ';', ':', '-':
-		return endTrailing
+		return classTrailing
 	case '?':
-		return endComplete
+		return classQuestion
+	}
+	if dictated(words) {
+		return classDictated
+	}
+	switch text[len(text)-1] {
 	case '.', '!':
 		if closing(words) {
-			return endComplete
+			return classClosing
 		}
 		if len(words) < 3 || opener(words) {
-			return endSentence
+			return classOpener
 		}
-		return endClosed
+		return classClosed
 	}
 	return ""
 }

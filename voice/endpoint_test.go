@@ -57,6 +57,9 @@ func TestEndpointingDelaysFollowTheWords(t *testing.T) {
 	if d, r := mode(config.EndpointingCautious).delay("I would like a table.", true); d != 600*time.Millisecond || r != endSentence {
 		t.Errorf("cautious statement: %v %s", d, r)
 	}
+	if d, r := mode(config.EndpointingCautious).delay("A table, please.", true); d != 600*time.Millisecond || r != endSentence {
+		t.Errorf("cautious closing: %v %s", d, r)
+	}
 	if d, r := mode(config.EndpointingCautious).delay("Can I book a table?", true); d != 200*time.Millisecond || r != endComplete {
 		t.Errorf("cautious question: %v %s", d, r)
 	}
