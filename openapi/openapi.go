@@ -155,7 +155,7 @@ var tagDescriptions = map[string]string{
 	"keys":      "API keys and their scopes.",
 	"memory":    "Person memory: facts and call records per agent and person, and each agent's memory settings.",
 	"system":    "Box-wide settings: the extraction model and guidance, providers, models, the activity log.",
-	"agents":    "The agent catalog and each agent's model chains.",
+	"agents":    "The agent catalog and each agent's model chains and turn-taking.",
 	"sessions":  "Conversations the box keeps, and decisions on held tool calls.",
 	"runs":      "Run history.",
 	"costs":     "What calls and text sessions used and cost, by the config's price table.",

@@ -28,6 +28,79 @@ export type AgentChainsView = {
   value: AgentChains;
 };
 
+export type AgentTurnTaking = {
+  agentId: string;
+  origins: AgentTurnTakingOrigins;
+  overrides: AgentTurnTakingOverrides;
+  updatedAt: string | null;
+  updatedBy: string | null;
+  value: AgentTurnTakingValue;
+};
+
+export type AgentTurnTakingOrigins = {
+  backchannels: string;
+  eagerness: string;
+  endpointingMode: string;
+  immediateAfterMs: string;
+  interruptionMode: string;
+  maxEndpointDelayMs: string;
+  minEndpointDelayMs: string;
+  minVoicedMs: string;
+  minWords: string;
+  resumeAfterMs: string;
+  turnDetection: string;
+  vad: string;
+};
+
+export type AgentTurnTakingOverrides = {
+  backchannels?: Array<string>;
+  eagerness?: string | null;
+  endpointingMode?: string | null;
+  immediateAfterMs?: number | null;
+  interruptionMode?: string | null;
+  maxEndpointDelayMs?: number | null;
+  minEndpointDelayMs?: number | null;
+  minVoicedMs?: number | null;
+  minWords?: number | null;
+  resumeAfterMs?: number | null;
+  turnDetection?: string | null;
+  vad?: string | null;
+};
+
+export type AgentTurnTakingPatch = {
+  backchannels?: Array<string>;
+  eagerness?: string;
+  endpointingMode?: string;
+  immediateAfterMs?: number;
+  interruptionMode?: string;
+  maxEndpointDelayMs?: number;
+  minEndpointDelayMs?: number;
+  minVoicedMs?: number;
+  minWords?: number;
+  resumeAfterMs?: number;
+  turnDetection?: string;
+  vad?: string;
+};
+
+export type AgentTurnTakingValue = {
+  backchannels: Array<string>;
+  closedClauseDelayMs: number;
+  eagerness: string;
+  endpointingMode: string;
+  immediateAfterMs: number;
+  interruptionMode: string;
+  maxEndpointDelayMs: number;
+  minEndpointDelayMs: number;
+  minVoicedMs: number;
+  minWords: number;
+  resumeAfterMs: number;
+  sentenceDelayMs: number;
+  silenceDelayMs: number;
+  sttMode: string;
+  turnDetection: string;
+  vad: string;
+};
+
 export type AnalysisCriterion = {
   criterion: string;
   pass: boolean;
@@ -1122,6 +1195,15 @@ export interface Operations {
     data: AgentChainsView;
     codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
   };
+  /** GET /api/agents/{name}/turntaking: An agent's turn-taking settings in force (VAD, endpointing, turn detection, interruptions), with Studio's overrides and each one's origin. */
+  getAgentTurnTaking: {
+    method: "GET";
+    path: "/api/agents/{name}/turntaking";
+    body: never;
+    query: never;
+    data: AgentTurnTaking;
+    codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
+  };
   /** GET /api/voice/calls/{id}: One call with its heard transcript. */
   getCall: {
     method: "GET";
@@ -1694,6 +1776,15 @@ export interface Operations {
     data: AgentChainsView;
     codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
   };
+  /** PUT /api/agents/{name}/turntaking: Override some of an agent's turn-taking settings (durations in milliseconds); the others stay. */
+  putAgentTurnTaking: {
+    method: "PUT";
+    path: "/api/agents/{name}/turntaking";
+    body: AgentTurnTakingPatch;
+    query: never;
+    data: AgentTurnTaking;
+    codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
+  };
   /** PUT /api/system/memory-extraction: Select the extraction model. */
   putMemoryExtraction: {
     method: "PUT";
@@ -1777,6 +1868,15 @@ export interface Operations {
     body: never;
     query: { field?: string; };
     data: AgentChainsView;
+    codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
+  };
+  /** DELETE /api/agents/{name}/turntaking: Remove an agent's turn-taking overrides. */
+  resetAgentTurnTaking: {
+    method: "DELETE";
+    path: "/api/agents/{name}/turntaking";
+    body: never;
+    query: { field?: string; };
+    data: AgentTurnTaking;
     codes: "agent_not_found" | "forbidden" | "internal" | "invalid_request" | "storage_unavailable" | "unauthorized" | "unavailable";
   };
   /** DELETE /api/system/memory-extraction/prompt: Restore the built-in guidance. */
