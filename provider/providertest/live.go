@@ -140,6 +140,10 @@ type LiveSession struct {
 	Messages []string
 	// Interims and Finals are the transcripts sent back.
 	Interims, Finals []string
+	// InterimAudio is, for each of Interims, how much of the session's
+	// audio had arrived when it was made (an interim sent while speech
+	// arrives is well before its utterance's end).
+	InterimAudio []time.Duration
 	// Turns are the turn signals sent back, in order.
 	Turns []TurnEvent
 	// Ended is set once the connection is over.
@@ -164,6 +168,7 @@ func (s *Server) LiveSessions() []LiveSession {
 		c.Audio = append([]int16(nil), ls.Audio...)
 		c.Messages = append([]string(nil), ls.Messages...)
 		c.Interims = append([]string(nil), ls.Interims...)
+		c.InterimAudio = append([]time.Duration(nil), ls.InterimAudio...)
 		c.Finals = append([]string(nil), ls.Finals...)
 		c.Turns = append([]TurnEvent(nil), ls.Turns...)
 		out[i] = c
@@ -419,6 +424,7 @@ func (c *liveConn) interim(h *heardAudio, text string) {
 	}
 	c.said = text
 	c.sess.Interims = append(c.sess.Interims, text)
+	c.sess.InterimAudio = append(c.sess.InterimAudio, time.Duration(c.heard)*time.Second/time.Duration(c.rate))
 }
 
 // next is the transcript the utterance in progress will have (the next
