@@ -38,13 +38,13 @@ sip:
 // turnTakingView is what the turn-taking routes answer.
 type turnTakingView struct {
 	Value struct {
-		EndpointingMode                                           string
-		MinWords                                                  int
-		MinEndpointDelayMs, MaxEndpointDelayMs                    int
-		ClosedClauseDelayMs, SentenceDelayMs, SilenceDelayMs      int
-		ResumeAfterMs, MinVoicedMs, ImmediateAfterMs              int
+		EndpointingMode                                          string
+		MinWords                                                 int
+		MinEndpointDelayMs, MaxEndpointDelayMs                   int
+		ClosedClauseDelayMs, SentenceDelayMs, SilenceDelayMs     int
+		ResumeAfterMs, MinVoicedMs, ImmediateAfterMs             int
 		VAD, TurnDetection, Eagerness, InterruptionMode, STTMode string
-		Backchannels                                              []string
+		Backchannels                                             []string
 	}
 	Origins   map[string]string
 	UpdatedBy *string
