@@ -3,6 +3,11 @@ package rooms_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -148,4 +153,207 @@ func TestBrowserCallProviderEndsTheTurn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A browser caller pauses inside a sentence long enough for the
+// turn-taking stream's eager end of turn, and goes on before its end of
+// turn: the answer started on the eager end of turn is abandoned (its run
+// cancelled, counted as the turn's wasted work, nothing of it committed,
+// shown or played), and the whole sentence is answered once, on the
+// provider's end of turn.
+func TestBrowserCallTurnResumedAbandonsTheEagerAnswer(t *testing.T) {
+	t.Parallel()
+	need(t, "chromium", "chromium")
+	const (
+		first   = "I would like to book a table"
+		rest    = "for two on Friday evening"
+		whole   = first + " " + rest
+		eager   = 150 * time.Millisecond
+		endTurn = 900 * time.Millisecond
+		// The abandoned answer is long, the heard one short: a page that
+		// heard the first would have heard far more than the second.
+		abandoned = "Sure. For how many people, and at what time would you like the table? We have room all week."
+		answer    = "Friday evening for two is booked."
+	)
+	b := newBox(t, config.Rooms{}, func(cfg *config.Config) {
+		a := cfg.Agents["frontdesk"]
+		a.Voice = &config.AgentVoice{STT: config.ModelChain{"openai/flux-general-en"}, STTMode: "deepgram",
+			TurnDetection: config.TurnDetectionProvider, Eagerness: "high",
+			MinEndpointDelay: 1500 * time.Millisecond, MaxEndpointDelay: 2500 * time.Millisecond}
+		cfg.Agents["frontdesk"] = a
+	})
+	b.model.SetLive(providertest.Live{EagerEndOfTurn: eager, EndOfTurn: endTurn})
+	wav, pauseAt, speechEnd := pausedSpeechWAV(t, first, rest, 1.5)
+	// The transcript of the audio so far: the first part until the caller
+	// went on well into the rest (the stream's audio starts about where
+	// the speech does).
+	short := pauseAt + (speechEnd-pauseAt)/2
+	b.model.RespondTranscripts(func(wav []byte) string {
+		pcm, rate := wavPCM(t, wav)
+		if time.Duration(len(pcm))*time.Second/time.Duration(rate) < short {
+			return first
+		}
+		return whole
+	})
+	b.model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
+		if strings.Contains(req.Messages[0].Content, `"operations"`) {
+			return providertest.Reply{Content: extraction}
+		}
+		switch req.Messages[len(req.Messages)-1].Content {
+		case first:
+			return providertest.Reply{Content: abandoned}
+		case whole:
+			return providertest.Reply{Content: answer}
+		}
+		return providertest.Reply{Content: "Neither the first words nor the whole sentence."}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	p := startCallPage(ctx, t, b, rooms.BackendEmbedded, wav, "+34600111555")
+	poll.Until(t, "the answer in the page's transcript", 60*time.Second, func() bool {
+		return p.state().has(voice.RoleAssistant, answer)
+	})
+	s := p.state()
+	if len(s.Transcript) != 2 || !s.has(voice.RoleUser, whole) {
+		t.Fatalf("the page shows %+v", s.Transcript)
+	}
+	long := len(answer) * providertest.SpeechMsPerChar
+	if s.VoicedMs < long/3 || s.VoicedMs > long*3/2 {
+		t.Fatalf("the page heard %d ms of the agent; the answer lasts %d ms, the abandoned one %d",
+			s.VoicedMs, long, len(abandoned)*providertest.SpeechMsPerChar)
+	}
+	if err := p.br.Navigate(ctx, "about:blank"); err != nil {
+		t.Fatal(err)
+	}
+	var rec voice.CallRecord
+	poll.Until(t, "the call to end after the page left", 30*time.Second, func() bool {
+		r, err := b.calls.Get(ctx, s.CallID)
+		rec = r
+		return err == nil && r.Status == "ended"
+	})
+	if len(rec.Transcript) != 2 || rec.Transcript[0].Text != whole || rec.Transcript[1].Text != answer || rec.Transcript[1].Cut {
+		t.Fatalf("the call's transcript %+v", rec.Transcript)
+	}
+
+	sessions := b.model.LiveSessions()
+	if len(sessions) != 1 {
+		t.Fatalf("%d live sessions for one call", len(sessions))
+	}
+	var events []string
+	for _, ev := range sessions[0].Turns {
+		switch ev.Event {
+		case "Update":
+		case "EagerEndOfTurn", "EndOfTurn":
+			events = append(events, ev.Event+"("+ev.Transcript+")")
+		default:
+			events = append(events, ev.Event)
+		}
+	}
+	if got, want := strings.Join(events, " "), "StartOfTurn EagerEndOfTurn("+first+") TurnResumed EagerEndOfTurn("+whole+") EndOfTurn("+whole+")"; got != want {
+		t.Fatalf("the provider's turn signals:\n%s\nwant\n%s", got, want)
+	}
+	var asked []string
+	for _, r := range b.model.ChatRequests() {
+		if !strings.Contains(r.Messages[0].Content, `"operations"`) {
+			asked = append(asked, r.Messages[len(r.Messages)-1].Content)
+		}
+	}
+	if strings.Join(asked, "|") != first+"|"+whole {
+		t.Fatalf("the model was asked %q", asked)
+	}
+	m := rec.Metrics[0]
+	raw, _ := json.Marshal(m)
+	t.Logf("turn metrics: %s", raw)
+	wasted, _ := m["wasted"].([]any)
+	if len(rec.Metrics) != 1 || m["endpoint"] != "turn" || m["preemptive"] != true || len(wasted) != 1 ||
+		wasted[0].(map[string]any)["kind"] != "generation" {
+		t.Fatalf("turn metrics %s", raw)
+	}
+	runID, _ := m["runId"].(string)
+	var run struct {
+		Status string `json:"status"`
+	}
+	// The abandoned answer's run is cancelled; the one heard is not.
+	var list []struct {
+		Status   string         `json:"status"`
+		Metadata map[string]any `json:"metadata"`
+	}
+	poll.Until(t, "the abandoned run marked", 10*time.Second, func() bool {
+		if st, code := b.do("GET", "/api/runs?agent=frontdesk&status=cancelled", nil, &list); st != 200 {
+			t.Fatalf("GET runs: %d %s", st, code)
+		}
+		cancelled := 0
+		for _, r := range list {
+			if v, ok := r.Metadata["voice"].(map[string]any); ok && v["preemptive"] == "abandoned" && r.Status == "cancelled" {
+				cancelled++
+			}
+		}
+		return cancelled == 1
+	})
+	if st, code := b.do("GET", "/api/runs/"+runID, nil, &run); st != 200 || run.Status != "succeeded" {
+		t.Fatalf("the heard answer's run: %d %s %s", st, code, run.Status)
+	}
+}
+
+// pausedSpeechWAV records first and rest with espeak-ng, one after the
+// other with the silence espeak leaves between two utterances (about a
+// third of a second), and lays them out as the fake microphone plays them
+// (see speechWAV); pauseAt and end are where that pause and the speech
+// end, counted from the speech's start.
+func pausedSpeechWAV(t *testing.T, first, rest string, lead float64) (wav string, pauseAt, end time.Duration) {
+	t.Helper()
+	need(t, "espeak-ng", "espeak-ng")
+	need(t, "sox", "sox")
+	dir := t.TempDir()
+	var parts []string
+	for i, text := range []string{first, rest} {
+		raw := filepath.Join(dir, fmt.Sprintf("espeak-%d.wav", i))
+		if b, err := exec.Command("espeak-ng", "-v", "en-us", "-s", "150", "-w", raw, text).CombinedOutput(); err != nil {
+			t.Fatalf("espeak-ng: %v: %s", err, b)
+		}
+		parts = append(parts, raw)
+	}
+	wav = filepath.Join(dir, "speech.wav")
+	if b, err := exec.Command("sox", append(parts, "-r", "48000", "-c", "1", "-b", "16", wav, "pad", formatSeconds(lead), "30")...).CombinedOutput(); err != nil {
+		t.Fatalf("sox: %v: %s", err, b)
+	}
+	data, err := os.ReadFile(wav)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcm, rate := wavPCM(t, data)
+	// Loud 20 ms windows (RMS over 300, as the scripted provider hears
+	// speech): the speech's start and end, and the silences inside it.
+	win := rate / 50
+	var start, last time.Duration = -1, -1
+	var pause time.Duration
+	for i := 0; i+win <= len(pcm); i += win {
+		var sum float64
+		for _, v := range pcm[i : i+win] {
+			sum += float64(v) * float64(v)
+		}
+		if math.Sqrt(sum/float64(win)) <= 300 {
+			continue
+		}
+		at := time.Duration(i) * time.Second / time.Duration(rate)
+		if start < 0 {
+			start = at
+		} else if gap := at - last - 20*time.Millisecond; gap > 0 {
+			switch {
+			case gap > pause:
+				if pause >= 120*time.Millisecond {
+					t.Fatalf("the recorded sentence has two pauses (%s, %s)", pause, gap)
+				}
+				pause, pauseAt = gap, last+20*time.Millisecond-start
+			case gap >= 120*time.Millisecond:
+				t.Fatalf("the recorded sentence has two pauses (%s, %s)", pause, gap)
+			}
+		}
+		last = at
+	}
+	// An eager end of turn in the pause, and no end of turn.
+	if pause < 250*time.Millisecond || pause > 600*time.Millisecond {
+		t.Fatalf("the recorded pause is %s, want 250 to 600 ms", pause)
+	}
+	return wav, pauseAt, last + 20*time.Millisecond - start
 }
