@@ -1,16 +1,16 @@
-// Agents: each agent's memory settings and provider chains (model,
-// speech-to-text, text-to-speech) with the value in force and where it
-// comes from (studio, code, default), each chain's entries with the state
-// of their provider's circuit, toggles, instructions, the identity key's
-// binding, resets and the activity log.
-import { h, say, put, noProviderNote, api, can, badge, fmtTime, field, explain, notice, readOnlyNote, clear, ask } from "./lib.js";
+// Agents: each agent's memory settings, provider chains (model,
+// speech-to-text, text-to-speech) and turn-taking on calls with the value
+// in force and where it comes from (studio, code, default), each chain's
+// entries with the state of their provider's circuit, toggles,
+// instructions, the identity key's binding, resets and the activity log.
+import { h, say, put, noProviderNote, api, can, badge, fmtTime, field, explain, notice, readOnlyNote, clear, ask, select } from "./lib.js";
 
 export async function agentsScreen(main) {
   const note = noProviderNote("the agents' text turns and calls");
   const agents = await api("GET", "/api/agents");
   put(main, h("h1", {}, "Agents"), await note,
-    h("p", { class: "hint" }, "Memory settings and models resolve from Studio, then the agent's code (the config), then the platform default. A call takes a snapshot when it opens: changes apply to the next call."));
-  if (!can("config:write")) main.append(readOnlyNote("config:write", "change memory settings and models"));
+    h("p", { class: "hint" }, "Memory settings, models and turn-taking resolve from Studio, then the agent's code (the config), then the platform default. A call takes a snapshot when it opens: changes apply to the next call."));
+  if (!can("config:write")) main.append(readOnlyNote("config:write", "change memory settings, models and turn-taking"));
   const cards = h("div", { class: "cards" });
   main.append(cards);
   await Promise.all(agents.map(async (a) => {
@@ -25,7 +25,8 @@ async function renderAgent(card, a) {
   // The circuits are read with each render, so a card redrawn after a
   // change shows them as they are now; a box that cannot say shows the
   // chains without them.
-  const [v, chains, circuits] = await Promise.all([api("GET", path), api("GET", "/api/agents/" + encodeURIComponent(a.name) + "/models"),
+  const [v, chains, turns, circuits] = await Promise.all([api("GET", path), api("GET", "/api/agents/" + encodeURIComponent(a.name) + "/models"),
+    api("GET", "/api/agents/" + encodeURIComponent(a.name) + "/turntaking"),
     api("GET", "/api/system/providers").catch((e) => { if (e.status === 401) throw e; return null; })]);
   const write = can("config:write");
   const status = h("p", { class: "status", role: "status" });
@@ -85,6 +86,7 @@ async function renderAgent(card, a) {
     write ? h("button", { type: "button", class: "danger reset-all", onclick: (ev) => ask(ev.target, "Remove every Studio override of " + a.name + "'s memory settings? The code or default values apply again.", "Reset memory settings",
       () => act("DELETE", path, undefined, "Every memory override removed.")) }, "Reset memory settings") : null,
     models(a, chains, circuits, write, act, status),
+    turnTaking(a, turns, write, act, status),
     lineSection(a.line),
     status, h("details", { class: "log" }, h("summary", {}, "Activity"), log));
   card.querySelector("details").addEventListener("toggle", async (ev) => {
@@ -119,6 +121,85 @@ function lineSection(l) {
   return h("section", { class: "line" }, h("h3", {}, "Phone line"),
     h("p", { class: "hint" }, "Set in the agent's config (voice.answeringMachine, voice.keypad, voice.transfer, voice.recording, analysis)."),
     h("dl", { class: "facts" }, ...facts), targets);
+}
+
+// The turn-taking settings an operator can override, in the order shown:
+// [name, label, hint, kind], kind the values of a choice, "ms" for a
+// duration, "n" for a count, "list" for phrases separated by commas.
+const TURNS = [
+  ["vad", "Voice detection", "energy: loud enough over the line's noise; silero: a speech model, steadier on noisy lines", ["energy", "silero"]],
+  ["endpointingMode", "Endpointing", "words: the caller's words decide how long to wait; cautious: every statement waits the sentence delay; silence: the words are ignored", ["words", "cautious", "silence"]],
+  ["turnDetection", "Turn detection", "box: the box's endpointing; provider: the live speech-to-text's end of turn as well (sttMode realtime or deepgram)", ["box", "provider"]],
+  ["eagerness", "Eagerness", "how soon the provider ends a turn, with turn detection provider", ["low", "medium", "high", "auto"]],
+  ["minEndpointDelayMs", "Shortest end of turn", "silence after a question or a closing", "ms"],
+  ["maxEndpointDelayMs", "Longest end of turn", "silence a caller who trailed off gets to go on", "ms"],
+  ["interruptionMode", "Interruption", "words: the agent pauses at the caller's sound and yields to words; immediate: it stops after a short sound", ["words", "immediate"]],
+  ["minWords", "Words that interrupt", "backchannels not counted, 1 to 20", "n"],
+  ["minVoicedMs", "Talk-over before yielding", "the caller's voice with no words known yet", "ms"],
+  ["resumeAfterMs", "Resume after", "a paused agent goes on when no words came", "ms"],
+  ["immediateAfterMs", "Stop after", "voiced sound that stops the agent in mode immediate", "ms"],
+  ["backchannels", "Backchannels", "phrases that never interrupt, separated by commas", "list"],
+];
+
+// turnTaking is the agent's turn-taking on calls: each setting in force
+// with its origin (the default filled in where neither Studio nor the
+// config sets it) and the delays the endpointing derives; with
+// config:write, a control per setting, one Save for the settings that
+// changed, a reset per setting overridden in Studio and one for all.
+function turnTaking(a, turns, write, act, status) {
+  const path = "/api/agents/" + encodeURIComponent(a.name) + "/turntaking";
+  const v = turns.value;
+  const shown = (name, kind) => kind === "ms" ? v[name] + " ms" : kind === "list" ? v[name].length + (v[name].length === 1 ? " phrase" : " phrases") : String(v[name]);
+  const controls = {};
+  const rows = TURNS.map(([name, label, hint, kind]) => {
+    const origin = turns.origins[name];
+    let control = null;
+    if (write) {
+      if (Array.isArray(kind)) control = select("turn-" + name, kind.map((x) => [x, x]), v[name]);
+      else if (kind === "list") control = h("textarea", { name: "turn-" + name, rows: 2, maxlength: 9000 });
+      else control = h("input", { name: "turn-" + name, type: "number", min: 1, step: kind === "n" ? 1 : 10, value: String(v[name]) });
+      if (kind === "list") control.value = v[name].join(", ");
+      control.setAttribute("aria-label", label);
+      controls[name] = control;
+    }
+    // The phrases take a row of their own under their setting.
+    const list = kind === "list";
+    return [h("tr", { dataset: { turn: name } },
+      h("th", {}, label, h("small", { class: "hint" }, hint)),
+      h("td", { class: "value" }, list || !control ? shown(name, kind) : [control, kind === "ms" ? " ms" : null]),
+      h("td", {}, badge(origin, "origin " + origin),
+        write && origin === "studio" ? h("button", { type: "button", class: "link reset", onclick: () => act("DELETE", path + "?field=" + name, undefined, label + " reset to the code or default value.") }, "reset") : null)),
+    list ? h("tr", { class: "phrases", dataset: { turn: name } }, h("td", { colspan: 3 }, control || h("small", { class: "hint" }, v[name].join(", ")))) : null];
+  });
+  const save = h("button", { type: "button", class: "save-turns", onclick: () => {
+    const body = {};
+    for (const [name, label, , kind] of TURNS) {
+      const raw = controls[name].value;
+      if (kind === "ms" || kind === "n") {
+        const n = Number(raw.trim());
+        if (!raw.trim() || !Number.isInteger(n) || n < 1) {
+          say(status, label + ": enter a whole number" + (kind === "ms" ? " of milliseconds" : "") + " above 0, or use reset to go back to the code or default value.");
+          return;
+        }
+        if (n !== v[name]) body[name] = n;
+      } else if (kind === "list") {
+        const list = raw.split(",").map((x) => x.trim()).filter((x) => x);
+        if (!list.length) { say(status, label + ": list at least one phrase, or use reset to go back to the code or default list."); return; }
+        if (list.join(",") !== v[name].join(",")) body[name] = list;
+      } else if (raw !== v[name]) body[name] = raw;
+    }
+    if (!Object.keys(body).length) { say(status, "No turn-taking setting changed.", ""); return; }
+    act("PUT", path, body, "Turn-taking saved.");
+  } }, "Save turn-taking");
+  const overridden = TURNS.some(([name]) => turns.origins[name] === "studio");
+  return h("section", { class: "turntaking", "aria-label": "Turn-taking" }, h("h3", {}, "Turn-taking"),
+    h("p", { class: "hint" }, "How the agent takes turns on calls (speech-to-text mode ", h("code", {}, v.sttMode),
+      "). The endpointing derives the other delays from the two ends of turn: a closed clause ends after ", v.closedClauseDelayMs,
+      " ms, an opener after ", v.sentenceDelayMs, " ms, words not known yet after ", v.silenceDelayMs, " ms."),
+    h("table", { class: "turns" }, h("tbody", {}, ...rows.flat())),
+    write ? h("div", { class: "row" }, save, overridden ? h("button", { type: "button", class: "danger reset-turns", onclick: (ev) => ask(ev.target,
+      "Remove every Studio override of " + a.name + "'s turn-taking? The code or default values apply again.", "Reset turn-taking",
+      () => act("DELETE", path, undefined, "Every turn-taking override removed.")) }, "Reset turn-taking") : null) : null);
 }
 
 // The chains an operator can override, in the order shown, with the
