@@ -253,10 +253,10 @@ func TestBaresipProviderEndsTheTurn(t *testing.T) {
 // A caller pauses inside a sentence ("I would like to book a table ...
 // for two on Friday evening") long enough for the turn-taking stream's
 // eager end of turn, and goes on before its end of turn: the answer that
-// started on the eager end of turn is abandoned (the provider said
-// TurnResumed; its run is cancelled and counted as the turn's wasted
-// work; nothing of it committed or played), and the whole sentence is
-// answered once, on the provider's end of turn.
+// started on the eager end of turn is abandoned (the box heard the caller
+// go on, the provider said TurnResumed; its run is cancelled and counted
+// as the turn's wasted work; nothing of it committed or played), and the
+// whole sentence is answered once, on the provider's end of turn.
 func TestBaresipTurnResumedAbandonsTheEagerAnswer(t *testing.T) {
 	t.Parallel()
 	siptest.NeedBaresip(t)
@@ -328,17 +328,29 @@ func TestBaresipTurnResumedAbandonsTheEagerAnswer(t *testing.T) {
 		t.Fatalf("the provider's turn signals:\n%s\nwant\n%s", got, want)
 	}
 	// The model was asked for the first words (the eager answer) and for
-	// the whole sentence, once each.
-	var asked []string
+	// the whole sentence once. The box hears the caller go on before the
+	// provider's TurnResumed comes back, and until then it may start the
+	// eager answer again on the eager end of turn it still holds: every
+	// answer to the first words must be abandoned.
+	eagerAnswers := 0
 	for _, r := range b.Model.ChatRequests() {
-		asked = append(asked, r.Messages[len(r.Messages)-1].Content)
+		switch r.Messages[len(r.Messages)-1].Content {
+		case first:
+			eagerAnswers++
+		case whole:
+		default:
+			t.Fatalf("the model was asked %q", r.Messages[len(r.Messages)-1].Content)
+		}
 	}
-	if strings.Join(asked, "|") != first+"|"+whole {
-		t.Fatalf("the model was asked %q", asked)
+	if n := len(b.Model.ChatRequests()) - eagerAnswers; eagerAnswers == 0 || n != 1 {
+		t.Fatalf("the model was asked for the first words %d times, for the whole sentence %d", eagerAnswers, n)
 	}
-	// The eager answer's run was cancelled as abandoned.
+	if eagerAnswers > 1 {
+		t.Logf("the eager answer was started %d times", eagerAnswers)
+	}
+	// The eager answers' runs were cancelled as abandoned.
 	var cancelled []string
-	poll.Until(t, "the abandoned run marked", 10*time.Second, func() bool {
+	poll.Until(t, "the abandoned runs marked", 10*time.Second, func() bool {
 		rows, err := b.Pool.Query(context.Background(), `SELECT metadata->'voice'->>'reason' FROM stackbone_platform.runs
 			WHERE status = 'cancelled' AND metadata->'voice'->>'preemptive' = 'abandoned'`)
 		if err != nil {
@@ -353,12 +365,14 @@ func TestBaresipTurnResumedAbandonsTheEagerAnswer(t *testing.T) {
 			}
 			cancelled = append(cancelled, why)
 		}
-		return len(cancelled) == 1
+		return len(cancelled) == eagerAnswers
 	})
 	// The box heard the caller go on, or the provider said the turn
 	// resumed: whichever came first abandoned it.
-	if why := cancelled[0]; why != "the caller went on" && why != "the turn resumed" {
-		t.Fatalf("the eager answer was abandoned because %q", why)
+	for _, why := range cancelled {
+		if why != "the caller went on" && why != "the turn resumed" {
+			t.Fatalf("an eager answer was abandoned because %q", why)
+		}
 	}
 	// One turn: the whole sentence, ended by the provider, answered by the
 	// answer started on the second eager end of turn.
@@ -368,8 +382,13 @@ func TestBaresipTurnResumedAbandonsTheEagerAnswer(t *testing.T) {
 	m := rec.Metrics[0]
 	t.Logf("turn metrics: %v", m)
 	wasted, _ := m["wasted"].([]any)
-	if m["endpoint"] != "turn" || m["preemptive"] != true || len(wasted) != 1 || wasted[0].(map[string]any)["kind"] != "generation" {
+	if m["endpoint"] != "turn" || m["preemptive"] != true || len(wasted) != eagerAnswers {
 		t.Fatalf("turn metrics %+v", m)
+	}
+	for _, w := range wasted {
+		if w.(map[string]any)["kind"] != "generation" {
+			t.Fatalf("wasted %+v", wasted)
+		}
 	}
 	if len(rec.Transcript) != 2 || rec.Transcript[0].Text != whole || rec.Transcript[1].Text != answer || rec.Transcript[1].Cut {
 		t.Fatalf("heard transcript %+v", rec.Transcript)

@@ -252,28 +252,51 @@ func TestBrowserCallTurnResumedAbandonsTheEagerAnswer(t *testing.T) {
 	if got, want := strings.Join(events, " "), "StartOfTurn EagerEndOfTurn("+first+") TurnResumed EagerEndOfTurn("+whole+") EndOfTurn("+whole+")"; got != want {
 		t.Fatalf("the provider's turn signals:\n%s\nwant\n%s", got, want)
 	}
-	var asked []string
+	// The model was asked for the whole sentence once, and for the first
+	// words (the eager answer) at least once: the box hears the caller go
+	// on before the provider's TurnResumed comes back, and until then it
+	// may start the eager answer again on the eager end of turn it still
+	// holds. Every answer to the first words must be abandoned.
+	eagerAnswers, answers := 0, 0
 	for _, r := range b.model.ChatRequests() {
-		if !strings.Contains(r.Messages[0].Content, `"operations"`) {
-			asked = append(asked, r.Messages[len(r.Messages)-1].Content)
+		if strings.Contains(r.Messages[0].Content, `"operations"`) {
+			continue
+		}
+		switch last := r.Messages[len(r.Messages)-1].Content; last {
+		case first:
+			eagerAnswers++
+		case whole:
+			answers++
+		default:
+			t.Fatalf("the model was asked %q", last)
 		}
 	}
-	if strings.Join(asked, "|") != first+"|"+whole {
-		t.Fatalf("the model was asked %q", asked)
+	if eagerAnswers == 0 || answers != 1 {
+		t.Fatalf("the model was asked for the first words %d times, for the whole sentence %d", eagerAnswers, answers)
+	}
+	if eagerAnswers > 1 {
+		t.Logf("the eager answer was started %d times", eagerAnswers)
+	}
+	if len(rec.Metrics) != 1 {
+		t.Fatalf("turn metrics %+v", rec.Metrics)
 	}
 	m := rec.Metrics[0]
 	raw, _ := json.Marshal(m)
 	t.Logf("turn metrics: %s", raw)
 	wasted, _ := m["wasted"].([]any)
-	if len(rec.Metrics) != 1 || m["endpoint"] != "turn" || m["preemptive"] != true || len(wasted) != 1 ||
-		wasted[0].(map[string]any)["kind"] != "generation" {
+	if m["endpoint"] != "turn" || m["preemptive"] != true || len(wasted) != eagerAnswers {
 		t.Fatalf("turn metrics %s", raw)
+	}
+	for _, w := range wasted {
+		if w.(map[string]any)["kind"] != "generation" {
+			t.Fatalf("turn metrics %s", raw)
+		}
 	}
 	runID, _ := m["runId"].(string)
 	var run struct {
 		Status string `json:"status"`
 	}
-	// The abandoned answer's run is cancelled; the one heard is not.
+	// The abandoned answers' runs are cancelled; the one heard is not.
 	var list []struct {
 		Status   string         `json:"status"`
 		Metadata map[string]any `json:"metadata"`
@@ -288,11 +311,17 @@ func TestBrowserCallTurnResumedAbandonsTheEagerAnswer(t *testing.T) {
 				cancelled++
 			}
 		}
-		return cancelled == 1
+		return cancelled == eagerAnswers
 	})
-	if st, code := b.do("GET", "/api/runs/"+runID, nil, &run); st != 200 || run.Status != "succeeded" {
-		t.Fatalf("the heard answer's run: %d %s %s", st, code, run.Status)
-	}
+	poll.Until(t, "the heard answer's run to succeed", 10*time.Second, func() bool {
+		if st, code := b.do("GET", "/api/runs/"+runID, nil, &run); st != 200 {
+			t.Fatalf("GET the heard answer's run: %d %s", st, code)
+		}
+		if run.Status == "cancelled" || run.Status == "failed" {
+			t.Fatalf("the heard answer's run %s", run.Status)
+		}
+		return run.Status == "succeeded"
+	})
 }
 
 // pausedSpeechWAV records first and rest with espeak-ng, one after the
