@@ -214,7 +214,7 @@ func TestBaresipProviderEndsTheTurn(t *testing.T) {
 					t.Fatalf("the provider's turn signals: %s", got)
 				}
 				if msgs := strings.Join(s.Messages, "\n"); strings.Contains(msgs, "ForceEndTurn") {
-					t.Fatalf("the box ended a turn the provider ended:\n%s", msgs)
+					t.Fatalf("the box ended the turn itself (ForceEndTurn):\n%s", msgs)
 				}
 			}
 			// Interim words came while the question was spoken, before

@@ -125,7 +125,7 @@ func TestBrowserCallProviderEndsTheTurn(t *testing.T) {
 					t.Fatalf("the provider's turn signals: %s", got)
 				}
 				if strings.Contains(strings.Join(ls.Messages, "\n"), "ForceEndTurn") {
-					t.Fatal("the box ended a turn the provider ended")
+					t.Fatal("the box ended the turn itself (ForceEndTurn)")
 				}
 			}
 			if len(ls.Interims) == 0 || ls.InterimAudio[0] >= ended-endOfTurn {
