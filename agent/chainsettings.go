@@ -160,10 +160,10 @@ type stored struct {
 // reads the database only when this box's cache is cold, so a turn pays no
 // round trip for it. Errors: ErrUnknownAgent, ErrStorage.
 func (s *ChainSettings) Agent(ctx context.Context, name string) (config.Agent, error) {
-	ag, ok := s.agents[name]
-	if !ok {
-		return config.Agent{}, fmt.Errorf("%w: %q", ErrUnknownAgent, clip(name, 64))
+	if err := s.known(name); err != nil {
+		return config.Agent{}, err
 	}
+	ag := s.agents[name]
 	rows, err := s.cached(ctx)
 	if err != nil {
 		return config.Agent{}, err
@@ -172,6 +172,14 @@ func (s *ChainSettings) Agent(ctx context.Context, name string) (config.Agent, e
 	ov.Model, ov.STT, ov.TTS = s.usable(ov.Model), s.usable(ov.STT), s.usable(ov.TTS)
 	ag, _ = s.turnTaking(name, withChains(ag, ov), rows[name].turn)
 	return ag, nil
+}
+
+// known is ErrUnknownAgent unless the config declares name.
+func (s *ChainSettings) known(name string) error {
+	if _, ok := s.agents[name]; !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownAgent, clip(name, 64))
+	}
+	return nil
 }
 
 // usable is an override's chain without the entries whose provider is no
@@ -211,8 +219,8 @@ func withChains(ag config.Agent, ov ChainOverrides) config.Agent {
 // Get returns the chains of a declared agent, or ErrUnknownAgent or
 // ErrStorage.
 func (s *ChainSettings) Get(ctx context.Context, name string) (ChainsView, error) {
-	if _, ok := s.agents[name]; !ok {
-		return ChainsView{}, fmt.Errorf("%w: %q", ErrUnknownAgent, clip(name, 64))
+	if err := s.known(name); err != nil {
+		return ChainsView{}, err
 	}
 	rows, err := s.cached(ctx)
 	if err != nil {
@@ -225,8 +233,8 @@ func (s *ChainSettings) Get(ctx context.Context, name string) (ChainsView, error
 // change and the fields it touched go to the activity log. Errors:
 // ErrUnknownAgent, ErrInvalidRequest (nothing saved), ErrStorage.
 func (s *ChainSettings) Put(ctx context.Context, actor, name string, p ChainsPatch) (ChainsView, error) {
-	if _, ok := s.agents[name]; !ok {
-		return ChainsView{}, fmt.Errorf("%w: %q", ErrUnknownAgent, clip(name, 64))
+	if err := s.known(name); err != nil {
+		return ChainsView{}, err
 	}
 	var fields []string
 	for _, c := range []struct {
@@ -262,8 +270,8 @@ func (s *ChainSettings) Put(ctx context.Context, actor, name string, p ChainsPat
 // with field "", all of them, so the config's chains apply again. Errors:
 // ErrUnknownAgent, ErrInvalidRequest, ErrStorage.
 func (s *ChainSettings) Reset(ctx context.Context, actor, name, field string) (ChainsView, error) {
-	if _, ok := s.agents[name]; !ok {
-		return ChainsView{}, fmt.Errorf("%w: %q", ErrUnknownAgent, clip(name, 64))
+	if err := s.known(name); err != nil {
+		return ChainsView{}, err
 	}
 	fields := []string{ChainModel, ChainSTT, ChainTTS}
 	clearOne := ""

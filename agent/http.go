@@ -159,13 +159,29 @@ func (h *handlers) agentsList(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) chainsGet(w http.ResponseWriter, r *http.Request) error {
-	v, err := h.rt.cfg.Chains.Get(r.Context(), r.PathValue("name"))
+// reply writes v, the answer of a route that read or changed it, or
+// returns err.
+func reply[T any](w http.ResponseWriter, v T, err error) error {
 	if err != nil {
 		return err
 	}
 	api.WriteData(w, http.StatusOK, v)
 	return nil
+}
+
+// resetField reads ?field= of a reset: "" when absent (every field), an
+// ErrInvalidRequest naming the fields when present but empty.
+func resetField(r *http.Request, fields string) (string, error) {
+	q := r.URL.Query()
+	if q.Has("field") && q.Get("field") == "" {
+		return "", fmt.Errorf("%w: field must be %s", ErrInvalidRequest, fields)
+	}
+	return q.Get("field"), nil
+}
+
+func (h *handlers) chainsGet(w http.ResponseWriter, r *http.Request) error {
+	v, err := h.rt.cfg.Chains.Get(r.Context(), r.PathValue("name"))
+	return reply(w, v, err)
 }
 
 // chainsPut sets the chains the body names, each a list of ids tried in
@@ -194,38 +210,23 @@ func (h *handlers) chainsPut(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	v, err := h.rt.cfg.Chains.Put(r.Context(), api.Actor(r), r.PathValue("name"), p)
-	if err != nil {
-		return err
-	}
-	api.WriteData(w, http.StatusOK, v)
-	return nil
+	return reply(w, v, err)
 }
 
 // chainsDelete removes the override of one chain (?field=model, stt or
 // tts) or of all three.
 func (h *handlers) chainsDelete(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	field := ""
-	if q.Has("field") {
-		if field = q.Get("field"); field == "" {
-			return fmt.Errorf("%w: field must be model, stt or tts", ErrInvalidRequest)
-		}
-	}
-	v, err := h.rt.cfg.Chains.Reset(r.Context(), api.Actor(r), r.PathValue("name"), field)
+	field, err := resetField(r, "model, stt or tts")
 	if err != nil {
 		return err
 	}
-	api.WriteData(w, http.StatusOK, v)
-	return nil
+	v, err := h.rt.cfg.Chains.Reset(r.Context(), api.Actor(r), r.PathValue("name"), field)
+	return reply(w, v, err)
 }
 
 func (h *handlers) turnGet(w http.ResponseWriter, r *http.Request) error {
 	v, err := h.rt.cfg.Chains.TurnTaking(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	api.WriteData(w, http.StatusOK, v)
-	return nil
+	return reply(w, v, err)
 }
 
 // TurnTakingPatch is the body of PUT /api/agents/{name}/turntaking: the
@@ -286,29 +287,18 @@ func (h *handlers) turnPut(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: %s", ErrInvalidRequest, strings.Join(errs, "; "))
 	}
 	v, err := h.rt.cfg.Chains.PutTurnTaking(r.Context(), api.Actor(r), r.PathValue("name"), p)
-	if err != nil {
-		return err
-	}
-	api.WriteData(w, http.StatusOK, v)
-	return nil
+	return reply(w, v, err)
 }
 
 // turnDelete removes the override of one setting (?field=minWords, say)
 // or of all of them.
 func (h *handlers) turnDelete(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	field := ""
-	if q.Has("field") {
-		if field = q.Get("field"); field == "" {
-			return fmt.Errorf("%w: field must be one of %s", ErrInvalidRequest, turnFieldNames())
-		}
-	}
-	v, err := h.rt.cfg.Chains.ResetTurnTaking(r.Context(), api.Actor(r), r.PathValue("name"), field)
+	field, err := resetField(r, "one of "+turnFieldNames())
 	if err != nil {
 		return err
 	}
-	api.WriteData(w, http.StatusOK, v)
-	return nil
+	v, err := h.rt.cfg.Chains.ResetTurnTaking(r.Context(), api.Actor(r), r.PathValue("name"), field)
+	return reply(w, v, err)
 }
 
 // modelsView is what GET /api/system/models answers: the configured

@@ -363,8 +363,8 @@ func (s *ChainSettings) turnTaking(name string, ag config.Agent, r turnStored) (
 // TurnTaking returns the turn-taking settings of a declared agent in
 // force, with their origins, or ErrUnknownAgent or ErrStorage.
 func (s *ChainSettings) TurnTaking(ctx context.Context, name string) (TurnTakingView, error) {
-	if _, ok := s.agents[name]; !ok {
-		return TurnTakingView{}, fmt.Errorf("%w: %q", ErrUnknownAgent, clip(name, 64))
+	if err := s.known(name); err != nil {
+		return TurnTakingView{}, err
 	}
 	rows, err := s.cached(ctx)
 	if err != nil {
@@ -380,10 +380,10 @@ func (s *ChainSettings) TurnTaking(ctx context.Context, name string) (TurnTaking
 // ErrUnknownAgent, ErrInvalidRequest naming each setting at fault
 // (nothing saved), ErrStorage.
 func (s *ChainSettings) PutTurnTaking(ctx context.Context, actor, name string, p TurnOverrides) (TurnTakingView, error) {
-	ag, ok := s.agents[name]
-	if !ok {
-		return TurnTakingView{}, fmt.Errorf("%w: %q", ErrUnknownAgent, clip(name, 64))
+	if err := s.known(name); err != nil {
+		return TurnTakingView{}, err
 	}
+	ag := s.agents[name]
 	fields := p.fields()
 	if len(fields) == 0 {
 		return TurnTakingView{}, fmt.Errorf("%w: nothing to save: send one or more of %s", ErrInvalidRequest, turnFieldNames())
@@ -432,8 +432,8 @@ func (s *ChainSettings) PutTurnTaking(ctx context.Context, actor, name string, p
 // settings apply again. Errors: ErrUnknownAgent, ErrInvalidRequest,
 // ErrStorage.
 func (s *ChainSettings) ResetTurnTaking(ctx context.Context, actor, name, field string) (TurnTakingView, error) {
-	if _, ok := s.agents[name]; !ok {
-		return TurnTakingView{}, fmt.Errorf("%w: %q", ErrUnknownAgent, clip(name, 64))
+	if err := s.known(name); err != nil {
+		return TurnTakingView{}, err
 	}
 	fields := make([]string, 0, len(turnFields))
 	for _, f := range turnFields {

@@ -2,6 +2,7 @@ package studio_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,6 +67,17 @@ func TestAgentModelChains(t *testing.T) {
 	}
 
 	// A key that may only read the config.
+	agentsAsReader(t, b, p, `#agent-support [data-chain=tts] ol.chain`)
+	if got := p.text("#agent-support [data-chain=tts]"); !strings.Contains(got, "espeak") || !strings.Contains(got, "studio") {
+		t.Fatalf("the tts chain for a reader: %q", got)
+	}
+	noControls(t, p, "#agent-support .models")
+}
+
+// agentsAsReader signs p in again with a new key that may only read the
+// config and opens the Agents screen, until selector is drawn.
+func agentsAsReader(t *testing.T, b *box, p *page, selector string) {
+	t.Helper()
 	reader, _, err := b.keys.Create(context.Background(), "reader", []string{auth.ScopeConfigRead})
 	if err != nil {
 		t.Fatal(err)
@@ -73,14 +85,17 @@ func TestAgentModelChains(t *testing.T) {
 	p.js(`sessionStorage.clear(); location.hash = ""; location.reload()`)
 	p.signIn(reader)
 	p.goTo("#/agents")
-	p.waitFor(`!!document.querySelector('#agent-support [data-chain=tts] ol.chain')`, "the support agent's models, read-only")
-	if got := p.text("#agent-support [data-chain=tts]"); !strings.Contains(got, "espeak") || !strings.Contains(got, "studio") {
-		t.Fatalf("the tts chain for a reader: %q", got)
-	}
+	p.waitFor(`!!document.querySelector(`+strconv.Quote(selector)+`)`, selector+", read-only")
+}
+
+// noControls fails when the part of the screen at selector has an input,
+// a choice or a button.
+func noControls(t *testing.T, p *page, selector string) {
+	t.Helper()
 	var controls int
-	p.js(`document.querySelectorAll("#agent-support .models input, #agent-support .models button").length`, &controls)
+	p.js(`document.querySelectorAll(`+strconv.Quote(selector)+`).length === 1 ? document.querySelector(`+strconv.Quote(selector)+`).querySelectorAll("input, select, textarea, button").length : -1`, &controls)
 	if controls != 0 {
-		t.Fatalf("a reader gets %d controls to change the models", controls)
+		t.Fatalf("a reader gets %d controls in %s", controls, selector)
 	}
 }
 

@@ -1,11 +1,9 @@
 package studio_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/stackbone/box/auth"
 	"github.com/stackbone/box/box/boxtest"
 	"github.com/stackbone/box/config"
 )
@@ -77,22 +75,11 @@ func TestAgentTurnTaking(t *testing.T) {
 		t.Fatalf("after resetting all: %+v", v)
 	}
 
-	reader, _, err := b.keys.Create(context.Background(), "reader", []string{auth.ScopeConfigRead})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.js(`sessionStorage.clear(); location.hash = ""; location.reload()`)
-	p.signIn(reader)
-	p.goTo("#/agents")
-	p.waitFor(`!!document.querySelector('#agent-support tr[data-turn=minWords]')`, "the support agent's turn-taking, read-only")
+	agentsAsReader(t, b, p, "#agent-support tr[data-turn=minWords]")
 	if got := p.text("#agent-support tr[data-turn=minWords]"); !strings.Contains(got, "3") || !strings.Contains(got, "code") {
 		t.Fatalf("minWords for a reader: %q", got)
 	}
-	var controls int
-	p.js(`document.querySelectorAll("#agent-support .turntaking input, #agent-support .turntaking select, #agent-support .turntaking textarea, #agent-support .turntaking button").length`, &controls)
-	if controls != 0 {
-		t.Fatalf("a reader gets %d controls to change the turn-taking", controls)
-	}
+	noControls(t, p, "#agent-support section.turntaking")
 }
 
 type turnsView struct {
