@@ -164,30 +164,7 @@ func validateToolLimits(agent string, a Agent) []string {
 		if v.FillerAfter < 0 || v.FillerAfter > time.Minute {
 			problems = append(problems, fmt.Sprintf("agent %s: voice.fillerAfter must be 0 to 1m", agent))
 		}
-		if v.MinEndpointDelay < 0 || v.MinEndpointDelay > 5*time.Second || v.MaxEndpointDelay < 0 || v.MaxEndpointDelay > 5*time.Second {
-			problems = append(problems, fmt.Sprintf("agent %s: voice.minEndpointDelay and voice.maxEndpointDelay must be 0 to 5s", agent))
-		} else if v.MinEndpointDelay > 0 && v.MaxEndpointDelay > 0 && v.MinEndpointDelay > v.MaxEndpointDelay {
-			problems = append(problems, fmt.Sprintf("agent %s: voice.minEndpointDelay must not exceed voice.maxEndpointDelay", agent))
-		}
-		if i := v.Interruption; i != nil {
-			if i.Mode != "" && i.Mode != InterruptionWords && i.Mode != InterruptionImmediate {
-				problems = append(problems, fmt.Sprintf("agent %s: voice.interruption.mode must be words or immediate, not %q", agent, i.Mode))
-			}
-			if i.MinWords < 0 || i.MinWords > 20 {
-				problems = append(problems, fmt.Sprintf("agent %s: voice.interruption.minWords must be 1 to 20", agent))
-			}
-			if min(i.MinVoiced, i.ResumeAfter, i.ImmediateAfter) < 0 || max(i.MinVoiced, i.ResumeAfter, i.ImmediateAfter) > 10*time.Second {
-				problems = append(problems, fmt.Sprintf("agent %s: voice.interruption.minVoiced, resumeAfter and immediateAfter must be 0 to 10s", agent))
-			}
-			if len(i.Backchannels) > 200 {
-				problems = append(problems, fmt.Sprintf("agent %s: voice.interruption.backchannels has more than 200 entries", agent))
-			}
-			for _, b := range i.Backchannels {
-				if strings.TrimSpace(b) == "" || utf8.RuneCountInString(b) > 40 {
-					problems = append(problems, fmt.Sprintf("agent %s: voice.interruption.backchannels: %q must be 1 to 40 characters", agent, b))
-				}
-			}
-		}
+		problems = append(problems, delayProblems(agent, v)...)
 		if m := v.AnsweringMachine; m != nil {
 			problems = append(problems, AnsweringMachineProblems("agent "+agent+": voice.answeringMachine.", *m)...)
 		}
@@ -204,6 +181,39 @@ func validateToolLimits(agent string, a Agent) []string {
 		}
 		if utf8.RuneCountInString(v.Filler) > MaxFiller {
 			problems = append(problems, fmt.Sprintf("agent %s: voice.filler is longer than %d characters", agent, MaxFiller))
+		}
+	}
+	return problems
+}
+
+// delayProblems checks an agent's endpoint delays and interruption
+// settings.
+func delayProblems(agent string, v *AgentVoice) []string {
+	var problems []string
+	if v.MinEndpointDelay < 0 || v.MinEndpointDelay > 5*time.Second || v.MaxEndpointDelay < 0 || v.MaxEndpointDelay > 5*time.Second {
+		problems = append(problems, fmt.Sprintf("agent %s: voice.minEndpointDelay and voice.maxEndpointDelay must be 0 to 5s", agent))
+	} else if v.MinEndpointDelay > 0 && v.MaxEndpointDelay > 0 && v.MinEndpointDelay > v.MaxEndpointDelay {
+		problems = append(problems, fmt.Sprintf("agent %s: voice.minEndpointDelay must not exceed voice.maxEndpointDelay", agent))
+	}
+	i := v.Interruption
+	if i == nil {
+		return problems
+	}
+	if i.Mode != "" && i.Mode != InterruptionWords && i.Mode != InterruptionImmediate {
+		problems = append(problems, fmt.Sprintf("agent %s: voice.interruption.mode must be words or immediate, not %q", agent, i.Mode))
+	}
+	if i.MinWords < 0 || i.MinWords > 20 {
+		problems = append(problems, fmt.Sprintf("agent %s: voice.interruption.minWords must be 1 to 20", agent))
+	}
+	if min(i.MinVoiced, i.ResumeAfter, i.ImmediateAfter) < 0 || max(i.MinVoiced, i.ResumeAfter, i.ImmediateAfter) > 10*time.Second {
+		problems = append(problems, fmt.Sprintf("agent %s: voice.interruption.minVoiced, resumeAfter and immediateAfter must be 0 to 10s", agent))
+	}
+	if len(i.Backchannels) > 200 {
+		problems = append(problems, fmt.Sprintf("agent %s: voice.interruption.backchannels has more than 200 entries", agent))
+	}
+	for _, b := range i.Backchannels {
+		if strings.TrimSpace(b) == "" || utf8.RuneCountInString(b) > 40 {
+			problems = append(problems, fmt.Sprintf("agent %s: voice.interruption.backchannels: %q must be 1 to 40 characters", agent, b))
 		}
 	}
 	return problems
