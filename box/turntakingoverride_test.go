@@ -15,6 +15,7 @@ import (
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip/siptest"
+	"github.com/stackbone/box/voice"
 )
 
 // tunedAgents: the receptionist's config reads the caller's words to end
@@ -50,9 +51,9 @@ type turnTakingView struct {
 	UpdatedBy *string
 }
 
-func newTunedBox(t *testing.T) *boxtest.Box {
+func newTunedBox(t *testing.T, opts ...boxtest.Option) *boxtest.Box {
 	t.Helper()
-	b := boxtest.New(t, tunedAgents)
+	b := boxtest.New(t, tunedAgents, opts...)
 	b.Model.RespondTranscripts(func([]byte) string { return "What are your opening hours?" })
 	b.Model.Respond(func(req *openai.ChatCompletionRequest) providertest.Reply {
 		return providertest.Reply{Content: "We open at nine."}
@@ -161,7 +162,10 @@ func TestTurnTakingRoutes(t *testing.T) {
 // so.
 func TestCallTakesTheTurnTakingInForceWhenItOpens(t *testing.T) {
 	t.Parallel()
-	b := newTunedBox(t)
+	// Words not known yet wait the longest delay (1.2 s), so a busy
+	// machine's transcription of the question still arrives in time for
+	// the words to end the turn.
+	b := newTunedBox(t, boxtest.TuneCalls(func(c *voice.Config) { c.VAD.EndFrames = 60 }))
 	c := &client{t: t, url: b.URL}
 	caller := siptest.NewCaller(t)
 	ctx := context.Background()
