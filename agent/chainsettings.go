@@ -384,6 +384,7 @@ func (s *ChainSettings) cached(ctx context.Context) (map[string]stored, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.warnLeftOut(rows)
 	s.mu.Lock()
 	if s.gen == gen {
 		s.rows, s.at = rows, time.Now()

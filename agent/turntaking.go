@@ -354,10 +354,24 @@ func (s *ChainSettings) turnTaking(name string, ag config.Agent, r turnStored) (
 		return ag, false
 	}
 	if msgs := turnProblems(name, ag, r.TurnOverrides, nil); len(msgs) > 0 {
-		s.log.Warn("turn-taking overrides left out: they break the config's rules", "agent", name, "fields", r.fields())
 		return ag, false
 	}
 	return withTurnTaking(ag, r.TurnOverrides), true
+}
+
+// warnLeftOut logs, once per read of the table, each agent whose
+// turn-taking overrides are left out (see turnTaking).
+func (s *ChainSettings) warnLeftOut(rows map[string]stored) {
+	for name, r := range rows {
+		ag, ok := s.agents[name]
+		if !ok || len(r.turn.fields()) == 0 {
+			continue
+		}
+		if _, applied := s.turnTaking(name, withChains(ag, r.ChainOverrides), r.turn); !applied {
+			s.log.Warn("turn-taking overrides left out: they break the config's rules; reset or save them again",
+				"agent", name, "fields", r.turn.fields())
+		}
+	}
 }
 
 // TurnTaking returns the turn-taking settings of a declared agent in
