@@ -27,7 +27,7 @@ import (
 // Deepgram-compatible turn-taking stream. The provider sent interim words
 // while the question came and ended the turn 300 ms into the silence after
 // it; the turn's metrics say so (endpoint "turn"), well before the box's
-// own endpoint (1.5 s on this agent) would have ended it. The model was
+// own endpoint (2.5 s on this agent) would have ended it. The model was
 // asked once, and the page heard the answer and shows it once.
 func TestBrowserCallProviderEndsTheTurn(t *testing.T) {
 	t.Parallel()
@@ -35,7 +35,7 @@ func TestBrowserCallProviderEndsTheTurn(t *testing.T) {
 		question    = "What are your opening hours?"
 		answer      = "We are open from nine to five on weekdays."
 		endOfTurn   = 300 * time.Millisecond
-		boxEndpoint = 1500 * time.Millisecond
+		boxEndpoint = 2500 * time.Millisecond
 	)
 	for _, mode := range []string{"realtime", "flux"} {
 		t.Run(mode, func(t *testing.T) {
@@ -44,7 +44,7 @@ func TestBrowserCallProviderEndsTheTurn(t *testing.T) {
 			b := newBox(t, config.Rooms{}, func(cfg *config.Config) {
 				a := cfg.Agents["frontdesk"]
 				a.Voice = &config.AgentVoice{STTMode: mode, TurnDetection: config.TurnDetectionProvider,
-					MinEndpointDelay: boxEndpoint, MaxEndpointDelay: 2500 * time.Millisecond}
+					MinEndpointDelay: boxEndpoint, MaxEndpointDelay: 3500 * time.Millisecond}
 				switch mode {
 				case "realtime":
 					a.Voice.STT, a.Voice.Eagerness = config.ModelChain{"openai/gpt-4o-transcribe"}, "high"
@@ -179,7 +179,7 @@ func TestBrowserCallTurnResumedAbandonsTheEagerAnswer(t *testing.T) {
 		a := cfg.Agents["frontdesk"]
 		a.Voice = &config.AgentVoice{STT: config.ModelChain{"openai/flux-general-en"}, STTMode: "deepgram",
 			TurnDetection: config.TurnDetectionProvider, Eagerness: "high",
-			MinEndpointDelay: 1500 * time.Millisecond, MaxEndpointDelay: 2500 * time.Millisecond}
+			MinEndpointDelay: 2500 * time.Millisecond, MaxEndpointDelay: 3500 * time.Millisecond}
 		cfg.Agents["frontdesk"] = a
 	})
 	b.model.SetLive(providertest.Live{EagerEndOfTurn: eager, EndOfTurn: endTurn})
