@@ -27,7 +27,9 @@ import (
 //     playout resumes where it paused, and the sound is no turn (it is not
 //     answered, and not in the heard transcript). Words that are more than
 //     backchannels arriving later in the same utterance still make the
-//     agent yield.
+//     agent yield. Fewer of them than MinWords ("No," "Wait,") hold the
+//     pause through a quiet moment, since the caller is most likely going
+//     on; the utterance's end settles them.
 //
 // Each overlap is recorded on the agent's turn (its metrics'
 // "interruptions": yielded, resumed or ignored, with the pause's length).

@@ -198,3 +198,45 @@ func TestLateWordsStillYield(t *testing.T) {
 		t.Fatalf("interruptions recorded %v", got)
 	}
 }
+
+// A barge-in whose first word comes with a pause after it ("No, ... wait,
+// I meant Tuesday."): the word that is more than a backchannel holds the
+// pause (the caller is going on), so the agent does not resume into the
+// rest; the rest makes it yield, and the whole is the caller's turn.
+func TestFirstWordOfABargeInHoldsThePause(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.model.ScriptTranscripts("Tell me everything.")
+	e.model.RespondTranscripts(func(wav []byte) string {
+		if (len(wav)-44)/2 < 8000*7/10 { // the first word and its pause
+			return "No,"
+		}
+		return "No, wait, I meant Tuesday."
+	})
+	e.model.Script(providertest.Reply{Content: longAnswer}, providertest.Reply{Content: "Okay, Tuesday it is."})
+	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
+	r.say(800)
+	r.stepUntil("the answer to start playing", 1000, func() bool { return r.line.voicedOut() > 50 })
+	r.say(300)
+	r.step(len(r.in))
+	paused := r.line.voicedOut()
+	// 300 ms of quiet: the speculation of "No," answers, the caller is quiet.
+	r.step(15)
+	if grew := r.line.voicedOut() - paused; grew > 0 {
+		t.Fatalf("the agent resumed after the barge-in's first word: %d voiced frames played in the caller's pause", grew)
+	}
+	r.say(900)
+	r.stepUntil("the interruption to be answered", 1000, func() bool {
+		return len(e.model.ChatRequests()) >= 2 && len(r.call.Entries()) >= 3
+	})
+	if grew := r.line.voicedOut() - paused; grew > 2*len("Okay, Tuesday it is.") {
+		t.Fatalf("%d voiced frames after the pause: more than the answer to the barge-in", grew)
+	}
+	if en := r.call.Entries(); en[2].Role != RoleUser || en[2].Text != "No, wait, I meant Tuesday." {
+		t.Fatalf("transcript %+v", en)
+	}
+	r.call.End(OutcomeCompleted, "")
+	if got := interruptions(r.end()); len(got) != 1 || got[0]["outcome"] != overlapYielded {
+		t.Fatalf("interruptions recorded %v", got)
+	}
+}

@@ -266,7 +266,10 @@ func (l *listener) overlapStep(speaking bool, now time.Time) {
 		}
 	case words >= in.minWords || (voiced >= in.minVoiced && (text == "" || words > 0)):
 		l.yield(words)
-	case ov.paused() && quiet && ((known && words < in.minWords) || now.Sub(ov.pausedAt) >= in.resumeAfter):
+	case ov.paused() && quiet && words == 0 && (known || now.Sub(ov.pausedAt) >= in.resumeAfter):
+		// Only backchannels, or no words in time: the agent goes on. A
+		// word that is more ("No," "Wait,") holds the pause until the
+		// utterance ends: the caller is most likely going on.
 		c.resume(ov, words)
 	}
 }
