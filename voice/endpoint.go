@@ -33,8 +33,10 @@ import (
 //     conjunction, filler, article or preposition ("and", "um", "for"),
 //     a comma or an ellipsis, or a number being dictated (the sentence
 //     ends on two or more digits: "my number is 4 5 6");
-//   - words with no closing punctuation, or none known yet, wait the
-//     VAD's delay (600 ms).
+//   - words with no closing mark from a transcriber that closes its
+//     sentences (HTTP transcription) are a sentence cut off: they wait as
+//     an open one; from a live stream's interims, which carry no marks,
+//     or with no words known yet, the VAD's delay (600 ms).
 //
 // Mode cautious treats every statement as an opener (only questions end
 // early: the rules before closed clauses were told apart), mode silence ignores the words (the VAD's delay
@@ -103,11 +105,19 @@ const (
 
 // delay is the silence after which the turn ends, given what is known of
 // its words (known false: nothing yet, or not of all the speech so far).
-func (e endpointing) delay(text string, known bool) (time.Duration, string) {
+// punctuated says the words come from a transcriber that closes every
+// sentence with its mark (HTTP transcription of the utterance so far):
+// words without one are a sentence cut off, which waits as a trailing one
+// does; a live stream's interims carry no marks, so theirs wait the VAD's
+// delay.
+func (e endpointing) delay(text string, known, punctuated bool) (time.Duration, string) {
 	if !known || e.mode == config.EndpointingSilence {
 		return e.normal, endSilence
 	}
 	class := classify(text)
+	if class == "" && punctuated && e.mode == config.EndpointingWords && strings.TrimSpace(text) != "" {
+		class = classTrailing
+	}
 	if e.mode == config.EndpointingCautious {
 		// The rules before closed clauses were told from openers: only a
 		// question ends early, every other statement waits.
@@ -471,6 +481,18 @@ func (l *liveSTT) words(since time.Time) (string, bool) {
 func (l *liveSTT) begin() {
 	l.mu.Lock()
 	l.turn = ""
+	l.mu.Unlock()
+}
+
+// wentOn forgets an eager end of turn once the caller is heard again:
+// the provider's TurnResumed comes later (it hears the audio after the
+// box does), and until then the eager words must not start the answer
+// a second time at the caller's next short silence.
+func (l *liveSTT) wentOn() {
+	l.mu.Lock()
+	if l.turn == TurnEager {
+		l.turn = ""
+	}
 	l.mu.Unlock()
 }
 

@@ -40,7 +40,7 @@ func TestEndpointingDelaysFollowTheWords(t *testing.T) {
 		{"Can I book a table?", false, 600 * time.Millisecond, endSilence},
 	}
 	for _, c := range cases {
-		if d, r := e.delay(c.text, c.known); d != c.want || r != c.reason {
+		if d, r := e.delay(c.text, c.known, false); d != c.want || r != c.reason {
 			t.Errorf("%q (known %v): %v %s, want %v %s", c.text, c.known, d, r, c.want, c.reason)
 		}
 	}
@@ -54,16 +54,24 @@ func TestEndpointingDelaysFollowTheWords(t *testing.T) {
 	mode := func(m string) endpointing {
 		return newEndpointing(config.Agent{Voice: &config.AgentVoice{Endpointing: &config.Endpointing{Mode: m}}}, VADConfig{})
 	}
-	if d, r := mode(config.EndpointingCautious).delay("I would like a table.", true); d != 600*time.Millisecond || r != endSentence {
+	if d, r := mode(config.EndpointingCautious).delay("I would like a table.", true, true); d != 600*time.Millisecond || r != endSentence {
 		t.Errorf("cautious statement: %v %s", d, r)
 	}
-	if d, r := mode(config.EndpointingCautious).delay("A table, please.", true); d != 600*time.Millisecond || r != endSentence {
+	if d, r := mode(config.EndpointingCautious).delay("A table, please.", true, true); d != 600*time.Millisecond || r != endSentence {
 		t.Errorf("cautious closing: %v %s", d, r)
 	}
-	if d, r := mode(config.EndpointingCautious).delay("Can I book a table?", true); d != 200*time.Millisecond || r != endComplete {
+	if d, r := mode(config.EndpointingCautious).delay("Can I book a table?", true, true); d != 200*time.Millisecond || r != endComplete {
 		t.Errorf("cautious question: %v %s", d, r)
 	}
-	if d, r := mode(config.EndpointingSilence).delay("Can I book a table?", true); d != 600*time.Millisecond || r != endSilence {
+	// A transcriber that closes its sentences left this one open: it was
+	// cut off mid-sentence ("My name is ... Ana Lopez.").
+	if d, r := e.delay("My name is", true, true); d != 500*time.Millisecond || r != endTrailing {
+		t.Errorf("an unmarked HTTP transcript: %v %s", d, r)
+	}
+	if d, r := newEndpointing(config.Agent{}, VADConfig{}).delay("tomorrow at eight", true, true); d != 1200*time.Millisecond || r != endTrailing {
+		t.Errorf("an unmarked HTTP transcript: %v %s", d, r)
+	}
+	if d, r := mode(config.EndpointingSilence).delay("Can I book a table?", true, true); d != 600*time.Millisecond || r != endSilence {
 		t.Errorf("silence: %v %s", d, r)
 	}
 }

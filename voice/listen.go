@@ -159,7 +159,8 @@ func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
 		l.noise()
 	case ev == vadSpeechEnd:
 		// The longest delay passed without a decision.
-		_, reason := l.ep.delay(l.words())
+		text, known := l.words()
+		_, reason := l.ep.delay(text, known, l.live == nil)
 		if reason != endTrailing {
 			reason = endSilence
 		}
@@ -171,6 +172,9 @@ func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
 		l.voicedAt = now
 		l.discard() // the caller went on
 		l.abandon("the caller went on")
+		if l.live != nil {
+			l.live.wentOn()
+		}
 	case speaking && l.live == nil && l.spec == nil && now.Sub(l.voicedAt) >= speculateAfter:
 		l.spec = l.c.speculate(l.inTurn(), det.Snapshot(), l.wake)
 	}
@@ -201,7 +205,7 @@ func (l *listener) endpoint(now time.Time) bool {
 		l.abandon("the words changed")
 		l.draft, l.eager = l.c.generate(l.inTurn(), text, l.c.messages()), true
 	}
-	d, reason := l.ep.delay(text, known)
+	d, reason := l.ep.delay(text, known, l.live == nil)
 	if signal == TurnEnd {
 		d, reason = 0, endTurn
 	}

@@ -299,3 +299,41 @@ func TestTurnTakingStreamFinals(t *testing.T) {
 	}
 	noStreamGoroutines(t)
 }
+
+// The box hears the caller go on after an eager end of turn before the
+// provider's TurnResumed arrives: the eager words do not start the answer
+// a second time at the caller's next short silence (the provider's
+// signal is forgotten once the caller is heard again).
+func TestCallerGoingOnForgetsTheEagerSignal(t *testing.T) {
+	t.Parallel()
+	f := &fakeStreamSTT{final: func(*fakeStream) TranscriptEvent {
+		return TranscriptEvent{Text: "Can I book a table for two?", Final: true}
+	}}
+	e := streamingEnv(t, f)
+	e.model.Script(providertest.Reply{Content: "Sure, for how many?"}, providertest.Reply{Content: "Yes, for two."})
+	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
+	s := f.stream()
+	r.say(800)
+	r.step(len(r.in))
+	s.results <- TranscriptEvent{Text: "Can I book a table", Turn: TurnEager}
+	poll.Until(t, "the held answer's speech", 10*time.Second, func() bool { return len(e.model.SpeechRequests()) >= 1 })
+	// The caller goes on, with a short silence in their words; the
+	// provider's TurnResumed is late.
+	r.say(300)
+	r.step(len(r.in))
+	r.step(4)
+	s.results <- TranscriptEvent{Text: "Can I book a table for", Turn: TurnResumed}
+	untilCancelled(t, e, "talker", 1)
+	r.stepUntil("the answer to play through", 1000, func() bool { return len(r.call.Entries()) == 2 })
+	asked := 0
+	for _, req := range e.model.ChatRequests() {
+		if req.Messages[len(req.Messages)-1].Content == "Can I book a table" {
+			asked++
+		}
+	}
+	if asked != 1 {
+		t.Fatalf("the eager words were answered %d times, want once", asked)
+	}
+	r.call.End(OutcomeCompleted, "")
+	r.end()
+}

@@ -19,9 +19,20 @@ type sileroVoicing struct {
 	n           int
 	p           float32 // the probability of the last window
 	start, end  float32
+	// level gates the model: a frame is speech only when it is also
+	// sileroMarginDB above the line's noise floor. Babble (other voices
+	// on the line, a television) is speech to the model, but quieter
+	// than the caller; without the gate it held turns open for good.
+	level energyVoicing
 }
 
-func newSileroVoicing(rate int, start, end float64) (*sileroVoicing, error) {
+// sileroMarginDB is how far above the line's noise floor a frame the
+// model hears speech in must be: half the energy detector's margin, since
+// the model already tells speech from noise, and a caller 5 dB above
+// babble still clears it (their voice adds to the babble's level).
+const sileroMarginDB = 6
+
+func newSileroVoicing(rate int, start, end, minLevel float64) (*sileroVoicing, error) {
 	modelRate, decim := rate, 1
 	switch {
 	case rate == 8000 || rate == 16000:
@@ -35,10 +46,11 @@ func newSileroVoicing(rate int, start, end float64) (*sileroVoicing, error) {
 		return nil, fmt.Errorf("voice: silero at %d Hz: %w", rate, err)
 	}
 	return &sileroVoicing{m: m, decim: decim, win: make([]float32, m.WindowSize()),
-		start: float32(start), end: float32(end)}, nil
+		start: float32(start), end: float32(end), level: energyVoicing{margin: sileroMarginDB, minLevel: minLevel, floor: -60}}, nil
 }
 
-func (s *sileroVoicing) voiced(pcm []int16, _ float64, speaking bool) bool {
+func (s *sileroVoicing) voiced(pcm []int16, lvl float64, speaking bool) bool {
+	loud := s.level.voiced(pcm, lvl, speaking)
 	for _, v := range pcm {
 		if s.decim > 1 {
 			s.sum += int(v)
@@ -55,11 +67,12 @@ func (s *sileroVoicing) voiced(pcm []int16, _ float64, speaking bool) bool {
 		}
 	}
 	if speaking {
-		return s.p >= s.end
+		return loud && s.p >= s.end
 	}
-	return s.p >= s.start
+	return loud && s.p >= s.start
 }
 
 // heard: the model hears speech, not loudness, so a noisy line's frames
-// are not the caller's voice however loud they are.
+// are not the caller's voice however loud they are (and babble quieter
+// than the caller is not theirs either).
 func (s *sileroVoicing) heard(_ float64, voiced bool) bool { return voiced }
