@@ -479,8 +479,13 @@ func (g *generator) close() { g.ua.Close() }
 // invite calls the box (its number 100) from caller and returns the
 // established dialog and its media.
 func (g *generator) invite(ctx context.Context, boxAddr, caller string) (*diago.DialogClientSession, *diago.DialogMedia, error) {
+	return g.dial(ctx, boxAddr, "100", caller)
+}
+
+// dial calls number at the box from caller.
+func (g *generator) dial(ctx context.Context, boxAddr, number, caller string) (*diago.DialogClientSession, *diago.DialogMedia, error) {
 	var recipient sipgosip.Uri
-	if err := sipgosip.ParseUri("sip:100@"+boxAddr, &recipient); err != nil {
+	if err := sipgosip.ParseUri("sip:"+number+"@"+boxAddr, &recipient); err != nil {
 		return nil, nil, err
 	}
 	host, _, _ := net.SplitHostPort(boxAddr)

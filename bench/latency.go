@@ -419,9 +419,9 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyReport, error) {
 					<-opened
 				}
 				if transport == "sip" {
-					caller, err = gen.latencyCall(ctx, sipSrv.Addr(), fmt.Sprintf("+1555%07d", n))
+					caller, err = gen.latencyCall(ctx, sipSrv.Addr(), "100", fmt.Sprintf("+1555%07d", n))
 				} else {
-					caller, callID, err = joinRoom(ctx, base, key)
+					caller, callID, err = joinRoom(ctx, base, key, "host")
 				}
 				if err != nil {
 					return rep, err
@@ -616,8 +616,8 @@ func (r roomCaller) LastVoicedArrival() time.Time {
 	return time.Time{}
 }
 
-func joinRoom(ctx context.Context, base, key string) (latencyCaller, string, error) {
-	body, _ := json.Marshal(map[string]string{"agent": "host"})
+func joinRoom(ctx context.Context, base, key, agent string) (latencyCaller, string, error) {
+	body, _ := json.Marshal(map[string]string{"agent": agent})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/voice/rooms", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
@@ -656,8 +656,8 @@ type sipCaller struct {
 	arrivals  []roomstest.Arrival
 }
 
-func (g *generator) latencyCall(ctx context.Context, boxAddr, caller string) (latencyCaller, error) {
-	d, med, err := g.invite(ctx, boxAddr, caller)
+func (g *generator) latencyCall(ctx context.Context, boxAddr, number, caller string) (*sipCaller, error) {
+	d, med, err := g.dial(ctx, boxAddr, number, caller)
 	if err != nil {
 		return nil, err
 	}
