@@ -359,8 +359,10 @@ func (s *ttSlot) run(ctx context.Context, base, key, sipAddr string, gen *genera
 		return err
 	}
 	row.Behaviours++
-	t0 := time.Now()
-	caller.Say(a.turn.pcm)
+	t0, err := sayAt(ctx, caller, a.turn.pcm)
+	if err != nil {
+		return err
+	}
 	s.said(a.turn, t0)
 	answerAt, earCut, err := s.turnOutcome(ctx, caller, a.turn.at(t0, a.turn.speechStart()), a.turn.at(t0, a.turn.speechEnd), row)
 	if err != nil {
@@ -387,8 +389,9 @@ func (s *ttSlot) run(ctx context.Context, base, key, sipAddr string, gen *genera
 		if err := sleep(time.Until(answerAt.Add(1500 * time.Millisecond))); err != nil {
 			return err
 		}
-		ovOnset = time.Now()
-		caller.Say(a.overlap.pcm)
+		if ovOnset, err = sayAt(ctx, caller, a.overlap.pcm); err != nil {
+			return err
+		}
 		s.said(a.overlap, ovOnset)
 		ovEnd = ovOnset.Add(time.Duration(a.overlap.speechEnd) * time.Second / 8000)
 		callerDone = ovEnd
@@ -400,8 +403,10 @@ func (s *ttSlot) run(ctx context.Context, base, key, sipAddr string, gen *genera
 		if err := quiet(150*time.Millisecond, 10*time.Second); err != nil {
 			return err
 		}
-		t1 := time.Now()
-		caller.Say(a.follow.pcm)
+		t1, err := sayAt(ctx, caller, a.follow.pcm)
+		if err != nil {
+			return err
+		}
 		s.said(a.follow, t1)
 		_, followCut, err := s.turnOutcome(ctx, caller, t1, a.follow.at(t1, a.follow.speechEnd), row)
 		if err != nil {
@@ -669,4 +674,27 @@ func ends(m map[string]int) string {
 		out = append(out, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(out, ", ")
+}
+
+// sayAt queues pcm and returns when its first sample went out: the
+// transports queue and pace frames, so the time of its first voiced frame
+// on the wire, less where that frame is in pcm.
+func sayAt(ctx context.Context, c latencyCaller, pcm []int16) (time.Time, error) {
+	first := 0
+	for first+160 <= len(pcm) && voice.Level(pcm[first:first+160]) <= -40 {
+		first += 160
+	}
+	before := c.LastVoice()
+	c.Say(pcm)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if at := c.LastVoice(); at.After(before) {
+			return at.Add(-time.Duration(first) * time.Second / 8000), nil
+		}
+		select {
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		}
+	}
+	return time.Time{}, errors.New("the caller's audio did not go out")
 }
