@@ -157,6 +157,10 @@ const (
 	vadDiscard
 )
 
+// preRollFrames is how much audio before the detector's start of speech
+// an utterance keeps (160 ms).
+const preRollFrames = 8
+
 // floorWindow is how many frames of levels the noise floor looks back on.
 const floorWindow = 100
 
@@ -208,18 +212,25 @@ func (v *vad) Process(pcm []int16) vadEvent {
 	// A copy only of what is kept: between utterances most frames are
 	// silence, heard and let go.
 	if !v.speaking {
+		// The frames before speech starts are kept, the last
+		// preRollFrames of them besides the voiced run: a word's quiet
+		// onset, or a short first word ("A table...") before a gap, is
+		// audio the detector did not count but a transcriber needs.
+		v.pre = append(v.pre, v.keep(pcm))
 		if voiced {
 			v.voiced++
-			v.pre = append(v.pre, v.keep(pcm))
 			if v.voiced >= v.cfg.StartFrames {
 				v.speaking, v.unvoiced, v.speechN = true, 0, v.voiced
 				v.buf = append(v.buf[:0], v.pre...)
-				v.pre = nil
+				v.pre = v.pre[:0]
 				return vadSpeechStart
 			}
 		} else {
 			v.voiced = 0
-			v.pre = v.release(v.pre)
+		}
+		if extra := len(v.pre) - preRollFrames - v.voiced; extra > 0 {
+			v.release(v.pre[:extra])
+			v.pre = append(v.pre[:0], v.pre[extra:]...)
 		}
 		return vadNone
 	}
