@@ -76,9 +76,21 @@ type ttSlot struct {
 	agent, number        string
 	model                *providertest.Server
 
+	log *slog.Logger
+
 	mu    sync.Mutex
 	words []ttTimed
 	cur   *ttBehaviour
+}
+
+// name is the current behaviour's.
+func (s *ttSlot) name() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return ""
+	}
+	return s.cur.Name
 }
 
 // ttTimed is a word the caller said and when it was sent.
@@ -205,7 +217,7 @@ func TurnTaking(ctx context.Context, cfg TurnTakingConfig) (TurnTakingReport, er
 			for _, mode := range cfg.Modes {
 				n := len(slots)
 				s := &ttSlot{transport: tr, vad: vad, mode: mode, agent: fmt.Sprintf("tt%d", n), number: fmt.Sprint(200 + n),
-					model: providertest.Start()}
+					model: providertest.Start(), log: cfg.Logger}
 				defer s.model.Close()
 				s.model.RespondTranscripts(s.heard)
 				s.model.Respond(s.answer)
@@ -359,6 +371,7 @@ func (s *ttSlot) run(ctx context.Context, base, key, sipAddr string, gen *genera
 		return err
 	}
 	row.Behaviours++
+	stuckBefore := row.Stuck
 	t0, err := sayAt(ctx, caller, a.turn.pcm)
 	if err != nil {
 		return err
@@ -468,7 +481,7 @@ func (s *ttSlot) run(ctx context.Context, base, key, sipAddr string, gen *genera
 	}
 	// A fragment committed as a turn is a cut-off the ear may have missed
 	// (the answer to it was cut at once by the rest of the turn).
-	if b.Overlap == nil && !slices.Equal(users, want) && !earCut {
+	if b.Overlap == nil && !slices.Equal(users, want) && !earCut && row.Stuck == stuckBefore {
 		log.Debug("bench turntaking: fragment", "slot", s.agent, "behaviour", b.Name, "users", users)
 		row.FalseCutOffs++
 	}
@@ -564,6 +577,7 @@ func (s *ttSlot) turnOutcome(ctx context.Context, c latencyCaller, first, end ti
 		if at, ok := c.FirstVoicedAfter(first); ok {
 			if at.Before(end) {
 				row.FalseCutOffs++
+				s.log.Debug("bench turntaking: cut off", "slot", s.agent, "behaviour", s.name(), "early", end.Sub(at))
 				return at, true, nil
 			}
 			if time.Now().After(end) {
@@ -578,6 +592,7 @@ func (s *ttSlot) turnOutcome(ctx context.Context, c latencyCaller, first, end ti
 		}
 	}
 	row.Stuck++
+	s.log.Debug("bench turntaking: stuck", "slot", s.agent, "behaviour", s.name())
 	return time.Time{}, false, nil
 }
 

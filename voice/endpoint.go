@@ -29,7 +29,7 @@ import (
 //     after it in a breath: a greeting ("Hi, this is Ana."), a
 //     self-introduction ("My name is Ana Lopez."), an announcement ("I
 //     have a question."), a short acknowledgement ("Okay.", "Yes.");
-//   - an open one waits up to maxEndpointDelay (1.2 s): a trailing
+//   - an open one waits up to maxEndpointDelay (1.5 s): a trailing
 //     conjunction, filler, article or preposition ("and", "um", "for"),
 //     a comma or an ellipsis, or a number being dictated (the sentence
 //     ends on two or more digits: "my number is 4 5 6");
@@ -46,7 +46,7 @@ import (
 // MaxEndpointDelay).
 const (
 	DefaultMinEndpointDelay = 200 * time.Millisecond
-	DefaultMaxEndpointDelay = 1200 * time.Millisecond
+	DefaultMaxEndpointDelay = 1500 * time.Millisecond
 )
 
 // ClosedClauseDelay is the silence after a closed clause: a statement

@@ -27,15 +27,15 @@ func TestEndpointingDelaysFollowTheWords(t *testing.T) {
 		{"Okay.", true, 600 * time.Millisecond, endSentence},
 		{"A table, please.", true, 200 * time.Millisecond, endComplete},
 		{"That's all, thank you.", true, 200 * time.Millisecond, endComplete},
-		{"My number is 4 5 6.", true, 1200 * time.Millisecond, endTrailing},
-		{"my number is four five six", true, 1200 * time.Millisecond, endTrailing},
+		{"My number is 4 5 6.", true, 1500 * time.Millisecond, endTrailing},
+		{"my number is four five six", true, 1500 * time.Millisecond, endTrailing},
 		{"A table for four.", true, 250 * time.Millisecond, endClosed},
 		{"I’m calling about my booking.", true, 600 * time.Millisecond, endSentence},
-		{"I would like a table and", true, 1200 * time.Millisecond, endTrailing},
-		{"I would like, um", true, 1200 * time.Millisecond, endTrailing},
-		{"I would like a table for.", true, 1200 * time.Millisecond, endTrailing},
-		{"so I was thinking...", true, 1200 * time.Millisecond, endTrailing},
-		{"Tomorrow at eight,", true, 1200 * time.Millisecond, endTrailing},
+		{"I would like a table and", true, 1500 * time.Millisecond, endTrailing},
+		{"I would like, um", true, 1500 * time.Millisecond, endTrailing},
+		{"I would like a table for.", true, 1500 * time.Millisecond, endTrailing},
+		{"so I was thinking...", true, 1500 * time.Millisecond, endTrailing},
+		{"Tomorrow at eight,", true, 1500 * time.Millisecond, endTrailing},
 		{"tomorrow at eight", true, 600 * time.Millisecond, endSilence},
 		{"Can I book a table?", false, 600 * time.Millisecond, endSilence},
 	}
@@ -68,7 +68,7 @@ func TestEndpointingDelaysFollowTheWords(t *testing.T) {
 	if d, r := e.delay("My name is", true, true); d != 500*time.Millisecond || r != endTrailing {
 		t.Errorf("an unmarked HTTP transcript: %v %s", d, r)
 	}
-	if d, r := newEndpointing(config.Agent{}, VADConfig{}).delay("tomorrow at eight", true, true); d != 1200*time.Millisecond || r != endTrailing {
+	if d, r := newEndpointing(config.Agent{}, VADConfig{}).delay("tomorrow at eight", true, true); d != 1500*time.Millisecond || r != endTrailing {
 		t.Errorf("an unmarked HTTP transcript: %v %s", d, r)
 	}
 	if d, r := mode(config.EndpointingSilence).delay("Can I book a table?", true, true); d != 600*time.Millisecond || r != endSilence {

@@ -112,7 +112,7 @@ func newVAD(cfg VADConfig, rate int) (*vad, error) {
 	case VADEnergy:
 		v.kind = &energyVoicing{margin: cfg.MarginDB, minLevel: cfg.MinLevelDB, floor: -60}
 	case VADSilero:
-		s, err := newSileroVoicing(rate, cfg.SpeechStart, cfg.SpeechEnd, cfg.MinLevelDB)
+		s, err := newSileroVoicing(rate, cfg.SpeechStart, cfg.SpeechEnd)
 		if err != nil {
 			return nil, err
 		}

@@ -95,7 +95,7 @@ func newNoisyLine(t testing.TB, rate int, brown bool, snr float64, tail int) noi
 }
 
 // utterances runs the line through a detector with the listener's longest
-// endpointing delay (1.2 s) and returns the utterances it found as frame
+// endpointing delay (1.5 s) and returns the utterances it found as frame
 // spans [first voiced frame, frame of the end event].
 func (nl noisyLine) utterances(t testing.TB, detector string) [][2]int {
 	t.Helper()

@@ -19,20 +19,26 @@ type sileroVoicing struct {
 	n           int
 	p           float32 // the probability of the last window
 	start, end  float32
-	// level gates the model: a frame is speech only when it is also
-	// sileroMarginDB above the line's noise floor. Babble (other voices
-	// on the line, a television) is speech to the model, but quieter
-	// than the caller; without the gate it held turns open for good.
-	level energyVoicing
+	// peak gates the model: a frame is speech only within
+	// sileroBelowPeakDB of the loudest speech the caller made lately.
+	// Babble (other voices on the line, a television) is speech to the
+	// model, but quieter than the caller; without the gate it held turns
+	// open for good.
+	peak float64
 }
 
-// sileroMarginDB is how far above the line's noise floor a frame the
-// model hears speech in must be: half the energy detector's margin, since
-// the model already tells speech from noise, and a caller 5 dB above
-// babble still clears it (their voice adds to the babble's level).
-const sileroMarginDB = 6
+// The level gate of the Silero detector: a frame must be at most
+// sileroBelowPeakDB under the caller's speech peak, which falls by
+// sileroPeakDecayDB a frame (1 dB a second) so a caller who turns quieter
+// is heard again. Before the caller spoke the gate is open.
+const (
+	sileroBelowPeakDB = 18
+	sileroPeakDecayDB = 0.02
+	sileroPeakUnheard = -120.0
+	sileroPeakLeast   = -60.0
+)
 
-func newSileroVoicing(rate int, start, end, minLevel float64) (*sileroVoicing, error) {
+func newSileroVoicing(rate int, start, end float64) (*sileroVoicing, error) {
 	modelRate, decim := rate, 1
 	switch {
 	case rate == 8000 || rate == 16000:
@@ -46,11 +52,10 @@ func newSileroVoicing(rate int, start, end, minLevel float64) (*sileroVoicing, e
 		return nil, fmt.Errorf("voice: silero at %d Hz: %w", rate, err)
 	}
 	return &sileroVoicing{m: m, decim: decim, win: make([]float32, m.WindowSize()),
-		start: float32(start), end: float32(end), level: energyVoicing{margin: sileroMarginDB, minLevel: minLevel, floor: -60}}, nil
+		start: float32(start), end: float32(end), peak: sileroPeakUnheard}, nil
 }
 
 func (s *sileroVoicing) voiced(pcm []int16, lvl float64, speaking bool) bool {
-	loud := s.level.voiced(pcm, lvl, speaking)
 	for _, v := range pcm {
 		if s.decim > 1 {
 			s.sum += int(v)
@@ -66,10 +71,17 @@ func (s *sileroVoicing) voiced(pcm []int16, lvl float64, speaking bool) bool {
 			s.n = 0
 		}
 	}
+	threshold := s.start
 	if speaking {
-		return loud && s.p >= s.end
+		threshold = s.end
 	}
-	return loud && s.p >= s.start
+	voiced := s.p >= threshold && lvl >= s.peak-sileroBelowPeakDB
+	if voiced {
+		s.peak = max(s.peak, lvl)
+	} else if s.peak > sileroPeakLeast {
+		s.peak -= sileroPeakDecayDB
+	}
+	return voiced
 }
 
 // heard: the model hears speech, not loudness, so a noisy line's frames
