@@ -174,16 +174,8 @@ func TestBaresipProviderEndsTheTurn(t *testing.T) {
 				t.Fatalf("%d live sessions for one call", len(sessions))
 			}
 			s := sessions[0]
-			var ended time.Duration // where the provider ended the turn, on the stream's audio
-			var events []string
-			for _, ev := range s.Turns {
-				if ev.Event != "Update" {
-					events = append(events, ev.Event)
-				}
-				if ev.Event == "EndOfTurn" || ev.Event == "input_audio_buffer.speech_stopped" {
-					ended = ev.Audio
-				}
-			}
+			// Where the provider ended the turn, on the stream's audio.
+			events, ended := s.Signals()
 			switch mode {
 			case "realtime":
 				var update struct {

@@ -98,16 +98,8 @@ func TestBrowserCallProviderEndsTheTurn(t *testing.T) {
 				t.Fatalf("%d live sessions for one call", len(sessions))
 			}
 			ls := sessions[0]
-			var ended time.Duration // where the provider ended the turn, on the stream's audio
-			var events []string
-			for _, ev := range ls.Turns {
-				if ev.Event != "Update" {
-					events = append(events, ev.Event)
-				}
-				if ev.Event == "EndOfTurn" || ev.Event == "input_audio_buffer.speech_stopped" {
-					ended = ev.Audio
-				}
-			}
+			// Where the provider ended the turn, on the stream's audio.
+			events, ended := ls.Signals()
 			switch mode {
 			case "realtime":
 				if ls.Protocol != "realtime" || !strings.Contains(ls.Messages[0], `"turn_detection":{"eagerness":"high","type":"semantic_vad"}`) {

@@ -210,12 +210,11 @@ func untilCancelled(t *testing.T, e *env, agent string, n int) []string {
 	return reasons
 }
 
-// TurnResumed alone abandons an answer started on EagerEndOfTurn, even
-// when the box heard nothing new (the caller's words were too soft for
-// its VAD): the answer was held, nothing of it plays, and its run is
-// cancelled because the turn resumed.
-func TestTurnResumedAbandonsTheEagerAnswer(t *testing.T) {
-	t.Parallel()
+// eagerAnswerHeld starts a call whose caller asked "Can I book a table"
+// and whose provider sent an eager end of turn, and waits for the held
+// answer's speech (the answer to the whole question is scripted next).
+func eagerAnswerHeld(t *testing.T) (*env, *run, *fakeStream) {
+	t.Helper()
 	f := &fakeStreamSTT{final: func(*fakeStream) TranscriptEvent {
 		return TranscriptEvent{Text: "Can I book a table for two?", Final: true}
 	}}
@@ -227,6 +226,16 @@ func TestTurnResumedAbandonsTheEagerAnswer(t *testing.T) {
 	r.step(len(r.in))
 	s.results <- TranscriptEvent{Text: "Can I book a table", Turn: TurnEager}
 	poll.Until(t, "the held answer's speech", 10*time.Second, func() bool { return len(e.model.SpeechRequests()) >= 1 })
+	return e, r, s
+}
+
+// TurnResumed alone abandons an answer started on EagerEndOfTurn, even
+// when the box heard nothing new (the caller's words were too soft for
+// its VAD): the answer was held, nothing of it plays, and its run is
+// cancelled because the turn resumed.
+func TestTurnResumedAbandonsTheEagerAnswer(t *testing.T) {
+	t.Parallel()
+	e, r, s := eagerAnswerHeld(t)
 	s.results <- TranscriptEvent{Text: "Can I book a table", Turn: TurnResumed}
 	if reasons := untilCancelled(t, e, "talker", 1); reasons[0] != "the turn resumed" {
 		t.Fatalf("abandoned because %q", reasons[0])
@@ -306,17 +315,7 @@ func TestTurnTakingStreamFinals(t *testing.T) {
 // signal is forgotten once the caller is heard again).
 func TestCallerGoingOnForgetsTheEagerSignal(t *testing.T) {
 	t.Parallel()
-	f := &fakeStreamSTT{final: func(*fakeStream) TranscriptEvent {
-		return TranscriptEvent{Text: "Can I book a table for two?", Final: true}
-	}}
-	e := streamingEnv(t, f)
-	e.model.Script(providertest.Reply{Content: "Sure, for how many?"}, providertest.Reply{Content: "Yes, for two."})
-	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
-	s := f.stream()
-	r.say(800)
-	r.step(len(r.in))
-	s.results <- TranscriptEvent{Text: "Can I book a table", Turn: TurnEager}
-	poll.Until(t, "the held answer's speech", 10*time.Second, func() bool { return len(e.model.SpeechRequests()) >= 1 })
+	e, r, s := eagerAnswerHeld(t)
 	// The caller goes on, with a short silence in their words; the
 	// provider's TurnResumed is late.
 	r.say(300)

@@ -117,6 +117,21 @@ type TurnEvent struct {
 	Audio      time.Duration
 }
 
+// Signals are the session's turn signals without the interim Updates,
+// in order, and where on the stream's audio the provider last ended a
+// turn (EndOfTurn, or Realtime's speech_stopped; 0 for never).
+func (s LiveSession) Signals() (events []string, ended time.Duration) {
+	for _, ev := range s.Turns {
+		if ev.Event != "Update" {
+			events = append(events, ev.Event)
+		}
+		if ev.Event == "EndOfTurn" || ev.Event == "input_audio_buffer.speech_stopped" {
+			ended = ev.Audio
+		}
+	}
+	return events, ended
+}
+
 // LiveSession is what one live connection carried.
 type LiveSession struct {
 	// Protocol is "realtime", "deepgram" or "flux" (the turn-taking
