@@ -25,6 +25,12 @@ type sileroVoicing struct {
 	// model, but quieter than the caller; without the gate it held turns
 	// open for good.
 	peak float64
+	// sinceLoud counts the frames since the last that passed the gate:
+	// inside an utterance the model's speech under it still counts for
+	// sileroQuietTailFrames (a word's quiet end, espeak's final "s" 27 dB
+	// under its vowels), so the gate ends what babble there is at most
+	// that much after the caller's last word.
+	sinceLoud int
 }
 
 // The level gate of the Silero detector: a frame must be at most
@@ -36,6 +42,9 @@ const (
 	sileroPeakDecayDB = 0.02
 	sileroPeakUnheard = -120.0
 	sileroPeakLeast   = -60.0
+	// sileroQuietTailFrames is how long (300 ms) speech under the gate
+	// still counts inside an utterance.
+	sileroQuietTailFrames = 15
 )
 
 func newSileroVoicing(rate int, start, end float64) (*sileroVoicing, error) {
@@ -75,11 +84,15 @@ func (s *sileroVoicing) voiced(pcm []int16, lvl float64, speaking bool) bool {
 	if speaking {
 		threshold = s.end
 	}
-	voiced := s.p >= threshold && lvl >= s.peak-sileroBelowPeakDB
-	if voiced {
-		s.peak = max(s.peak, lvl)
-	} else if s.peak > sileroPeakLeast {
-		s.peak -= sileroPeakDecayDB
+	loud := lvl >= s.peak-sileroBelowPeakDB
+	voiced := s.p >= threshold && (loud || (speaking && s.sinceLoud < sileroQuietTailFrames))
+	if voiced && loud {
+		s.peak, s.sinceLoud = max(s.peak, lvl), 0
+	} else {
+		s.sinceLoud++
+		if s.peak > sileroPeakLeast {
+			s.peak -= sileroPeakDecayDB
+		}
 	}
 	return voiced
 }
