@@ -45,7 +45,7 @@ var names = map[string]string{
 	"agent.SessionSummary": "Session", "agent.SessionDetail": "SessionDetail", "agent.SessionTurn": "SessionTurn",
 	"agent.ToolCall": "HeldToolCall", "agent.TurnTakingView": "AgentTurnTaking", "agent.TurnOverrides": "AgentTurnTakingOverrides",
 	"agent.TurnTaking": "AgentTurnTakingValue", "agent.TurnOrigins": "AgentTurnTakingOrigins", "agent.TurnTakingPatch": "AgentTurnTakingPatch",
-	"auth.Key":       "Key", "runs.Run": "Run",
+	"auth.Key": "Key", "runs.Run": "Run",
 	"campaigns.Campaign": "Campaign", "campaigns.NewCampaign": "NewCampaign", "campaigns.Window": "CampaignWindow",
 	"campaigns.Retry": "CampaignRetry", "campaigns.Rule": "CampaignRetryRule", "campaigns.Progress": "CampaignProgress",
 	"campaigns.ContactInput": "CampaignContactInput", "campaigns.Contact": "CampaignContact",
