@@ -51,7 +51,10 @@
 // voice.minEndpointDelay, a closed clause after 250 ms, an opener ("Hi, this
 // is Ana.") after 600 ms, a trailing word ("and", "um", a comma) or a number
 // being dictated waits up to voice.maxEndpointDelay, and nothing known the
-// VAD's delay (the rules in endpoint.go; voice.endpointing.mode). A speculation the caller talks past is cancelled. The answer
+// VAD's delay (the rules in endpoint.go; voice.endpointing.mode, which
+// Studio may override per agent with the other turn-taking settings: a
+// call takes them as it opens). A speculation the caller talks past is
+// cancelled. The answer
 // may start before the endpoint (preemptive generation) once the words so
 // far read complete, as early as the agent's usual time to its first
 // playable audio makes it ready by the endpoint, but it is held, no audio
