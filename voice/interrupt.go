@@ -18,7 +18,8 @@ import (
 //   - words arrive that are not backchannels (MinWords of them, from the
 //     live stream's interims or the speculative transcription of the
 //     overlap), or the caller stays voiced for MinVoiced with nothing of it
-//     known to be a backchannel: the agent yields. Its answer is cut where
+//     known to be a backchannel, or for half that with a word known that
+//     is none ("Sorry, can you..."): the agent yields. Its answer is cut where
 //     the caller heard it stop (the pause) and the caller's utterance is
 //     their turn, as any other;
 //   - the caller is quiet again and what they said is only backchannels
@@ -168,6 +169,7 @@ const (
 type overlap struct {
 	t       *turn // the agent's turn it is over
 	voiced  int   // the caller's voiced frames since it began
+	seen    int   // the most words that are no backchannels known of it
 	yielded bool
 
 	mu       sync.Mutex

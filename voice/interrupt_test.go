@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/provider/providertest"
 )
 
@@ -238,5 +239,40 @@ func TestFirstWordOfABargeInHoldsThePause(t *testing.T) {
 	r.call.End(OutcomeCompleted, "")
 	if got := interruptions(r.end()); len(got) != 1 || got[0]["outcome"] != overlapYielded {
 		t.Fatalf("interruptions recorded %v", got)
+	}
+}
+
+// A barge-in whose first word is known ("Sorry,", from the speculation at
+// its comma) and goes on without a pause: the agent yields once the
+// caller has talked half of minVoiced, not the whole of it.
+func TestAWordThatIsNoBackchannelYieldsAtHalfMinVoiced(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.model.ScriptTranscripts("Tell me everything.")
+	e.model.RespondTranscripts(func(wav []byte) string {
+		if (len(wav)-44)/2 < 8000*6/10 {
+			return "Sorry,"
+		}
+		return "Sorry, can you repeat that?"
+	})
+	e.model.Script(providertest.Reply{Content: longAnswer}, providertest.Reply{Content: "Of course."})
+	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
+	r.say(800)
+	r.stepUntil("the answer to start playing", 1000, func() bool { return r.line.voicedOut() > 50 })
+	r.say(300) // "Sorry,"
+	r.step(len(r.in))
+	r.step(8) // its comma: the speculation of "Sorry," is asked
+	poll.Until(t, "the speculation's answer", 10*time.Second, func() bool { return len(e.model.Uploads()) >= 2 })
+	// A few more quiet frames, each after a poll's wait, so the answer is
+	// read by the listener before the caller goes on.
+	quiet := 0
+	poll.Until(t, "quiet frames", 10*time.Second, func() bool { r.step(1); quiet++; return quiet >= 4 })
+	r.say(1200)
+	r.step(len(r.in))
+	r.stepUntil("the barge-in to be answered", 1000, func() bool { return len(e.model.ChatRequests()) >= 2 })
+	r.call.End(OutcomeCompleted, "")
+	got := interruptions(r.end())
+	if len(got) != 1 || got[0]["outcome"] != overlapYielded || got[0]["voicedMs"].(float64) > 700 {
+		t.Fatalf("interruptions recorded %v, want a yield before 700 ms of voice", got)
 	}
 }

@@ -262,15 +262,22 @@ func (l *listener) overlapStep(speaking bool, now time.Time) {
 	voiced := time.Duration(ov.voiced) * FrameDuration
 	text, known := l.words()
 	words := in.substantive(text)
+	// The words known of the overlap so far: a speculation the caller
+	// talked past is discarded, what it said is not forgotten.
+	ov.seen = max(ov.seen, words)
 	quiet := !speaking || det.Silent() >= overlapQuietFrames
 	switch {
 	case in.immediate:
 		if voiced >= in.immediateAfter {
 			l.yield(0)
 		}
-	case words >= in.minWords || (voiced >= in.minVoiced && (text == "" || words > 0)):
-		l.yield(words)
-	case ov.paused() && quiet && words == 0 && (known || now.Sub(ov.pausedAt) >= in.resumeAfter):
+	case words >= in.minWords || (voiced >= in.minVoiced && (text == "" || words > 0)) ||
+		(ov.seen > 0 && voiced >= in.minVoiced/2):
+		// Enough words; or long speech with nothing known to be a
+		// backchannel; or a word that is none ("Sorry,", "Wait,") and
+		// the caller still talking half as long.
+		l.yield(max(words, ov.seen))
+	case ov.paused() && quiet && ov.seen == 0 && (known || now.Sub(ov.pausedAt) >= in.resumeAfter):
 		// Only backchannels, or no words in time: the agent goes on. A
 		// word that is more ("No," "Wait,") holds the pause until the
 		// utterance ends: the caller is most likely going on.
