@@ -620,10 +620,11 @@ type AnsweringMachine struct {
 // Endpointing modes (voice.endpointing.mode; "" is words).
 const (
 	// EndpointingWords ends a turn by what the caller's words so far
-	// are: a question or a closed clause after a short silence
-	// (MinEndpointDelay, a statement at most voice.ClosedClauseDelay), an
-	// opener ("Hi, this is Ana.") after the sentence delay, a trailing
-	// or dictated one ("and", "um", "4 5 6") after MaxEndpointDelay.
+	// are: a question or a closed clause (a request) after a short
+	// silence (MinEndpointDelay, a request at most
+	// voice.ClosedClauseDelay), an opener ("Hi, this is Ana.") or a
+	// statement that only tells after the sentence delay, a trailing or
+	// dictated one ("and", "um", "4 5 6") after MaxEndpointDelay.
 	EndpointingWords = "words"
 	// EndpointingCautious ends every statement after the sentence delay
 	// (only questions early): fewer turns cut between two sentences, a

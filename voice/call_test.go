@@ -66,14 +66,14 @@ func TestCallLifecycleSavesWhatWasHeardAndRecallsIt(t *testing.T) {
 	}
 	// The turn's metrics were recorded before the call record, from the
 	// controller's clock: the speculative transcript after 120 ms of
-	// silence ends on a closed clause, so the turn ended after the
-	// closed clause's delay (250 ms) on it.
+	// silence ends on a statement that only tells, so the turn ended after
+	// the sentence delay (600 ms) on it.
 	if len(rec.Metrics) != 1 || rec.Metrics[0]["wireToWireMs"] == nil || rec.Metrics[0]["speechToTextMs"] == nil {
 		t.Fatalf("metrics: %+v", rec.Metrics)
 	}
-	if eou := rec.Metrics[0]["endOfUtteranceMs"].(float64); eou < 240 || eou > 360 || rec.Metrics[0]["endpoint"] != endClosed ||
+	if eou := rec.Metrics[0]["endOfUtteranceMs"].(float64); eou < 590 || eou > 710 || rec.Metrics[0]["endpoint"] != endSentence ||
 		rec.Metrics[0]["transcription"] != "speculative" {
-		t.Fatalf("end of utterance %v ms on the call's clock (%v, %v), want the closed clause's delay on the speculative transcript",
+		t.Fatalf("end of utterance %v ms on the call's clock (%v, %v), want the sentence delay on the speculative transcript",
 			eou, rec.Metrics[0]["endpoint"], rec.Metrics[0]["transcription"])
 	}
 	if n := len(e.model.Uploads()); n != 1 {

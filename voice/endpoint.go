@@ -22,13 +22,16 @@ import (
 // default):
 //   - a question ("...?") or a closing ("..., please.", "Thanks.",
 //     "Bye.") is complete: the turn ends after minEndpointDelay (200 ms);
-//   - a closed clause, a statement of three words or more that is not
-//     an opener ("I'd like to move my booking to Friday."), ends after
-//     ClosedClauseDelay (250 ms, never under minEndpointDelay);
-//   - an opener waits the sentence delay (600 ms), since callers go on
-//     after it in a breath: a greeting ("Hi, this is Ana."), a
-//     self-introduction ("My name is Ana Lopez."), an announcement ("I
-//     have a question."), a short acknowledgement ("Okay.", "Yes.");
+//   - a closed clause, a request of three words or more that is not an
+//     opener ("I'd like to move my booking to Friday.", "Cancel my
+//     booking for Saturday."), ends after ClosedClauseDelay (250 ms,
+//     never under minEndpointDelay);
+//   - an opener or a statement that only tells waits the sentence delay
+//     (600 ms), since callers go on after it in a breath: a greeting
+//     ("Hi, this is Ana."), a self-introduction ("My name is Ana
+//     Lopez."), an announcement ("I have a question."), a short
+//     acknowledgement ("Okay.", "Yes."), context ("We will arrive late
+//     tonight.");
 //   - an open one waits up to maxEndpointDelay (1.5 s): a trailing
 //     conjunction, filler, article or preposition ("and", "um", "for"),
 //     a comma or an ellipsis, or a number being dictated (the sentence
@@ -182,6 +185,30 @@ var openers = [][]string{
 	{"ok"}, {"yes"}, {"yeah"}, {"no"}, {"right"}, {"sure"},
 }
 
+// requests are what makes a statement a closed clause: the caller asks
+// for something ("I'd like to book...", "Cancel my booking."). A
+// statement that only tells ("I am interested in the AI master.", "We
+// will arrive late.") is most often said before the request, so it waits
+// as an opener does. Each is matched anywhere in the sentence.
+var requests = [][]string{
+	{"i", "would", "like"}, {"i'd", "like"}, {"we", "would", "like"}, {"we'd", "like"}, {"i", "want"},
+	{"we", "want"}, {"i", "need"}, {"we", "need"}, {"i'd", "love"}, {"i", "would", "love"},
+	{"can", "you"}, {"could", "you"}, {"would", "you"}, {"please"}, {"let", "me", "know"}, {"tell", "me"},
+	{"book"}, {"cancel"}, {"change"}, {"move"}, {"send"}, {"reschedule"}, {"confirm"}, {"make", "it"},
+}
+
+// request says whether words ask for something.
+func request(words []string) bool {
+	for _, r := range requests {
+		for i := 0; i+len(r) <= len(words); i++ {
+			if slices.Equal(words[i:i+len(r)], r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // numberWords are the words a dictated number is read in.
 var numberWords = map[string]bool{
 	"zero": true, "oh": true, "one": true, "two": true, "three": true, "four": true, "five": true,
@@ -221,7 +248,7 @@ func classify(text string) string {
 		if closing(words) {
 			return classClosing
 		}
-		if len(words) < 3 || opener(words) {
+		if len(words) < 3 || opener(words) || !request(words) {
 			return classOpener
 		}
 		return classClosed
