@@ -83,7 +83,7 @@ func TestTurnTakingRoutes(t *testing.T) {
 	_, raw := c.want(boxtest.Key, "GET", path, "", nil, 200)
 	v := turnView(t, raw)
 	if v.Value.EndpointingMode != "words" || v.Origins["endpointingMode"] != "code" || v.Value.MinWords != 3 || v.Origins["minWords"] != "code" ||
-		v.Value.MinEndpointDelayMs != 200 || v.Value.MaxEndpointDelayMs != 1200 || v.Value.ClosedClauseDelayMs != 250 ||
+		v.Value.MinEndpointDelayMs != 200 || v.Value.MaxEndpointDelayMs != 1500 || v.Value.ClosedClauseDelayMs != 250 ||
 		v.Value.SentenceDelayMs != 600 || v.Value.SilenceDelayMs != 600 || v.Value.ResumeAfterMs != 1000 || v.Value.MinVoicedMs != 900 ||
 		v.Value.ImmediateAfterMs != 300 || v.Value.VAD != "energy" || v.Value.TurnDetection != "box" || v.Value.Eagerness != "auto" ||
 		v.Value.InterruptionMode != "words" || v.Value.STTMode != "http" || len(v.Value.Backchannels) < 20 ||
