@@ -158,7 +158,7 @@ func TestTurnTakingOverridesAreChecked(t *testing.T) {
 		o     agent.TurnOverrides
 		want  string
 	}{
-		{"support", agent.TurnOverrides{VAD: ptr("loud")}, `vad: voice.vad "loud" is not energy or silero`},
+		{"support", agent.TurnOverrides{VAD: ptr("loud")}, `vad: voice.vad "loud" is not auto, energy or silero`},
 		{"support", agent.TurnOverrides{EndpointingMode: ptr("eager")}, `endpointingMode: voice.endpointing.mode "eager" is not one of words, cautious, silence`},
 		{"support", agent.TurnOverrides{TurnDetection: ptr("provider")}, `turnDetection: voice.turnDetection provider needs a live sttMode`},
 		{"support", agent.TurnOverrides{TurnDetection: ptr("caller")}, `turnDetection: voice.turnDetection "caller" is not box or provider`},

@@ -157,7 +157,7 @@ func TurnTaking(ctx context.Context, cfg TurnTakingConfig) (TurnTakingReport, er
 		cfg.Transports = []string{"sip", "room"}
 	}
 	if len(cfg.VADs) == 0 {
-		cfg.VADs = []string{config.VADEnergy, config.VADSilero}
+		cfg.VADs = []string{config.VADAuto, config.VADEnergy, config.VADSilero}
 	}
 	if len(cfg.Modes) == 0 {
 		cfg.Modes = []string{config.EndpointingWords, config.EndpointingCautious}
@@ -183,9 +183,10 @@ func TurnTaking(ctx context.Context, cfg TurnTakingConfig) (TurnTakingReport, er
 			return TurnTakingReport{}, err
 		}
 		if b.Noise != "" {
-			// Half a second of the line's noise before the words, and
+			// The line's noise for 2.5 s before the words (a noisy line
+			// is noisy from the call's start, while the agent greets), and
 			// more after them, under the agent's answer.
-			x.turn = x.turn.shift(4000)
+			x.turn = x.turn.shift(20000)
 			x.turn.pcm = append(x.turn.pcm, make([]int16, int(ttNoiseTail/time.Millisecond)*8)...)
 			x.turn.pcm = r.withNoise(x.turn.pcm, b.Noise, b.SNR, 0)
 		}

@@ -85,7 +85,7 @@ func TestTurnTakingRoutes(t *testing.T) {
 	if v.Value.EndpointingMode != "words" || v.Origins["endpointingMode"] != "code" || v.Value.MinWords != 3 || v.Origins["minWords"] != "code" ||
 		v.Value.MinEndpointDelayMs != 200 || v.Value.MaxEndpointDelayMs != 1500 || v.Value.ClosedClauseDelayMs != 250 ||
 		v.Value.SentenceDelayMs != 600 || v.Value.SilenceDelayMs != 600 || v.Value.ResumeAfterMs != 1000 || v.Value.MinVoicedMs != 900 ||
-		v.Value.ImmediateAfterMs != 300 || v.Value.VAD != "energy" || v.Value.TurnDetection != "box" || v.Value.Eagerness != "auto" ||
+		v.Value.ImmediateAfterMs != 300 || v.Value.VAD != "auto" || v.Value.TurnDetection != "box" || v.Value.Eagerness != "auto" ||
 		v.Value.InterruptionMode != "words" || v.Value.STTMode != "http" || len(v.Value.Backchannels) < 20 ||
 		v.Origins["vad"] != "default" || v.Origins["backchannels"] != "default" || v.UpdatedBy != nil {
 		t.Fatalf("before any override: %s", raw)
@@ -101,7 +101,7 @@ func TestTurnTakingRoutes(t *testing.T) {
 	// Refusals: 400 naming the setting, nothing saved.
 	for _, tc := range []struct{ body, want string }{
 		{`{"endpointingMode":"eager"}`, `endpointingMode: voice.endpointing.mode \"eager\" is not one of words, cautious, silence`},
-		{`{"vad":"loud"}`, `vad: voice.vad \"loud\" is not energy or silero`},
+		{`{"vad":"loud"}`, `vad: voice.vad \"loud\" is not auto, energy or silero`},
 		{`{"turnDetection":"provider"}`, `turnDetection: voice.turnDetection provider needs a live sttMode (realtime or deepgram)`},
 		{`{"eagerness":"very"}`, `eagerness: voice.eagerness \"very\" is not one of low, medium, high, auto`},
 		{`{"minWords":25}`, `minWords: voice.interruption.minWords must be 1 to 20`},
@@ -124,7 +124,7 @@ func TestTurnTakingRoutes(t *testing.T) {
 	c.want(boxtest.Key, "DELETE", path+"?field=voice", "", nil, 400)
 	c.want(boxtest.Key, "DELETE", path+"?field=", "", nil, 400)
 	_, raw = c.want(boxtest.Key, "GET", path, "", nil, 200)
-	if v := turnView(t, raw); v.Value.MinWords != 5 || v.Value.VAD != "energy" || v.Origins["vad"] != "default" || v.Origins["endpointingMode"] != "code" {
+	if v := turnView(t, raw); v.Value.MinWords != 5 || v.Value.VAD != "auto" || v.Origins["vad"] != "default" || v.Origins["endpointingMode"] != "code" {
 		t.Fatalf("a refused change was saved: %s", raw)
 	}
 

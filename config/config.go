@@ -470,11 +470,13 @@ type AgentVoice struct {
 	// words (see Endpointing).
 	Endpointing *Endpointing `yaml:"endpointing"`
 	// VAD is how the box tells the caller's speech from the rest on the
-	// agent's calls: "energy" (loud enough above the line's noise floor,
-	// the default) or "silero" (the Silero VAD model, run in the box: it
-	// hears speech, not loudness, so a noisy line neither cuts a caller
-	// off nor holds a turn open on its noise; about 1 % of a core per
-	// call).
+	// agent's calls: "energy" (loud enough above the line's noise floor),
+	// "silero" (the Silero VAD model, run in the box: it hears speech, not
+	// loudness, so a noisy line neither cuts a caller off nor holds a turn
+	// open on its noise; about 0.5 % of a core per call) or "auto" (the
+	// default: energy while the line is quiet, silero from when its noise
+	// floor is above -42 dBFS or within 25 dB of the caller's voice, so
+	// only noisy calls pay for the model).
 	VAD string `yaml:"vad"`
 	// Interruption is how the agent treats the caller's sound while it
 	// speaks (see Interruption).
@@ -904,11 +906,15 @@ const (
 	TurnDetectionProvider = "provider"
 )
 
-// Voice activity detectors (voice.vad; "" is energy).
+// Voice activity detectors (voice.vad; "" is auto).
 const (
+	VADAuto   = "auto"
 	VADEnergy = "energy"
 	VADSilero = "silero"
 )
+
+// VADs are the values of an agent's voice.vad.
+var VADs = []string{VADAuto, VADEnergy, VADSilero}
 
 // Eagernesses are the values of an agent's voice.eagerness ("" is auto).
 var Eagernesses = []string{"low", "medium", "high", "auto"}
@@ -943,8 +949,8 @@ func validateSTT(agent string, v *AgentVoice) []string {
 		problems = append(problems, fmt.Sprintf("agent %s: voice.turnDetection %q is not box or provider (default box)",
 			agent, truncate(v.TurnDetection, 40)))
 	}
-	if v.VAD != "" && v.VAD != VADEnergy && v.VAD != VADSilero {
-		problems = append(problems, fmt.Sprintf("agent %s: voice.vad %q is not energy or silero (default energy)",
+	if v.VAD != "" && !slices.Contains(VADs, v.VAD) {
+		problems = append(problems, fmt.Sprintf("agent %s: voice.vad %q is not auto, energy or silero (default auto)",
 			agent, truncate(v.VAD, 40)))
 	}
 	if e := v.Endpointing; e != nil && e.Mode != "" && !slices.Contains(EndpointingModes, e.Mode) {

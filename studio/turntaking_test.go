@@ -33,7 +33,7 @@ func TestAgentTurnTaking(t *testing.T) {
 	}
 	var values []string
 	p.js(`["minWords", "endpointingMode", "minEndpointDelayMs", "maxEndpointDelayMs", "resumeAfterMs", "vad"].map(n => document.querySelector("#agent-support [name=turn-" + n + "]").value)`, &values)
-	if got := strings.Join(values, ","); got != "3,words,200,1500,1000,energy" {
+	if got := strings.Join(values, ","); got != "3,words,200,1500,1000,auto" {
 		t.Fatalf("the values shown: %s", got)
 	}
 	if got := p.text("#agent-support section.turntaking"); !strings.Contains(got, "a closed clause ends after 250 ms, an opener after 600 ms") ||

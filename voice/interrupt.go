@@ -171,6 +171,7 @@ type overlap struct {
 	voiced  int   // the caller's voiced frames since it began
 	seen    int   // the most words that are no backchannels known of it
 	yielded bool
+	heard   overlapWords // its words by its own transcription (HTTP)
 
 	mu       sync.Mutex
 	pausedAt time.Time    // when the playout paused (zero: it is not paused)

@@ -58,6 +58,7 @@ type listener struct {
 
 	lastVoice time.Time    // the last frame that may hold speech (Heard), for wire-to-wire
 	voicedAt  time.Time    // the last frame the VAD counted as voiced
+	bg        background   // whether a long utterance's words still come
 	began     time.Time    // the first voiced frame of the utterance in progress
 	spec      *speculation // of the utterance in progress
 	draft     *generation  // the answer started before the endpoint
@@ -98,6 +99,7 @@ func (c *Call) newListener(ctx context.Context, out chan<- utterance) *listener 
 
 // close lets go of the utterance in progress as the call ends.
 func (l *listener) close() {
+	l.bg.drop()
 	l.discard()
 	l.abandon("the call ended")
 	l.dropSpan()
@@ -146,6 +148,7 @@ func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
 	}
 	switch {
 	case ev == vadSpeechStart:
+		l.bg.reset(now)
 		l.discard()
 		l.abandon("the caller went on")
 		l.dropSpan()
@@ -158,6 +161,7 @@ func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
 	case ev == vadDiscard:
 		l.noise()
 	case ev == vadSpeechEnd:
+		l.bg.drop()
 		// The longest delay passed without a decision.
 		text, known := l.words()
 		_, reason := l.ep.delay(text, known, l.live == nil)
@@ -177,6 +181,11 @@ func (l *listener) hear(frame []int16, now time.Time) (ended, ok bool) {
 		}
 	case speaking && l.live == nil && l.spec == nil && now.Sub(l.voicedAt) >= speculateAfter:
 		l.spec = l.c.speculate(l.inTurn(), det.Snapshot(), l.wake)
+	}
+	if speaking && ev == vadNone {
+		if text, over := l.backgroundOnly(now); over {
+			return true, l.endOnBackground(text, now)
+		}
 	}
 	return false, true
 }
@@ -224,6 +233,13 @@ func (l *listener) endpoint(now time.Time) bool {
 	if now.Sub(l.voicedAt) < d {
 		return true
 	}
+	return l.cut(now, reason)
+}
+
+// cut ends the utterance in progress now, for reason; false when the call
+// ended while the turn was handed over.
+func (l *listener) cut(now time.Time, reason string) bool {
+	l.bg.drop()
 	pcm, ok := l.det.Cut()
 	if !ok {
 		l.noise() // a click or a cough
@@ -261,26 +277,36 @@ func (l *listener) overlapStep(speaking bool, now time.Time) {
 	}
 	voiced := time.Duration(ov.voiced) * FrameDuration
 	text, known := l.words()
+	if l.live == nil && !in.immediate {
+		ov.heard.follow(l, ov, speaking, voiced)
+		if !known && ov.heard.known {
+			text, known = ov.heard.text, true
+		}
+	}
 	words := in.substantive(text)
 	// The words known of the overlap so far: a speculation the caller
 	// talked past is discarded, what it said is not forgotten.
 	ov.seen = max(ov.seen, words)
 	quiet := !speaking || det.Silent() >= overlapQuietFrames
+	late := ov.paused() && now.Sub(ov.pausedAt) >= in.resumeAfter
 	switch {
 	case in.immediate:
 		if voiced >= in.immediateAfter {
 			l.yield(0)
 		}
-	case words >= in.minWords || (voiced >= in.minVoiced && (text == "" || words > 0)) ||
+	case words >= in.minWords || (voiced >= in.minVoiced && ((text == "" && !ov.heard.known) || words > 0)) ||
 		(ov.seen > 0 && voiced >= in.minVoiced/2):
 		// Enough words; or long speech with nothing known to be a
-		// backchannel; or a word that is none ("Sorry,", "Wait,") and
-		// the caller still talking half as long.
+		// backchannel (nor, by its own transcription, to hold no words);
+		// or a word that is none ("Sorry,", "Wait,") and the caller still
+		// talking half as long.
 		l.yield(max(words, ov.seen))
-	case ov.paused() && quiet && ov.seen == 0 && (known || now.Sub(ov.pausedAt) >= in.resumeAfter):
-		// Only backchannels, or no words in time: the agent goes on. A
-		// word that is more ("No," "Wait,") holds the pause until the
-		// utterance ends: the caller is most likely going on.
+	case ov.paused() && ov.seen == 0 && ((quiet && (known || late)) || (!quiet && late && ov.heard.known && words == 0)):
+		// Only backchannels, or no words in time: the agent goes on,
+		// also under a sound that goes on without words (other voices on
+		// the line, a television). A word that is more ("No," "Wait,")
+		// holds the pause until the utterance ends: the caller is most
+		// likely going on.
 		c.resume(ov, words)
 	}
 }
@@ -304,7 +330,11 @@ func (l *listener) kept(noise bool) bool {
 	c, in := l.c, l.in
 	o := l.ov
 	l.ov = nil
-	if o == nil || o.yielded {
+	if o == nil {
+		return true
+	}
+	o.heard.drop()
+	if o.yielded {
 		return true
 	}
 	if in.immediate {

@@ -22,7 +22,7 @@ func TurnTakingOf(vad VADConfig) func(config.Agent) agent.TurnTaking {
 			v = *ag.Voice
 		}
 		ms := func(d time.Duration) int64 { return d.Milliseconds() }
-		t := agent.TurnTaking{VAD: orDefault(v.VAD, config.VADEnergy), EndpointingMode: e.mode,
+		t := agent.TurnTaking{VAD: orDefault(v.VAD, orDefault(vad.Detector, VADAuto)), EndpointingMode: e.mode,
 			TurnDetection: orDefault(v.TurnDetection, config.TurnDetectionBox), Eagerness: orDefault(v.Eagerness, "auto"),
 			STTMode: orDefault(v.STTMode, "http"), MinEndpointDelayMs: ms(e.min), MaxEndpointDelayMs: ms(e.max),
 			ClosedClauseDelayMs: ms(e.closed), SentenceDelayMs: ms(e.sentence), SilenceDelayMs: ms(e.normal),

@@ -11,8 +11,9 @@ import (
 // VADConfig tunes voice activity detection. Zero fields take the defaults
 // in their comments.
 type VADConfig struct {
-	// Detector tells speech frames from the rest: VADEnergy (the default)
-	// or VADSilero. An agent's voice.vad overrides it for its calls.
+	// Detector tells speech frames from the rest: VADAuto (the default),
+	// VADEnergy or VADSilero. An agent's voice.vad overrides it for its
+	// calls.
 	Detector string
 	// MarginDB is how far above the noise floor a frame must be to count as
 	// voiced (default 12 dB; energy detector).
@@ -45,11 +46,15 @@ const (
 	// (package silero): right on noisy lines too, for about 1 % of a
 	// core per call. At 8 and 16 kHz and their multiples.
 	VADSilero = config.VADSilero
+	// VADAuto: the energy detector while the line is quiet, the Silero
+	// detector once its noise is loud or near the caller's voice
+	// (autoVoicing).
+	VADAuto = config.VADAuto
 )
 
 func (c *VADConfig) defaults() {
 	if c.Detector == "" {
-		c.Detector = VADEnergy
+		c.Detector = VADAuto
 	}
 	if c.MarginDB == 0 {
 		c.MarginDB = 12
@@ -111,6 +116,8 @@ func newVAD(cfg VADConfig, rate int) (*vad, error) {
 	switch cfg.Detector {
 	case VADEnergy:
 		v.kind = &energyVoicing{margin: cfg.MarginDB, minLevel: cfg.MinLevelDB, floor: -60}
+	case VADAuto:
+		v.kind = newAutoVoicing(cfg, rate)
 	case VADSilero:
 		s, err := newSileroVoicing(rate, cfg.SpeechStart, cfg.SpeechEnd)
 		if err != nil {

@@ -7,7 +7,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/sashabaranov/go-openai"
 
@@ -28,6 +31,69 @@ type noisyLine struct {
 	rate       int
 	pcm        []int16
 	start, end int // the first and last speech frame
+	// segments are the sample ranges of the sentence's three phrases
+	// (its pauses part them).
+	segments [][2]int
+}
+
+// find sets where the speech of clean (the line's samples before noise)
+// is, and returns its power: the sum of its squared samples, and their
+// count.
+func (nl *noisyLine) find(t testing.TB, clean []int16) (power, count float64) {
+	n := nl.rate / 50
+	nl.start = -1
+	quiet := 0
+	for i := 0; i+n <= len(clean); i += n {
+		if Level(clean[i:i+n]) <= -50 {
+			quiet++
+			continue
+		}
+		f := i / n
+		if nl.start < 0 {
+			nl.start = f
+		}
+		if len(nl.segments) == 0 || quiet >= 15 {
+			nl.segments = append(nl.segments, [2]int{i, i + n})
+		}
+		nl.segments[len(nl.segments)-1][1] = i + n
+		nl.end, quiet = f, 0
+		for _, v := range clean[i : i+n] {
+			power += float64(v) * float64(v)
+			count++
+		}
+	}
+	if len(nl.segments) != 3 {
+		t.Fatalf("the sentence has %d phrases, want 3", len(nl.segments))
+	}
+	return power, count
+}
+
+// heard is what a transcriber makes of audio cut from the line: the
+// caller's words it holds (noise and other voices are no words to it).
+func (nl noisyLine) heard(pcm []int16) string {
+	n := nl.rate / 50
+	if len(pcm) < n {
+		return ""
+	}
+	at := -1
+	for i := 0; i+len(pcm) <= len(nl.pcm) && at < 0; i += n {
+		if slices.Equal(nl.pcm[i:i+n], pcm[:n]) {
+			at = i
+		}
+	}
+	phrases := []string{"I would like to book a table for Tuesday,", "my number is four five six,", "seven eight nine, thank you."}
+	var words []string
+	for i, s := range nl.segments {
+		if at < 0 || at > s[0] || at+len(pcm) <= s[0] {
+			continue
+		}
+		// A phrase cut off is heard as far as its words are, taken as
+		// evenly spread over it.
+		ws := strings.Fields(phrases[i])
+		k := len(ws) * (min(at+len(pcm), s[1]) - s[0]) / (s[1] - s[0])
+		words = append(words, ws[:k]...)
+	}
+	return strings.Join(words, " ")
 }
 
 // speechClip reads the clean sentence at rate (8000 or 16000).
@@ -53,23 +119,16 @@ func speechClip(t testing.TB, rate int) []int16 {
 // noise; else pink, Kellet's filter) at snr dB below the speech's RMS,
 // and tail seconds more of the noise after the clip.
 func newNoisyLine(t testing.TB, rate int, brown bool, snr float64, tail int) noisyLine {
-	clean := speechClip(t, rate)
+	return newNoisyLineAfter(t, rate, brown, snr, 0, tail)
+}
+
+// newNoisyLineAfter is newNoisyLine with lead seconds of the noise before
+// the clip, as a call's line carries while the agent greets the caller.
+func newNoisyLineAfter(t testing.TB, rate int, brown bool, snr float64, lead, tail int) noisyLine {
+	clean := append(make([]int16, lead*rate), speechClip(t, rate)...)
 	pcm := append(clean, make([]int16, tail*rate)...)
-	n := rate / 50
-	line := noisyLine{rate: rate, start: -1}
-	var speech, count float64
-	for i := 0; i+int(n) <= len(clean); i += int(n) {
-		if Level(clean[i:i+int(n)]) > -50 {
-			if line.start < 0 {
-				line.start = i / int(n)
-			}
-			line.end = i / int(n)
-			for _, v := range clean[i : i+int(n)] {
-				speech += float64(v) * float64(v)
-				count++
-			}
-		}
-	}
+	line := noisyLine{rate: rate}
+	speech, count := line.find(t, clean)
 	rng := rand.New(rand.NewPCG(29, 10))
 	noise := make([]float64, len(pcm))
 	var b0, b1, b2, acc, power float64
@@ -149,10 +208,77 @@ func TestSileroHearsANoisyLineWhole(t *testing.T) {
 	}
 }
 
+// The auto detector (the default) turns the model on for a noisy line and
+// then hears it as the Silero detector does, one whole utterance; on the
+// same sentence over a quiet line (noise 40 dB under it) the model never
+// starts and the energy detector's utterance stands.
+func TestAutoDetectorTurnsToTheModelOnNoisyLines(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []struct {
+		name  string
+		rate  int
+		brown bool
+		snr   float64
+		model bool
+	}{{"pink", 8000, false, 10, true}, {"brown", 8000, true, 10, true}, {"pink16k", 16000, false, 10, true},
+		{"pink 20 dB", 8000, false, 20, true}, {"quiet", 8000, false, 40, false}, {"quiet16k", 16000, true, 40, false}} {
+		t.Run(kind.name, func(t *testing.T) {
+			// Four seconds of the line before the caller speaks: the
+			// agent's greeting.
+			line := newNoisyLineAfter(t, kind.rate, kind.brown, kind.snr, 4, 4)
+			got, on := line.autoUtterances(t)
+			want := line.utterances(t, VADEnergy)
+			if kind.model {
+				want = line.utterances(t, VADSilero)
+			}
+			t.Logf("speech in frames %d-%d; auto: %v (model %v); want %v", line.start, line.end, got, on, want)
+			if on != kind.model {
+				t.Fatalf("the model ran: %v, want %v", on, kind.model)
+			}
+			if len(want) != 1 {
+				t.Fatalf("the detector auto stands for found %v: want the sentence as one", want)
+			}
+			// Brown noise's drift is speech to the energy detector until
+			// its floor knows the line (the model then ends it): an
+			// utterance over before the caller speaks, which the greeting
+			// shrugs off as a sound. The sentence is one utterance.
+			for len(got) > 1 && got[0][1] >= 0 && got[0][1] < line.start {
+				got = got[1:]
+			}
+			if len(got) != 1 {
+				t.Fatalf("auto found %v: want the sentence as one", got)
+			}
+			// The model starts two seconds into the line, from nothing
+			// where the Silero detector's started with the line: the
+			// utterance starts with the speech and ends the longest
+			// endpointing delay after it, give or take a word's fading end
+			// (as TestSileroHearsANoisyLineWhole).
+			u, delay := got[0], int(DefaultMaxEndpointDelay/FrameDuration)
+			if u[0] < line.start-5 || u[0] > line.start+5 || u[1] < line.end+delay || u[1] > line.end+delay+40 {
+				t.Fatalf("auto's utterance %v, the speech in frames %d-%d", u, line.start, line.end)
+			}
+		})
+	}
+}
+
+// autoUtterances is utterances for the auto detector, and whether the
+// model ran.
+func (nl noisyLine) autoUtterances(t testing.TB) ([][2]int, bool) {
+	t.Helper()
+	got := nl.utterances(t, VADAuto)
+	v, err := newVAD(VADConfig{Detector: VADAuto}, nl.rate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range frames(nl.pcm, nl.rate/50) {
+		v.Process(f)
+	}
+	return got, v.kind.(*autoVoicing).modelOn()
+}
+
 // noisyCall is a call whose caller says the noisy line's sentence to an
-// agent using detector; the transcriber answers an open clause for audio
-// short of the whole sentence and the sentence for all of it, as a real
-// one would. It returns the caller's transcript entries, the longest
+// agent using detector; the transcriber hears the words the audio it is
+// sent holds (noisyLine.heard), as a real one would. It returns the caller's transcript entries, the longest
 // audio sent for transcription (the utterance's) and the first turn's
 // time from the end of speech to the endpoint (-1: no turn), once the
 // frames of the speech, the endpointing delay and deadline more have been
@@ -161,12 +287,12 @@ func noisyCall(t *testing.T, line noisyLine, detector string, deadline int) (use
 	model := providertest.New(t)
 	agents := fmt.Sprintf("agents:\n  caller:\n    model: openai/chat\n    voice: {vad: %s}\n", detector)
 	e := newEnvWith(t, agents, map[string]config.Provider{"openai": {BaseURL: model.URL()}}, model)
-	whole := (line.end - line.start - 5) * 160
 	model.RespondTranscripts(func(wav []byte) string {
-		if (len(wav)-44)/2 < whole {
-			return "I would like to book a table for Tuesday, my number is four five six,"
+		pcm, _, err := DecodeWAV(wav)
+		if err != nil {
+			return ""
 		}
-		return "I would like to book a table for Tuesday, my number is four five six seven eight nine, thank you."
+		return line.heard(pcm)
 	})
 	model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply { return providertest.Reply{Content: "Booked."} })
 	r := e.start(CallInfo{Agent: "caller", PhoneNumber: "+34600111222", Trunk: "local"})
@@ -201,10 +327,23 @@ func TestNoisyLineCallIsNeitherCutNorStuck(t *testing.T) {
 	// Past the longest endpointing delay after the last word: the word's
 	// fading end and the detector's 32 ms windows (500 ms).
 	const deadline = 25
-	users, heard, eou := noisyCall(t, line, VADSilero, deadline)
 	eUsers, eHeard, eEOU := noisyCall(t, line, VADEnergy, deadline)
-	t.Logf("silero: %d caller turns, %d ms heard, end of utterance %v ms; energy: %d caller turns %v, %d ms heard, end of utterance %v ms; the speech lasts %d ms",
-		len(users), heard/8, eou, len(eUsers), eUsers, eHeard/8, eEOU, (line.end-line.start+1)*20)
+	t.Logf("energy: %d caller turns %v, %d ms heard, end of utterance %v ms; the speech lasts %d ms",
+		len(eUsers), eUsers, eHeard/8, eEOU, (line.end-line.start+1)*20)
+	for _, detector := range []string{VADSilero, VADAuto} {
+		t.Run(detector, func(t *testing.T) {
+			t.Parallel()
+			checkNoisyCall(t, line, detector, deadline)
+		})
+	}
+}
+
+// checkNoisyCall asserts that a call with detector on the noisy line
+// heard the sentence as one whole turn, ended a closing's delay after its
+// last word.
+func checkNoisyCall(t *testing.T, line noisyLine, detector string, deadline int) {
+	users, heard, eou := noisyCall(t, line, detector, deadline)
+	t.Logf("%s: %d caller turns, %d ms heard, end of utterance %v ms", detector, len(users), heard/8, eou)
 	if len(users) != 1 {
 		t.Fatalf("%d caller turns %+v, want the sentence as one, ended in time", len(users), users)
 	}
@@ -237,5 +376,114 @@ func TestSileroAtOtherRates(t *testing.T) {
 	}
 	if _, err := newVAD(VADConfig{Detector: VADSilero}, 11025); !errors.Is(err, silero.ErrRate) {
 		t.Fatalf("11025 Hz: %v, want silero.ErrRate", err)
+	}
+}
+
+// newBabbleLine is the noisy line's sentence after lead seconds of other
+// voices, which go on under it and tail seconds after it: the same
+// recording at three offsets, a second voice's worth apart, snr dB under
+// the caller.
+func newBabbleLine(t testing.TB, snr float64, lead, tail int) noisyLine {
+	const rate = 8000
+	clean := speechClip(t, rate)
+	pcm := append(append(make([]int16, lead*rate), clean...), make([]int16, tail*rate)...)
+	line := noisyLine{rate: rate}
+	speech, count := line.find(t, pcm[:lead*rate+len(clean)])
+	babble := make([]float64, len(pcm))
+	var power float64
+	for i := range babble {
+		for _, off := range []int{3100, 11700, 25300} {
+			babble[i] += float64(clean[(i+off*8)%len(clean)])
+		}
+		power += babble[i] * babble[i]
+	}
+	gain := math.Sqrt(speech/count) / math.Sqrt(power/float64(len(babble))) / math.Pow(10, snr/20)
+	for i := range pcm {
+		pcm[i] = int16(max(-32768, min(32767, math.Round(float64(pcm[i])+gain*babble[i]))))
+	}
+	line.pcm = pcm
+	return line
+}
+
+// Other voices on the line 10 dB under the caller, from before they speak
+// to long after: the Silero model hears them as speech, so the utterance
+// never falls silent. The caller's words end the turn: once two checks of
+// its transcript find the same words, it ends there ("background") and is
+// the caller's whole sentence; the voices alone after it are no turn.
+func TestBackgroundVoicesEndTheTurnOnTheCallersWords(t *testing.T) {
+	t.Parallel()
+	line := newBabbleLine(t, 10, 3, 12)
+	for _, detector := range []string{VADSilero, VADAuto} {
+		t.Run(detector, func(t *testing.T) {
+			t.Parallel()
+			if detector == VADSilero {
+				if u := line.utterances(t, VADSilero); len(u) == 0 || u[len(u)-1][1] >= 0 {
+					t.Fatalf("the model heard %v: want an utterance held open by the voices", u)
+				}
+			}
+			model := providertest.New(t)
+			agents := fmt.Sprintf("agents:\n  caller:\n    model: openai/chat\n    voice: {vad: %s}\n", detector)
+			e := newEnvWith(t, agents, map[string]config.Provider{"openai": {BaseURL: model.URL()}}, model)
+			model.RespondTranscripts(func(wav []byte) string {
+				pcm, _, err := DecodeWAV(wav)
+				if err != nil {
+					return ""
+				}
+				return line.heard(pcm)
+			})
+			model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply { return providertest.Reply{Content: "Booked."} })
+			r := e.start(CallInfo{Agent: "caller", PhoneNumber: "+34600111222", Trunk: "local"})
+			r.in = frames(line.pcm, 160)
+			// The checks every 2 s from 4 s into the utterance: its words
+			// are the same twice within 4 s of the last word, 2 s more for
+			// the check's transcription and the answer.
+			answered := func() bool {
+				return slices.ContainsFunc(r.call.Entries(), func(en Entry) bool { return en.Role == "assistant" && en.Text == "Booked." })
+			}
+			for i := 0; i < line.end+int(6*time.Second/FrameDuration) && !answered(); i++ {
+				r.step(1)
+				time.Sleep(200 * time.Microsecond) // let the provider's answers arrive between frames
+			}
+			if !answered() {
+				t.Fatalf("no answer within 6 s of the caller's last word: %+v", r.call.Entries())
+			}
+			var users []Entry
+			for _, en := range r.call.Entries() {
+				if en.Role == "user" {
+					users = append(users, en)
+				}
+			}
+			r.call.End(OutcomeCallerHangup, "")
+			rec := r.end()
+			var reasons []any
+			for _, m := range rec.Metrics {
+				reasons = append(reasons, m["endpoint"])
+			}
+			t.Logf("%s: caller turns %v, ends %v", detector, users, reasons)
+			if len(users) != 1 || !strings.HasSuffix(users[0].Text, "thank you.") || !strings.HasPrefix(users[0].Text, "I would like") {
+				t.Fatalf("caller turns %+v, want the whole sentence as one", users)
+			}
+			if len(reasons) == 0 || reasons[0] != endBackground {
+				t.Fatalf("the turn ended on %v, want %q", reasons, endBackground)
+			}
+			// The voices go on under the answer: they pause it, and as
+			// its transcription finds no words in them it goes on after
+			// ResumeAfter, though they do not stop.
+			var pauses []any
+			for _, m := range rec.Metrics {
+				if xs, ok := m["interruptions"].([]any); ok {
+					pauses = append(pauses, xs...)
+				}
+			}
+			if len(pauses) == 0 {
+				t.Fatalf("the voices did not pause the answer: %v", rec.Metrics)
+			}
+			for _, p := range pauses {
+				x, _ := p.(map[string]any)
+				if ms, _ := x["pausedMs"].(float64); x["outcome"] != overlapResumed || ms > 1500 {
+					t.Fatalf("the answer under the voices: %v, want resumed within 1.5 s", pauses)
+				}
+			}
+		})
 	}
 }

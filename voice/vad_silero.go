@@ -47,6 +47,10 @@ const (
 	sileroQuietTailFrames = 15
 )
 
+// sileroRate reports whether the model runs at rate: 8 or 16 kHz, or a
+// multiple brought down to one of them.
+func sileroRate(rate int) bool { return rate > 0 && rate%8000 == 0 }
+
 func newSileroVoicing(rate int, start, end float64) (*sileroVoicing, error) {
 	modelRate, decim := rate, 1
 	switch {

@@ -28,7 +28,7 @@ func frames(pcm []int16, size int) [][]int16 {
 // energyVAD is the energy detector with the default settings, at 8 kHz.
 func energyVAD(t testing.TB) *vad {
 	t.Helper()
-	v, err := newVAD(VADConfig{}, 8000)
+	v, err := newVAD(VADConfig{Detector: VADEnergy}, 8000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ STACKBONE_DATABASE_URL's server, else the private cluster of stackbone dev under
 		}),
 	}
 	c.Flags().StringSliceVar(&cfg.Transports, "transports", nil, "transports (sip, room; default both)")
-	c.Flags().StringSliceVar(&cfg.VADs, "vads", nil, "voice activity detectors (energy, silero; default both)")
+	c.Flags().StringSliceVar(&cfg.VADs, "vads", nil, "voice activity detectors (auto, energy, silero; default all three)")
 	c.Flags().StringSliceVar(&cfg.Modes, "modes", nil, "endpointing modes (words, cautious, silence; default words and cautious)")
 	c.Flags().StringSliceVar(&cfg.Classes, "classes", nil, "behaviour classes to run (default all)")
 	c.Flags().StringVar(&cfg.Scheduling, "scheduling", config.SchedulingRealtime, "the box's media.scheduling: realtime (as the shipped configurations) or normal")

@@ -127,7 +127,7 @@ function lineSection(l) {
 // [name, label, hint, kind], kind the values of a choice, "ms" for a
 // duration, "n" for a count, "list" for phrases separated by commas.
 const TURNS = [
-  ["vad", "Voice detection", "energy: loud enough over the line's noise; silero: a speech model, steadier on noisy lines", ["energy", "silero"]],
+  ["vad", "Voice detection", "auto: energy while the line is quiet, silero once it is noisy; energy: loud enough over the line's noise; silero: a speech model, steadier on noisy lines", ["auto", "energy", "silero"]],
   ["endpointingMode", "Endpointing", "words: the caller's words decide how long to wait; cautious: every statement waits the sentence delay; silence: the words are ignored", ["words", "cautious", "silence"]],
   ["turnDetection", "Turn detection", "box: the box's endpointing; provider: the live speech-to-text's end of turn as well (sttMode realtime or deepgram)", ["box", "provider"]],
   ["eagerness", "Eagerness", "how soon the provider ends a turn, with turn detection provider", ["low", "medium", "high", "auto"]],

@@ -267,6 +267,8 @@ const endReasons = {
   sentence: "an opener or a statement (longer silence)",
   trailing: "the longest wait (trailing word)",
   silence: "silence",
+  turn: "the speech-to-text provider's end of turn",
+  background: "the caller's words stopped, other voices went on",
 };
 
 function latency(metrics) {
