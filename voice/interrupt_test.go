@@ -242,6 +242,53 @@ func TestFirstWordOfABargeInHoldsThePause(t *testing.T) {
 	}
 }
 
+// The transcription of a barge-in while it goes on (HTTP) may come before
+// its first word is whole, and find no words: that says nothing of the
+// pause that follows, so the agent holds its pause through the caller's
+// breath until the words of it are known ("No,"), and yields.
+func TestAnOverlapTranscribedBeforeItsFirstWordHoldsThePause(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.model.ScriptTranscripts("Tell me everything.")
+	e.model.RespondTranscripts(func(wav []byte) string {
+		switch n := (len(wav) - 44) / 2; {
+		case n < 8000*7/10: // the first word under way
+			return ""
+		case n < 8000*11/10: // the first word and its pause
+			return "No,"
+		}
+		return "No, wait, I meant Tuesday."
+	})
+	e.model.Script(providertest.Reply{Content: longAnswer}, providertest.Reply{Content: "Okay, Tuesday it is."})
+	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
+	r.say(800)
+	r.stepUntil("the answer to start playing", 1000, func() bool { return r.line.voicedOut() > 50 })
+	uploads := len(e.model.Uploads())
+	r.say(600)
+	// 300 ms of the overlap's voice: its transcription is asked, and
+	// answers before the word's last frames.
+	r.step(22)
+	poll.Until(t, "the overlap's transcription", 10*time.Second, func() bool { return len(e.model.Uploads()) > uploads })
+	r.step(len(r.in))
+	paused := r.line.voicedOut()
+	// 300 ms of quiet: the speculation of "No," answers, the caller is quiet.
+	r.step(15)
+	if grew := r.line.voicedOut() - paused; grew > 0 {
+		t.Fatalf("the agent resumed in the barge-in's first pause: %d voiced frames played", grew)
+	}
+	r.say(900)
+	r.stepUntil("the interruption to be answered", 1000, func() bool {
+		return len(e.model.ChatRequests()) >= 2 && len(r.call.Entries()) >= 3
+	})
+	if en := r.call.Entries(); en[2].Role != RoleUser || en[2].Text != "No, wait, I meant Tuesday." {
+		t.Fatalf("transcript %+v", en)
+	}
+	r.call.End(OutcomeCompleted, "")
+	if got := interruptions(r.end()); len(got) != 1 || got[0]["outcome"] != overlapYielded {
+		t.Fatalf("interruptions recorded %v", got)
+	}
+}
+
 // A barge-in whose first word is known ("Sorry,", from the speculation at
 // its comma) and goes on without a pause: the agent yields once the
 // caller has talked half of minVoiced, not the whole of it.

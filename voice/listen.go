@@ -277,13 +277,18 @@ func (l *listener) overlapStep(speaking bool, now time.Time) {
 	}
 	voiced := time.Duration(ov.voiced) * FrameDuration
 	text, known := l.words()
+	words := in.substantive(text)
+	// noWords: the overlap's own transcription (HTTP) found no words in
+	// it that are more than backchannels, though it went on: other voices,
+	// a television.
+	noWords := false
 	if l.live == nil && !in.immediate {
 		ov.heard.follow(l, ov, speaking, voiced)
-		if !known && ov.heard.known {
-			text, known = ov.heard.text, true
+		if ov.heard.known {
+			heard := in.substantive(ov.heard.text)
+			words, noWords = max(words, heard), heard == 0
 		}
 	}
-	words := in.substantive(text)
 	// The words known of the overlap so far: a speculation the caller
 	// talked past is discarded, what it said is not forgotten.
 	ov.seen = max(ov.seen, words)
@@ -294,14 +299,14 @@ func (l *listener) overlapStep(speaking bool, now time.Time) {
 		if voiced >= in.immediateAfter {
 			l.yield(0)
 		}
-	case words >= in.minWords || (voiced >= in.minVoiced && ((text == "" && !ov.heard.known) || words > 0)) ||
+	case words >= in.minWords || (voiced >= in.minVoiced && ((text == "" && !noWords) || words > 0)) ||
 		(ov.seen > 0 && voiced >= in.minVoiced/2):
 		// Enough words; or long speech with nothing known to be a
 		// backchannel (nor, by its own transcription, to hold no words);
 		// or a word that is none ("Sorry,", "Wait,") and the caller still
 		// talking half as long.
 		l.yield(max(words, ov.seen))
-	case ov.paused() && ov.seen == 0 && ((quiet && (known || late)) || (!quiet && late && ov.heard.known && words == 0)):
+	case ov.paused() && ov.seen == 0 && ((quiet && (known || late)) || (!quiet && late && noWords)):
 		// Only backchannels, or no words in time: the agent goes on,
 		// also under a sound that goes on without words (other voices on
 		// the line, a television). A word that is more ("No," "Wait,")
