@@ -1,33 +1,29 @@
 package voice
 
-import "slices"
-
 // autoVoicing is the energy detector on a quiet line and the Silero
 // detector on a noisy one (VADAuto, the default). Energy is right and
 // nearly free where speech stands well clear of the line's noise; under
 // noise within about 20 dB of the caller's voice it hears a sentence as
 // fragments (a cut-off) or noise as speech. So the energy detector always
 // runs and tracks the line's noise floor, and once that floor has stayed
-// above autoNoisyFloorDB for autoQuietBuckets seconds, the Silero model
-// starts on the line's frames and, after autoWarmFrames of them, decides
-// instead, for the rest of the call. Quiet calls spend nothing on the
-// model.
+// above autoNoisyFloorDB for a second, the Silero model starts on the
+// line's frames and, after autoWarmFrames of them, decides instead, for
+// the rest of the call. Quiet calls spend nothing on the model.
 //
-// The floor that counts is the lowest of those seconds: a caller who talks
-// for two seconds without a pause lifts the energy detector's floor (its
-// quietest tenth of frames are then speech) but not for long, while a
-// noisy line holds it up. And it is watched in speech too: on a noisy line
-// the energy detector may never see the end of an utterance.
+// A caller who talks for two seconds without a pause lifts the energy
+// detector's floor (its quietest tenth of frames are then speech), but
+// not for a second more, while a noisy line holds it up. And the floor is
+// watched in speech too: on a noisy line the energy detector may never
+// see the end of an utterance.
 type autoVoicing struct {
 	e      energyVoicing
 	s      *sileroVoicing // once the line turned noisy
 	rate   int
 	start  float64
 	end    float64
-	frames int                       // frames taken
-	lows   [autoQuietBuckets]float64 // the lowest floor of each of the last seconds
-	warm   int                       // frames the model has taken
-	silero bool                      // the model can run at rate
+	loud   int  // frames in a row the floor was above autoNoisyFloorDB
+	warm   int  // frames the model has taken
+	silero bool // the model can run at rate
 }
 
 const (
@@ -35,29 +31,22 @@ const (
 	// noisy: a caller at a usual -20 dBFS is then less than 22 dB above
 	// it, where the energy detector starts to break sentences up.
 	autoNoisyFloorDB = -42
-	// autoQuietBuckets is how many seconds of the floor are looked back
-	// on: a second of each of them under autoNoisyFloorDB keeps the line
-	// quiet.
-	autoQuietBuckets = 2
-	// autoBucketFrames is a second of frames.
-	autoBucketFrames = 50
+	// autoNoisyFrames is how long (a second) the floor stays above
+	// autoNoisyFloorDB before the line is noisy.
+	autoNoisyFrames = 50
 	// autoWarmFrames is how long (200 ms) the model listens before it
 	// decides: its recurrent state starts from nothing.
 	autoWarmFrames = 10
 )
 
 func newAutoVoicing(cfg VADConfig, rate int) *autoVoicing {
-	a := &autoVoicing{
+	return &autoVoicing{
 		e:      energyVoicing{margin: cfg.MarginDB, minLevel: cfg.MinLevelDB, floor: -60},
 		rate:   rate,
 		start:  cfg.SpeechStart,
 		end:    cfg.SpeechEnd,
 		silero: sileroRate(rate),
 	}
-	for i := range a.lows {
-		a.lows[i] = -120
-	}
-	return a
 }
 
 func (a *autoVoicing) voiced(pcm []int16, lvl float64, speaking bool) bool {
@@ -77,19 +66,15 @@ func (a *autoVoicing) voiced(pcm []int16, lvl float64, speaking bool) bool {
 	return byModel
 }
 
-// noisy follows the floor the energy detector keeps, a second at a time,
-// and reports whether it stayed loud for all autoQuietBuckets seconds.
+// noisy follows the floor the energy detector keeps and reports whether
+// it stayed loud for autoNoisyFrames.
 func (a *autoVoicing) noisy() bool {
-	b := a.frames / autoBucketFrames % autoQuietBuckets
-	if a.frames%autoBucketFrames == 0 {
-		a.lows[b] = a.e.floor
+	if a.e.floor > autoNoisyFloorDB {
+		a.loud++
+	} else {
+		a.loud = 0
 	}
-	a.lows[b] = min(a.lows[b], a.e.floor)
-	a.frames++
-	if a.frames < autoQuietBuckets*autoBucketFrames {
-		return false
-	}
-	return slices.Min(a.lows[:]) > autoNoisyFloorDB
+	return a.loud >= autoNoisyFrames
 }
 
 func (a *autoVoicing) heard(lvl float64, voiced bool) bool {

@@ -220,12 +220,14 @@ func TestAutoDetectorTurnsToTheModelOnNoisyLines(t *testing.T) {
 		brown bool
 		snr   float64
 		model bool
-	}{{"pink", 8000, false, 10, true}, {"brown", 8000, true, 10, true}, {"pink16k", 16000, false, 10, true},
-		{"pink 20 dB", 8000, false, 20, true}, {"quiet", 8000, false, 40, false}, {"quiet16k", 16000, true, 40, false}} {
+		lead  int
+	}{{"pink", 8000, false, 10, true, 4}, {"brown", 8000, true, 10, true, 4}, {"pink16k", 16000, false, 10, true, 4},
+		{"pink 20 dB", 8000, false, 20, true, 4}, {"quiet", 8000, false, 40, false, 4}, {"quiet16k", 16000, true, 40, false, 4},
+		{"quiet, speech first", 8000, false, 40, false, 0}} {
 		t.Run(kind.name, func(t *testing.T) {
-			// Four seconds of the line before the caller speaks: the
-			// agent's greeting.
-			line := newNoisyLineAfter(t, kind.rate, kind.brown, kind.snr, 4, 4)
+			// Four seconds of the line before the caller speaks (the
+			// agent's greeting), or the caller first.
+			line := newNoisyLineAfter(t, kind.rate, kind.brown, kind.snr, kind.lead, 4)
 			got, on := line.autoUtterances(t)
 			want := line.utterances(t, VADEnergy)
 			if kind.model {
