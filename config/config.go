@@ -475,8 +475,8 @@ type AgentVoice struct {
 	// loudness, so a noisy line neither cuts a caller off nor holds a turn
 	// open on its noise; about 0.5 % of a core per call) or "auto" (the
 	// default: energy while the line is quiet, silero from when its noise
-	// floor has stayed above -42 dBFS for a second, so only noisy calls
-	// pay for the model).
+	// floor has stayed above -42 dBFS for 500 ms, so quiet calls pay for
+	// the model only through their first two seconds).
 	VAD string `yaml:"vad"`
 	// Interruption is how the agent treats the caller's sound while it
 	// speaks (see Interruption).

@@ -216,6 +216,11 @@ func (v *vad) Process(pcm []int16) vadEvent {
 	lvl := Level(pcm)
 	voiced := v.kind.voiced(pcm, lvl, v.speaking)
 	v.heard = v.kind.heard(lvl, voiced)
+	if a, ok := v.kind.(*autoVoicing); ok && v.speaking && a.tookOver() {
+		v.speaking, v.voiced = false, 0
+		v.buf = v.release(v.buf)
+		return vadDiscard
+	}
 	// A copy only of what is kept: between utterances most frames are
 	// silence, heard and let go.
 	if !v.speaking {

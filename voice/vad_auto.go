@@ -6,24 +6,33 @@ package voice
 // noise within about 20 dB of the caller's voice it hears a sentence as
 // fragments (a cut-off) or noise as speech. So the energy detector always
 // runs and tracks the line's noise floor, and once that floor has stayed
-// above autoNoisyFloorDB for a second, the Silero model starts on the
-// line's frames and, after autoWarmFrames of them, decides instead, for
-// the rest of the call. Quiet calls spend nothing on the model.
+// above autoNoisyFloorDB for autoNoisyFrames the Silero model decides
+// instead, for the rest of the call.
 //
-// A caller who talks for two seconds without a pause lifts the energy
+// The model also runs through the call's first autoProbeFrames, so that
+// on a line noisy from the start it decides warm (its recurrent state and
+// its level gate know the line) as soon as the floor says so; a quiet line
+// stops it then, and spends nothing more on it. A line that turns noisy
+// later starts it again, and it decides after autoWarmFrames.
+//
+// A caller who talks for a second without a pause lifts the energy
 // detector's floor (its quietest tenth of frames are then speech), but
-// not for a second more, while a noisy line holds it up. And the floor is
-// watched in speech too: on a noisy line the energy detector may never
-// see the end of an utterance.
+// not for long, while a noisy line holds it up. And the floor is watched
+// in speech too: on a noisy line the energy detector may never see the end
+// of an utterance.
 type autoVoicing struct {
 	e      energyVoicing
-	s      *sileroVoicing // once the line turned noisy
+	s      *sileroVoicing // while probing, and once the line turned noisy
 	rate   int
 	start  float64
 	end    float64
-	loud   int  // frames in a row the floor was above autoNoisyFloorDB
-	warm   int  // frames the model has taken
-	silero bool // the model can run at rate
+	frames int    // frames taken
+	loud   int    // frames in a row the floor was above autoNoisyFloorDB
+	ran    int    // frames the model has taken since it (re)started
+	recent uint16 // the model's last 16 decisions, the latest in bit 0
+	on     bool   // the model decides
+	took   bool   // it decided first with the frame last taken
+	silero bool   // the model can run at rate
 }
 
 const (
@@ -31,58 +40,90 @@ const (
 	// noisy: a caller at a usual -20 dBFS is then less than 22 dB above
 	// it, where the energy detector starts to break sentences up.
 	autoNoisyFloorDB = -42
-	// autoNoisyFrames is how long (a second) the floor stays above
-	// autoNoisyFloorDB before the line is noisy.
-	autoNoisyFrames = 50
+	// autoNoisyFrames is how long (500 ms) the floor stays above
+	// autoNoisyFloorDB before the line is noisy, counted once a second of
+	// the line is known.
+	autoNoisyFrames = 25
+	// autoProbeFrames is how long (2 s) the model runs from the call's
+	// start whatever the line.
+	autoProbeFrames = 100
 	// autoWarmFrames is how long (200 ms) the model listens before it
-	// decides: its recurrent state starts from nothing.
+	// decides when it starts later: its recurrent state starts from
+	// nothing.
 	autoWarmFrames = 10
 )
 
 func newAutoVoicing(cfg VADConfig, rate int) *autoVoicing {
-	return &autoVoicing{
+	a := &autoVoicing{
 		e:      energyVoicing{margin: cfg.MarginDB, minLevel: cfg.MinLevelDB, floor: -60},
 		rate:   rate,
 		start:  cfg.SpeechStart,
 		end:    cfg.SpeechEnd,
 		silero: sileroRate(rate),
 	}
+	a.startModel()
+	return a
+}
+
+// startModel starts the model (the rate was checked, so it starts).
+func (a *autoVoicing) startModel() {
+	if a.silero {
+		a.s, _ = newSileroVoicing(a.rate, a.start, a.end)
+		a.ran, a.recent = 0, 0
+	}
 }
 
 func (a *autoVoicing) voiced(pcm []int16, lvl float64, speaking bool) bool {
 	voiced := a.e.voiced(pcm, lvl, speaking)
-	if a.s == nil && a.silero && a.noisy() {
-		// The rate was checked, so the model starts.
-		a.s, _ = newSileroVoicing(a.rate, a.start, a.end)
-	}
-	if a.s == nil {
-		return voiced
-	}
-	byModel := a.s.voiced(pcm, lvl, speaking)
-	if a.warm < autoWarmFrames {
-		a.warm++
-		return voiced
-	}
-	return byModel
-}
-
-// noisy follows the floor the energy detector keeps and reports whether
-// it stayed loud for autoNoisyFrames.
-func (a *autoVoicing) noisy() bool {
-	if a.e.floor > autoNoisyFloorDB {
+	a.frames++
+	if a.e.floor > autoNoisyFloorDB && a.frames > floorWindow/2 {
 		a.loud++
 	} else {
 		a.loud = 0
 	}
-	return a.loud >= autoNoisyFrames
+	noisy := a.loud >= autoNoisyFrames
+	switch {
+	case a.s == nil && noisy:
+		a.startModel()
+	case a.s != nil && !a.on && !noisy && a.frames >= autoProbeFrames && a.loud == 0:
+		a.s = nil // a quiet line: the probe ends
+	}
+	a.took = false
+	if a.s == nil {
+		return voiced
+	}
+	byModel := a.s.voiced(pcm, lvl, speaking)
+	a.ran++
+	a.recent <<= 1
+	if byModel {
+		a.recent |= 1
+	}
+	if !a.on && noisy && a.ran >= autoWarmFrames {
+		a.on, a.took = true, true
+	}
+	if a.on {
+		return byModel
+	}
+	return voiced
+}
+
+// tookOver reports whether the model, warm, decided its first frame with
+// the last, and heard no speech in the frames before (autoWarmFrames): an
+// utterance the energy detector has in progress then is the line's noise
+// (brown noise drifts past its floor as the call starts), and is let go
+// of at once rather than held open while the model counts out its silence.
+func (a *autoVoicing) tookOver() bool {
+	// A model started from nothing a moment ago may not hear the speech
+	// of a caller already talking: only a warm one judges.
+	return a.took && a.ran >= autoNoisyFrames && a.recent&(1<<autoWarmFrames-1) == 0
 }
 
 func (a *autoVoicing) heard(lvl float64, voiced bool) bool {
-	if a.modelOn() {
+	if a.on {
 		return a.s.heard(lvl, voiced)
 	}
 	return a.e.heard(lvl, voiced)
 }
 
 // modelOn reports whether the line turned noisy and the model decides.
-func (a *autoVoicing) modelOn() bool { return a.s != nil && a.warm >= autoWarmFrames }
+func (a *autoVoicing) modelOn() bool { return a.on }

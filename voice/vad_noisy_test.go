@@ -235,24 +235,18 @@ func TestAutoDetectorTurnsToTheModelOnNoisyLines(t *testing.T) {
 			}
 			t.Logf("speech in frames %d-%d; auto: %v (model %v); want %v", line.start, line.end, got, on, want)
 			if on != kind.model {
-				t.Fatalf("the model ran: %v, want %v", on, kind.model)
+				t.Fatalf("the model decided: %v, want %v", on, kind.model)
 			}
 			if len(want) != 1 {
 				t.Fatalf("the detector auto stands for found %v: want the sentence as one", want)
 			}
 			// Brown noise's drift is speech to the energy detector until
-			// its floor knows the line (the model then ends it): an
-			// utterance over before the caller speaks, which the greeting
-			// shrugs off as a sound. The sentence is one utterance.
-			for len(got) > 1 && got[0][1] >= 0 && got[0][1] < line.start {
-				got = got[1:]
-			}
+			// its floor knows the line: the utterance it started is let go
+			// of as the model takes over. The sentence is one utterance.
 			if len(got) != 1 {
 				t.Fatalf("auto found %v: want the sentence as one", got)
 			}
-			// The model starts two seconds into the line, from nothing
-			// where the Silero detector's started with the line: the
-			// utterance starts with the speech and ends the longest
+			// The utterance starts with the speech and ends the longest
 			// endpointing delay after it, give or take a word's fading end
 			// (as TestSileroHearsANoisyLineWhole).
 			u, delay := got[0], int(DefaultMaxEndpointDelay/FrameDuration)
@@ -264,7 +258,7 @@ func TestAutoDetectorTurnsToTheModelOnNoisyLines(t *testing.T) {
 }
 
 // autoUtterances is utterances for the auto detector, and whether the
-// model ran.
+// model decided (where it did not, it must have stopped).
 func (nl noisyLine) autoUtterances(t testing.TB) ([][2]int, bool) {
 	t.Helper()
 	got := nl.utterances(t, VADAuto)
@@ -275,7 +269,11 @@ func (nl noisyLine) autoUtterances(t testing.TB) ([][2]int, bool) {
 	for _, f := range frames(nl.pcm, nl.rate/50) {
 		v.Process(f)
 	}
-	return got, v.kind.(*autoVoicing).modelOn()
+	a := v.kind.(*autoVoicing)
+	if !a.modelOn() && a.s != nil {
+		t.Fatal("the model still runs on a quiet line, past its first seconds")
+	}
+	return got, a.modelOn()
 }
 
 // noisyCall is a call whose caller says the noisy line's sentence to an
