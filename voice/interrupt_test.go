@@ -19,10 +19,7 @@ func overlapRun(t *testing.T, overlapTranscript string) (*env, *run) {
 	t.Helper()
 	e := newEnv(t)
 	e.model.ScriptTranscripts("Tell me everything.", overlapTranscript)
-	e.model.Script(providertest.Reply{Content: longAnswer}, providertest.Reply{Content: "Okay, Tuesday it is."})
-	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
-	r.say(800)
-	r.stepUntil("the answer to start playing", 1000, func() bool { return r.line.voicedOut() > 50 })
+	r := talkingAtLength(e, "Okay, Tuesday it is.")
 	return e, r
 }
 
@@ -214,14 +211,30 @@ func TestFirstWordOfABargeInHoldsThePause(t *testing.T) {
 		}
 		return "No, wait, I meant Tuesday."
 	})
-	e.model.Script(providertest.Reply{Content: longAnswer}, providertest.Reply{Content: "Okay, Tuesday it is."})
+	r := talkingAtLength(e, "Okay, Tuesday it is.")
+	r.say(300)
+	r.step(len(r.in))
+	holdsTheFirstPause(t, e, r)
+}
+
+// talkingAtLength starts a call whose caller asks a question and whose
+// agent answers it at length (longAnswer, playing when it returns), then
+// with answer.
+func talkingAtLength(e *env, answer string) *run {
+	e.model.Script(providertest.Reply{Content: longAnswer}, providertest.Reply{Content: answer})
 	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
 	r.say(800)
 	r.stepUntil("the answer to start playing", 1000, func() bool { return r.line.voicedOut() > 50 })
-	r.say(300)
-	r.step(len(r.in))
+	return r
+}
+
+// holdsTheFirstPause checks the rest of a barge-in whose first word ("No,")
+// the caller said: the agent plays nothing through 300 ms of their quiet,
+// in which the speculation of "No," answers, and yields to "wait, I meant
+// Tuesday.", which is the caller's turn.
+func holdsTheFirstPause(t *testing.T, e *env, r *run) {
+	t.Helper()
 	paused := r.line.voicedOut()
-	// 300 ms of quiet: the speculation of "No," answers, the caller is quiet.
 	r.step(15)
 	if grew := r.line.voicedOut() - paused; grew > 0 {
 		t.Fatalf("the agent resumed after the barge-in's first word: %d voiced frames played in the caller's pause", grew)
@@ -259,10 +272,7 @@ func TestAnOverlapTranscribedBeforeItsFirstWordHoldsThePause(t *testing.T) {
 		}
 		return "No, wait, I meant Tuesday."
 	})
-	e.model.Script(providertest.Reply{Content: longAnswer}, providertest.Reply{Content: "Okay, Tuesday it is."})
-	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
-	r.say(800)
-	r.stepUntil("the answer to start playing", 1000, func() bool { return r.line.voicedOut() > 50 })
+	r := talkingAtLength(e, "Okay, Tuesday it is.")
 	uploads := len(e.model.Uploads())
 	r.say(600)
 	// 300 ms of the overlap's voice: its transcription is asked, and
@@ -270,23 +280,7 @@ func TestAnOverlapTranscribedBeforeItsFirstWordHoldsThePause(t *testing.T) {
 	r.step(22)
 	poll.Until(t, "the overlap's transcription", 10*time.Second, func() bool { return len(e.model.Uploads()) > uploads })
 	r.step(len(r.in))
-	paused := r.line.voicedOut()
-	// 300 ms of quiet: the speculation of "No," answers, the caller is quiet.
-	r.step(15)
-	if grew := r.line.voicedOut() - paused; grew > 0 {
-		t.Fatalf("the agent resumed in the barge-in's first pause: %d voiced frames played", grew)
-	}
-	r.say(900)
-	r.stepUntil("the interruption to be answered", 1000, func() bool {
-		return len(e.model.ChatRequests()) >= 2 && len(r.call.Entries()) >= 3
-	})
-	if en := r.call.Entries(); en[2].Role != RoleUser || en[2].Text != "No, wait, I meant Tuesday." {
-		t.Fatalf("transcript %+v", en)
-	}
-	r.call.End(OutcomeCompleted, "")
-	if got := interruptions(r.end()); len(got) != 1 || got[0]["outcome"] != overlapYielded {
-		t.Fatalf("interruptions recorded %v", got)
-	}
+	holdsTheFirstPause(t, e, r)
 }
 
 // A barge-in whose first word is known ("Sorry,", from the speculation at
@@ -302,10 +296,7 @@ func TestAWordThatIsNoBackchannelYieldsAtHalfMinVoiced(t *testing.T) {
 		}
 		return "Sorry, can you repeat that?"
 	})
-	e.model.Script(providertest.Reply{Content: longAnswer}, providertest.Reply{Content: "Of course."})
-	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
-	r.say(800)
-	r.stepUntil("the answer to start playing", 1000, func() bool { return r.line.voicedOut() > 50 })
+	r := talkingAtLength(e, "Of course.")
 	r.say(300) // "Sorry,"
 	r.step(len(r.in))
 	r.step(8) // its comma: the speculation of "Sorry," is asked

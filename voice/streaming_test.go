@@ -28,6 +28,14 @@ func (f *fakeStreamSTT) Listen(context.Context, int) (TranscriptStream, error) {
 	return s, nil
 }
 
+// opened waits for the call's stream: the listener opens it as the call
+// starts, beside the greeting.
+func (f *fakeStreamSTT) opened(t testing.TB) *fakeStream {
+	t.Helper()
+	poll.Until(t, "the call's speech-to-text stream", 10*time.Second, func() bool { return f.stream() != nil })
+	return f.stream()
+}
+
 func (f *fakeStreamSTT) stream() *fakeStream {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -111,10 +119,7 @@ func TestStreamingTranscriptionEndsEarlyAndCommitsTheFinal(t *testing.T) {
 	e := streamingEnv(t, f)
 	e.model.Script(providertest.Reply{Content: "At nine."})
 	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
-	s := f.stream()
-	if s == nil {
-		t.Fatal("no stream was opened")
-	}
+	s := f.opened(t)
 	r.say(1000)
 	r.step(25)
 	s.results <- TranscriptEvent{Text: "What time do"}
@@ -153,7 +158,7 @@ func TestFailedStreamFallsBackToRequests(t *testing.T) {
 	e.model.ScriptTranscripts("Are you there?")
 	e.model.Script(providertest.Reply{Content: "Yes."})
 	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
-	s := f.stream()
+	s := f.opened(t)
 	s.results <- TranscriptEvent{Err: context.DeadlineExceeded}
 	s.Close()
 	r.say(800)
@@ -190,7 +195,7 @@ func TestSettledWordsAnswerTheEndpointWhenTheyCoverTheSpeech(t *testing.T) {
 			// final when it differs.
 			e.model.Script(providertest.Reply{Content: "At nine."}, providertest.Reply{Content: "At nine."})
 			r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
-			s := f.stream()
+			s := f.opened(t)
 			r.say(1000)
 			r.step(len(r.in))
 			r.step(1)
@@ -227,7 +232,7 @@ func TestCompleteWordsStartTheAnswerBeforeTheEndpoint(t *testing.T) {
 	e.mgr.answerLead["talker"] = time.Second // the answers are known to be slow: start early
 	e.model.Script(providertest.Reply{Content: "Of course."})
 	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
-	s := f.stream()
+	s := f.opened(t)
 	r.say(1000)
 	r.step(len(r.in))
 	r.step(1) // 20 ms of silence on the call's clock, and no more below

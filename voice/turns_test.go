@@ -221,7 +221,7 @@ func eagerAnswerHeld(t *testing.T) (*env, *run, *fakeStream) {
 	e := streamingEnv(t, f)
 	e.model.Script(providertest.Reply{Content: "Sure, for how many?"}, providertest.Reply{Content: "Yes, for two."})
 	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
-	s := f.stream()
+	s := f.opened(t)
 	r.say(800)
 	r.step(len(r.in))
 	s.results <- TranscriptEvent{Text: "Can I book a table", Turn: TurnEager}

@@ -131,7 +131,7 @@ func newNoisyLineAfter(t testing.TB, rate int, brown bool, snr float64, lead, ta
 	speech, count := line.find(t, clean)
 	rng := rand.New(rand.NewPCG(29, 10))
 	noise := make([]float64, len(pcm))
-	var b0, b1, b2, acc, power float64
+	var b0, b1, b2, acc float64
 	for i := range noise {
 		w := rng.NormFloat64()
 		if brown {
@@ -143,14 +143,22 @@ func newNoisyLineAfter(t testing.TB, rate int, brown bool, snr float64, lead, ta
 			b2 = 0.57000*b2 + w*1.0526913
 			noise[i] = b0 + b1 + b2 + w*0.1848
 		}
-		power += noise[i] * noise[i]
 	}
-	gain := math.Sqrt(speech/count) / math.Sqrt(power/float64(len(noise))) / math.Pow(10, snr/20)
+	line.pcm = mixSNR(pcm, noise, speech/count, snr)
+	return line
+}
+
+// mixSNR adds noise to pcm at snr dB under the speech's mean power.
+func mixSNR(pcm []int16, noise []float64, speechPower, snr float64) []int16 {
+	var power float64
+	for _, v := range noise {
+		power += v * v
+	}
+	gain := math.Sqrt(speechPower) / math.Sqrt(power/float64(len(noise))) / math.Pow(10, snr/20)
 	for i := range pcm {
 		pcm[i] = int16(max(-32768, min(32767, math.Round(float64(pcm[i])+gain*noise[i]))))
 	}
-	line.pcm = pcm
-	return line
+	return pcm
 }
 
 // utterances runs the line through a detector with the listener's longest
@@ -276,14 +284,11 @@ func (nl noisyLine) autoUtterances(t testing.TB) ([][2]int, bool) {
 	return got, a.modelOn()
 }
 
-// noisyCall is a call whose caller says the noisy line's sentence to an
-// agent using detector; the transcriber hears the words the audio it is
-// sent holds (noisyLine.heard), as a real one would. It returns the caller's transcript entries, the longest
-// audio sent for transcription (the utterance's) and the first turn's
-// time from the end of speech to the endpoint (-1: no turn), once the
-// frames of the speech, the endpointing delay and deadline more have been
-// sent.
-func noisyCall(t *testing.T, line noisyLine, detector string, deadline int) (users []Entry, heard int, eou float64) {
+// call starts a call whose caller says the line's sentence (its frames
+// queued, none sent yet) to an agent using detector, who answers
+// "Booked."; the transcriber hears the words the audio it is sent holds
+// (heard), as a real one would.
+func (nl noisyLine) call(t *testing.T, detector string) (*run, *providertest.Server) {
 	model := providertest.New(t)
 	agents := fmt.Sprintf("agents:\n  caller:\n    model: openai/chat\n    voice: {vad: %s}\n", detector)
 	e := newEnvWith(t, agents, map[string]config.Provider{"openai": {BaseURL: model.URL()}}, model)
@@ -292,11 +297,21 @@ func noisyCall(t *testing.T, line noisyLine, detector string, deadline int) (use
 		if err != nil {
 			return ""
 		}
-		return line.heard(pcm)
+		return nl.heard(pcm)
 	})
 	model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply { return providertest.Reply{Content: "Booked."} })
 	r := e.start(CallInfo{Agent: "caller", PhoneNumber: "+34600111222", Trunk: "local"})
-	r.in = frames(line.pcm, 160)
+	r.in = frames(nl.pcm, nl.rate/50)
+	return r, model
+}
+
+// noisyCall is the line's call (noisyLine.call). It returns the caller's
+// transcript entries, the longest audio sent for transcription (the
+// utterance's) and the first turn's time from the end of speech to the
+// endpoint (-1: no turn), once the frames of the speech, the endpointing
+// delay and deadline more have been sent.
+func noisyCall(t *testing.T, line noisyLine, detector string, deadline int) (users []Entry, heard int, eou float64) {
+	r, model := line.call(t, detector)
 	r.step(line.end + int(DefaultMaxEndpointDelay/FrameDuration) + deadline)
 	for _, en := range r.call.Entries() {
 		if en.Role == "user" {
@@ -390,18 +405,12 @@ func newBabbleLine(t testing.TB, snr float64, lead, tail int) noisyLine {
 	line := noisyLine{rate: rate}
 	speech, count := line.find(t, pcm[:lead*rate+len(clean)])
 	babble := make([]float64, len(pcm))
-	var power float64
 	for i := range babble {
 		for _, off := range []int{3100, 11700, 25300} {
 			babble[i] += float64(clean[(i+off*8)%len(clean)])
 		}
-		power += babble[i] * babble[i]
 	}
-	gain := math.Sqrt(speech/count) / math.Sqrt(power/float64(len(babble))) / math.Pow(10, snr/20)
-	for i := range pcm {
-		pcm[i] = int16(max(-32768, min(32767, math.Round(float64(pcm[i])+gain*babble[i]))))
-	}
-	line.pcm = pcm
+	line.pcm = mixSNR(pcm, babble, speech/count, snr)
 	return line
 }
 
@@ -421,22 +430,10 @@ func TestBackgroundVoicesEndTheTurnOnTheCallersWords(t *testing.T) {
 					t.Fatalf("the model heard %v: want an utterance held open by the voices", u)
 				}
 			}
-			model := providertest.New(t)
-			agents := fmt.Sprintf("agents:\n  caller:\n    model: openai/chat\n    voice: {vad: %s}\n", detector)
-			e := newEnvWith(t, agents, map[string]config.Provider{"openai": {BaseURL: model.URL()}}, model)
-			model.RespondTranscripts(func(wav []byte) string {
-				pcm, _, err := DecodeWAV(wav)
-				if err != nil {
-					return ""
-				}
-				return line.heard(pcm)
-			})
-			model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply { return providertest.Reply{Content: "Booked."} })
-			r := e.start(CallInfo{Agent: "caller", PhoneNumber: "+34600111222", Trunk: "local"})
-			r.in = frames(line.pcm, 160)
-			// The checks every 2 s from 4 s into the utterance: its words
-			// are the same twice within 4 s of the last word, 2 s more for
-			// the check's transcription and the answer.
+			r, _ := line.call(t, detector)
+			// The checks each 1.5 s from 4 s into the utterance: its words
+			// are the same twice within 3 s of the last word, and the
+			// answer comes before 6 s.
 			answered := func() bool {
 				return slices.ContainsFunc(r.call.Entries(), func(en Entry) bool { return en.Role == "assistant" && en.Text == "Booked." })
 			}
