@@ -3,6 +3,7 @@ package sip_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,15 +29,14 @@ func TestBaresipNoisyLineSilero(t *testing.T) {
 		Name: "local", Sources: []string{"127.0.0.1"}, Routes: []config.Route{{Number: "*", Agent: "booking"}},
 	}}}}
 	b := startBox(t, cfg, "agents:\n  booking:\n    model: openai/chat\n    voice: {vad: silero}\n", nil)
-	const (
-		part  = "I would like to book a table for Tuesday, my number is four five six,"
-		whole = "I would like to book a table for Tuesday, my number is four five six seven eight nine, thank you."
-	)
-	// A transcriber hears the open clause in audio cut short of the last
-	// words (6.5 s of the 7 s sentence), the sentence in all of it.
+	const whole = "I would like to book a table for Tuesday, my number is four five six seven eight nine, thank you."
+	// A transcriber hears the words the audio holds, taken as evenly
+	// spread over the first 6.5 s (no closing mark before the last), and
+	// the sentence in all of it.
 	b.model.RespondTranscripts(func(wav []byte) string {
-		if (len(wav)-44)/2 < 6500*8 {
-			return part
+		if n := (len(wav) - 44) / 2; n < 6500*8 {
+			words := strings.Fields(whole)
+			return strings.Join(words[:len(words)*n/(6500*8)], " ")
 		}
 		return whole
 	})

@@ -55,6 +55,11 @@ func (l *listener) backgroundOnly(now time.Time) (text string, over bool) {
 	if b.at.IsZero() || now.Before(b.at) {
 		return "", false
 	}
+	if scr := l.c.scr; scr != nil && !scr.over.Load() {
+		// Who answered is being screened: a machine's greeting is long,
+		// and the screener's own limits end it.
+		return "", false
+	}
 	var known bool
 	if l.live != nil {
 		// The interims so far, whether or not they reach the last
