@@ -9,10 +9,10 @@ package voice
 // above autoNoisyFloorDB for autoNoisyFrames the Silero model decides
 // instead, for the rest of the call.
 //
-// The model also runs through the call's first autoProbeFrames, so that
-// on a line noisy from the start it decides warm (its recurrent state and
-// its level gate know the line) as soon as the floor says so; a quiet line
-// stops it then, and spends nothing more on it. A line that turns noisy
+// The model also runs through the call's first autoProbeFrames while the
+// floor is near noisy, so that on a line noisy from the start it decides
+// warm (its recurrent state and its level gate know the line) as soon as
+// the floor says so; a quiet line never feeds it, and stops it then. A line that turns noisy
 // later starts it again, and it decides after autoWarmFrames.
 //
 // A caller who talks for a second without a pause lifts the energy
@@ -47,6 +47,9 @@ const (
 	// autoProbeFrames is how long (2 s) the model runs from the call's
 	// start whatever the line.
 	autoProbeFrames = 100
+	// autoProbeBelowDB: the probe feeds the model only while the floor
+	// is within this of autoNoisyFloorDB, so a quiet line costs nothing.
+	autoProbeBelowDB = 8
 	// autoWarmFrames is how long (200 ms) the model listens before it
 	// decides when it starts later: its recurrent state starts from
 	// nothing.
@@ -89,7 +92,9 @@ func (a *autoVoicing) voiced(pcm []int16, lvl float64, speaking bool) bool {
 		a.s = nil // a quiet line: the probe ends
 	}
 	a.took = false
-	if a.s == nil {
+	if a.s == nil || (!a.on && a.e.floor <= autoNoisyFloorDB-autoProbeBelowDB) {
+		// No model, or a probe on a line well under noisy: the model
+		// would only cost.
 		return voiced
 	}
 	byModel := a.s.voiced(pcm, lvl, speaking)
