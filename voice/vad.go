@@ -43,12 +43,11 @@ const (
 	// line's noise floor. Cheap, and right on quiet lines.
 	VADEnergy = config.VADEnergy
 	// VADSilero: a frame is speech when the Silero VAD model says so
-	// (package silero): right on noisy lines too, for about 1 % of a
+	// (package silero): right on noisy lines too, for about 0.5 % of a
 	// core per call. At 8 and 16 kHz and their multiples.
 	VADSilero = config.VADSilero
 	// VADAuto: the energy detector while the line is quiet, the Silero
-	// detector once its noise is loud or near the caller's voice
-	// (autoVoicing).
+	// detector once its noise floor stays loud (autoVoicing).
 	VADAuto = config.VADAuto
 )
 
