@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/pion/dtls/v3"
 	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
@@ -443,6 +444,13 @@ func parseOffer(offer string) (offered, error) {
 	for _, a := range m.Attributes {
 		if a.Key == "candidate" {
 			o.candidates = append(o.candidates, a.Value)
+		}
+	}
+	// Every value taken here goes back into the answer; a control
+	// character (a lone CR the SDP lexer keeps) would split its lines.
+	for _, v := range append([]string{o.mid, o.ufrag, o.pwd, o.setup, o.fingerprint}, o.candidates...) {
+		if strings.IndexFunc(v, unicode.IsControl) >= 0 {
+			return o, fmt.Errorf("%w: an attribute of the offer holds a control character", ErrBadOffer)
 		}
 	}
 	if o.ufrag == "" || o.pwd == "" {

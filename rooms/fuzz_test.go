@@ -26,8 +26,13 @@ func FuzzParseOffer(f *testing.F) {
 			return
 		}
 		if o.ufrag == "" || o.pwd == "" || o.fingerprint == "" || o.audio < 0 || o.audio >= len(o.media) ||
-			o.media[o.audio].MediaName.Media != "audio" || strings.ContainsAny(o.mid, "\r\n") {
+			o.media[o.audio].MediaName.Media != "audio" {
 			t.Fatalf("accepted %+v", o)
+		}
+		for _, v := range append([]string{o.mid, o.ufrag, o.pwd, o.setup, o.fingerprint}, o.candidates...) {
+			if strings.ContainsAny(v, "\r\n") {
+				t.Fatalf("accepted a value that splits the answer's lines: %q", v)
+			}
 		}
 	})
 }
