@@ -31,6 +31,7 @@ import (
 
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/rtpmux"
 	"github.com/stackbone/box/provider"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/sip"
@@ -64,6 +65,9 @@ type CallsConfig struct {
 	// FailPrimary with an error status (2: half of them): the backup
 	// answers, and the primary's circuit opens.
 	FailPrimary int
+	// RTPPort is the box's sip.rtpPort: 0 the shared port, -1 a port
+	// per call.
+	RTPPort int
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -106,6 +110,9 @@ type CallStep struct {
 	// the first playable audio after the endpoint: see boxShare).
 	Turns    int
 	Overhead Figures
+	// Shared is the window's packets and system calls on the shared RTP
+	// port (zero with a port per call).
+	Shared rtpmux.Stats
 }
 
 // CallsReport is the result of a calls load run.
@@ -145,6 +152,12 @@ func (r CallsReport) Print(w io.Writer) {
 			s.Packets, s.Lost, s.Dropped, s.Turns, ms(s.Overhead.P50), ms(s.Overhead.P95), 100*s.CPUPerCall, s.MemPerCall/1024)
 	}
 	tw.Flush()
+	for _, s := range r.Steps {
+		if st := s.Shared; st.Sent > 0 && st.Received > 0 {
+			fmt.Fprintf(w, "%d calls, shared RTP port: %.3f sendmmsg per packet sent (%d packets), %.3f recvmmsg per packet read (%d packets)\n",
+				s.Calls, float64(st.SendCalls)/float64(st.Sent), st.Sent, float64(st.ReadCalls)/float64(st.Received), st.Received)
+		}
+	}
 	for _, s := range r.Steps {
 		hog := ""
 		if s.Hog {
@@ -229,7 +242,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		c.Memory.Model = "backup/extractor" // the saves are not what this run measures
 	}
 	c.Media.Scheduling = cfg.Scheduling
-	c.SIP = config.SIP{Addr: "127.0.0.1:0", MaxCalls: slices.Max(cfg.Steps) + 10,
+	c.SIP = config.SIP{Addr: "127.0.0.1:0", MaxCalls: slices.Max(cfg.Steps) + 10, RTPPort: cfg.RTPPort,
 		Trunks: config.Trunks{Inbound: []config.InboundTrunk{{Name: "bench", Sources: []string{"127.0.0.1"},
 			Routes: []config.Route{{Number: "*", Agent: "receptionist"}}}}}}
 	served, stopBox, err := StartBox(ctx, pool, c, "bench-calls-key", box.Options{})
@@ -257,6 +270,11 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			"realtime": " (a live OpenAI Realtime transcription session per call)", "deepgram": " (a live Deepgram-compatible stream per call)"}[stt],
 	}}
 	rep.Setup = append(rep.Setup, schedulingNote(c.Media))
+	if cfg.RTPPort < 0 {
+		rep.Setup = append(rep.Setup, "the box's RTP: a port per call (sip.rtpPort: -1), a read and a write system call per packet")
+	} else {
+		rep.Setup = append(rep.Setup, "the box's RTP: one shared port (sip.rtpPort), read with recvmmsg and sent with sendmmsg in batches")
+	}
 	rep.Setup = append(rep.Setup, "each step runs twice: alone, then with a CPU hog beside the box (a shell busy loop, one core at most)",
 		"cpu %/call: process CPU (box and generator) per call in the window, % of one core; KB/call: resident memory growth per call",
 		"the machine's CPU in the window: this process, the PostgreSQL backends of the run's database, and everything else the machine's processors ran (other processes, the hog, the kernel's own work), from /proc",
@@ -289,6 +307,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			step.Hog = hog
 			win := w1.Sub(w0)
 			step.Pacing = pacingFigures("pacing", win.Pacing)
+			step.Shared = win.Shared
 			set := w1.Sub(before)
 			step.BoxSetup = Figures{Name: "box setup", P50: set.SetupTime(50), P95: set.SetupTime(95), P99: set.SetupTime(99), Max: set.SetupTime(100)}
 			if step.Established > 0 {

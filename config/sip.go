@@ -38,6 +38,12 @@ type SIP struct {
 	// RTPPortMax is the highest port of call media (see RTPPortMin); set
 	// with it, at least two ports above it, at most 65535.
 	RTPPortMax int `yaml:"rtpPortMax"`
+	// RTPPort is the UDP port that carries the RTP of every call whose
+	// trunk accepts a shared port (RTCP on the next), read and sent in
+	// batches with the other calls' packets: the box's cheapest media path.
+	// 0 (default) takes rtpPortMin when a range is set, else a free pair;
+	// -1 gives every call a port pair of its own.
+	RTPPort int `yaml:"rtpPort"`
 	// MaxCalls is how many calls (ringing or answered) the SIP side carries
 	// at once; more are refused with 503 (default DefaultSIPMaxCalls).
 	MaxCalls int `yaml:"maxCalls"`
@@ -90,6 +96,11 @@ type InboundTrunk struct {
 	// answered call on the trunk, in the config's currency (unset: its
 	// minutes are not priced).
 	PricePerMinute *float64 `yaml:"pricePerMinute"`
+	// OwnRTPPort gives each of the trunk's calls an RTP port pair of its
+	// own instead of the shared port (sip.rtpPort): for a carrier that
+	// does not send a call's RTP from the address its SDP names, or tells
+	// calls apart by the box's port.
+	OwnRTPPort bool `yaml:"ownRtpPort"`
 }
 
 // Route sends a dialled number to an agent.
@@ -152,6 +163,9 @@ func (s SIP) validate(agents map[string]Agent) []string {
 		if err := validHostPort(s.Addr, true); err != nil {
 			add("addr %q: %v", s.Addr, err)
 		}
+	}
+	if s.RTPPort < -1 || s.RTPPort > 65534 || (s.RTPPort > 0 && s.RTPPort < 1024) {
+		add("rtpPort must be -1 (a port per call), 0 (chosen) or a port in 1024-65534")
 	}
 	if (s.RTPPortMin == 0) != (s.RTPPortMax == 0) {
 		add("rtpPortMin and rtpPortMax go together")

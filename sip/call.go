@@ -13,6 +13,7 @@ import (
 	"github.com/emiago/sipgo/sip"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/pace"
 	"github.com/stackbone/box/voice"
 )
 
@@ -37,6 +38,9 @@ type call struct {
 
 	// late is set while an answered late offer waits for its ACK.
 	late atomic.Pointer[lateOffer]
+	// rtpPort is the shared RTP port the call's answers name (0: the
+	// port diago gave it).
+	rtpPort atomic.Int32
 
 	refreshed chan struct{}
 	ended     chan struct{}
@@ -134,6 +138,15 @@ func (c *call) stop() {
 func (c *call) WriteFrame(pcm []int16) error {
 	if m := c.getMedia(); m != nil {
 		return m.WriteFrame(pcm)
+	}
+	return nil
+}
+
+// Batch is what the call's frames are queued in (voice.Batcher): the
+// shared RTP port's socket, nil on a port of its own.
+func (c *call) Batch() pace.Flusher {
+	if m := c.getMedia(); m != nil {
+		return m.Batch()
 	}
 	return nil
 }

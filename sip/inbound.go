@@ -74,6 +74,7 @@ type inbound struct {
 	req      *sip.Request
 	log      *slog.Logger
 	received time.Time
+	ownPort  bool // the trunk's calls each get an RTP port of their own
 }
 
 // refuse answers the INVITE with a final failure.
@@ -130,6 +131,7 @@ func (in *inbound) admit() (c *call, agentName, trunk string, ok bool) {
 		in.refuse(sip.StatusServiceUnavailable, "Service Unavailable", sip.NewHeader("Retry-After", "5"))
 		return nil, "", "", false
 	}
+	in.ownPort = auth.trunk.OwnRTPPort
 	return c, agentName, auth.trunk.Name, true
 }
 
@@ -190,12 +192,21 @@ func (in *inbound) answer(c *call, ctl *voice.Call) (*rtpMedia, []byte, bool) {
 		}
 	}
 	offer := in.req.Body()
+	var shared *rtpMedia
 	if len(offer) == 0 {
 		med, offer, err = s.answerLate(c, d)
 	} else {
+		if raddr, ok := offerPeer(offer); ok && s.mux != nil && !in.ownPort {
+			if shared = newSharedMedia(s.mux, raddr, ctl, in.log); shared != nil {
+				c.rtpPort.Store(int32(s.mux.Addr().Port))
+			}
+		}
 		med, err = d.Answer(diago.AnswerOptions{Codecs: s.codecs, OnMediaUpdate: onUpdate})
 	}
 	if err != nil {
+		if shared != nil {
+			shared.stop()
+		}
 		outcome := voice.OutcomeFailed
 		switch {
 		case errors.Is(context.Cause(d.Context()), sip.ErrTransactionCanceled):
@@ -213,7 +224,12 @@ func (in *inbound) answer(c *call, ctl *voice.Call) (*rtpMedia, []byte, bool) {
 		refer: func(ctx context.Context, to sip.Uri, onNotify func(int)) error {
 			return d.ReferOptions(ctx, to, diago.ReferServerOptions{OnNotify: onNotify})
 		}})
-	m := newRTPMedia(med, ctl, in.log)
+	m := shared
+	if m != nil {
+		m.attach(med)
+	} else {
+		m = newRTPMedia(med, ctl, in.log)
+	}
 	m.pacing = s.recordPacing
 	c.setMedia(m)
 	if c.isEnded() { // shut down while answering: stop could not send BYE yet

@@ -49,7 +49,16 @@ type keypad struct {
 // telephoneEvent is the payload type the peer accepts telephone-event
 // on, and whether it does at all.
 func (m *rtpMedia) telephoneEvent() (uint8, bool) {
-	ms := m.med.MediaSession()
+	med := m.dialogMedia()
+	if med == nil {
+		return 0, false
+	}
+	return telephoneEventOf(med.MediaSession())
+}
+
+// telephoneEventOf is the telephone-event payload type a media session
+// negotiated.
+func telephoneEventOf(ms *media.MediaSession) (uint8, bool) {
 	if ms == nil {
 		return 0, false
 	}

@@ -11,8 +11,11 @@ import (
 
 	"github.com/emiago/diago"
 	"github.com/emiago/diago/media"
+	"github.com/pion/rtp"
 	"github.com/zaf/g711"
 
+	"github.com/stackbone/box/internal/pace"
+	"github.com/stackbone/box/internal/rtpmux"
 	"github.com/stackbone/box/voice"
 )
 
@@ -32,10 +35,23 @@ const (
 // handed to the controller (voice.Call.Hear), RFC 4733 digits to its DTMF,
 // hold passed on, and the agent's frames encoded into RTP. Framing, the
 // media timeout and the controller's lag live in package voice.
+//
+// On the shared RTP port (route set) the call has no reader of its own:
+// the port's readers hand it its packets (Packet) and its frames are
+// queued on the port's sockets, sent with the other calls' when the
+// pacer's round ends (Batch). diago still negotiates the media and keeps
+// the packets' sequence and timestamps; its own socket for the call
+// stays idle.
 type rtpMedia struct {
-	med *diago.DialogMedia
+	med *diago.DialogMedia // set at construction, or by attach (under wmu)
 	ctl mediaSink
 	log *slog.Logger
+
+	route  *rtpmux.Route
+	dtmfPT atomic.Int32 // the negotiated telephone-event payload type, -1: none
+	rmu    sync.Mutex   // the decoding below
+	rpcm   []int16
+	dtmf   dtmfState
 
 	stopped  chan struct{}
 	stopOnce sync.Once
@@ -75,9 +91,54 @@ func newRTPMedia(med *diago.DialogMedia, ctl mediaSink, log *slog.Logger) *rtpMe
 	return m
 }
 
-// updateCodec follows the negotiated codec (initial answer, re-INVITE).
+// newSharedMedia is a call's audio on the shared RTP port, routed from
+// raddr (the offer's address) before the answer goes out, so the caller's
+// first packets are heard; nil when another call's RTP comes from raddr
+// (that call keeps a port of its own).
+func newSharedMedia(mux *rtpmux.Mux, raddr *net.UDPAddr, ctl mediaSink, log *slog.Logger) *rtpMedia {
+	m := &rtpMedia{
+		ctl: ctl, log: log,
+		stopped: make(chan struct{}), readDone: make(chan struct{}),
+		marker: true, enc: make([]byte, 0, 4*frameSamples), rpcm: make([]int16, 0, 4*frameSamples),
+	}
+	m.dtmfPT.Store(-1)
+	close(m.readDone)
+	r, err := mux.Route(raddr, m)
+	if err != nil {
+		log.Debug("sip: the call gets an RTP port of its own", "reason", err)
+		return nil
+	}
+	m.route = r
+	return m
+}
+
+// attach gives shared media its negotiated dialog media: the agent's
+// frames go out through the shared port from now on.
+func (m *rtpMedia) attach(med *diago.DialogMedia) {
+	m.wmu.Lock()
+	m.med = med
+	m.wmu.Unlock()
+	m.updateCodec()
+}
+
+func (m *rtpMedia) dialogMedia() *diago.DialogMedia {
+	if m.route == nil {
+		return m.med
+	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	return m.med
+}
+
+// updateCodec follows the negotiated codec (initial answer, re-INVITE);
+// on the shared port it also follows the peer's address and takes the
+// packet writer back from the session diago made for the update.
 func (m *rtpMedia) updateCodec() {
-	ms := m.med.MediaSession()
+	med := m.dialogMedia()
+	if med == nil {
+		return
+	}
+	ms := med.MediaSession()
 	if ms == nil {
 		return
 	}
@@ -86,6 +147,104 @@ func (m *rtpMedia) updateCodec() {
 	case ptPCMU, ptPCMA:
 		m.sendPT.Store(uint32(c.PayloadType))
 	}
+	if pt, ok := telephoneEventOf(ms); ok {
+		m.dtmfPT.Store(int32(pt))
+	} else {
+		m.dtmfPT.Store(-1)
+	}
+	if m.route == nil {
+		return
+	}
+	m.wmu.Lock()
+	med.RTPPacketWriter.UpdateWriter(m.route, c)
+	m.wmu.Unlock()
+	if ms.Raddr.IP != nil {
+		if err := m.route.Move(&ms.Raddr); err != nil {
+			m.log.Warn("sip: the caller's media moved to an address another call uses", "error", err)
+		}
+	}
+}
+
+// Batch is what the call's frames are queued in on the shared port
+// (voice.Batcher); nil on a port of its own.
+func (m *rtpMedia) Batch() pace.Flusher {
+	if m.route == nil {
+		return nil
+	}
+	return m.route.Batch()
+}
+
+// Packet is one RTP packet from the caller on the shared port (rtpmux.Sink),
+// on the port's reader: decoded and handed to the controller as read does.
+func (m *rtpMedia) Packet(b []byte) {
+	var h rtp.Header
+	n, err := h.Unmarshal(b)
+	if err != nil {
+		return // a malformed packet must not end the call
+	}
+	payload := b[n:]
+	if h.Padding && len(payload) > 0 {
+		if pad := int(payload[len(payload)-1]); pad <= len(payload) {
+			payload = payload[:len(payload)-pad]
+		}
+	}
+	m.received.Add(1)
+	m.rmu.Lock()
+	defer m.rmu.Unlock()
+	switch h.PayloadType {
+	case ptPCMU:
+		m.rpcm = m.rpcm[:0]
+		for _, v := range payload {
+			m.rpcm = append(m.rpcm, g711.DecodeUlawFrame(v))
+		}
+		m.ctl.Hear(m.rpcm)
+	case ptPCMA:
+		m.rpcm = m.rpcm[:0]
+		for _, v := range payload {
+			m.rpcm = append(m.rpcm, g711.DecodeAlawFrame(v))
+		}
+		m.ctl.Hear(m.rpcm)
+	default:
+		if int32(h.PayloadType) == m.dtmfPT.Load() {
+			if d, ok := m.dtmf.take(payload, h); ok {
+				m.ctl.DTMF(d)
+			}
+		}
+		m.ctl.Alive() // telephone-event, comfort noise
+	}
+}
+
+// Control is RTCP from the caller (rtpmux.Sink).
+func (m *rtpMedia) Control() { m.ctl.Alive() }
+
+// dtmfState turns RFC 4733 telephone-event packets into digits: an event
+// starts with a marked packet (or a new timestamp) and is a digit at its
+// first end packet, however often the end is repeated.
+type dtmfState struct {
+	seen    bool   // a telephone-event packet came
+	ts      uint32 // its timestamp
+	started bool   // an event is sounding
+	event   uint8
+}
+
+func (s *dtmfState) take(payload []byte, h rtp.Header) (rune, bool) {
+	var ev media.DTMFEvent
+	if media.DTMFDecode(payload, &ev) != nil {
+		return 0, false
+	}
+	first := h.Marker || !s.seen || h.Timestamp != s.ts
+	s.seen, s.ts = true, h.Timestamp
+	if ev.EndOfEvent {
+		if !s.started || ev.Event != s.event {
+			return 0, false
+		}
+		s.started = false
+		return media.DTMFToRune(ev.Event), true
+	}
+	if first {
+		s.started, s.event = true, ev.Event
+	}
+	return 0, false
 }
 
 func (m *rtpMedia) setHeld(held bool) {
@@ -100,8 +259,13 @@ func (m *rtpMedia) setHeld(held bool) {
 func (m *rtpMedia) stop() {
 	m.stopOnce.Do(func() {
 		close(m.stopped)
-		if err := m.med.Close(); err != nil {
-			m.log.Debug("sip: closing media", "error", err)
+		if m.route != nil {
+			m.route.Close()
+		}
+		if med := m.dialogMedia(); med != nil {
+			if err := med.Close(); err != nil {
+				m.log.Debug("sip: closing media", "error", err)
+			}
 		}
 	})
 }
@@ -191,6 +355,9 @@ func (m *rtpMedia) WriteFrame(pcm []int16) error {
 	}
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
+	if m.med == nil {
+		return nil // shared media before the answer
+	}
 	if sent, err := m.keyFrame(); sent {
 		now := time.Now()
 		if m.pacing != nil && !m.lastWrite.IsZero() {

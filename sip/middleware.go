@@ -101,6 +101,13 @@ type answerTx struct {
 func (t *answerTx) Respond(res *sip.Response) error {
 	if res.IsSuccess() {
 		addAnswerHeaders(t.s, t.req, res, t.refresh)
+		if body := res.Body(); len(body) > 0 {
+			if c := t.s.lookup(t.req); c != nil {
+				if port := c.rtpPort.Load(); port > 0 {
+					res.SetBody(withRTPPort(body, int(port)))
+				}
+			}
+		}
 		if body := res.Body(); t.streams != nil && len(body) > 0 {
 			res.SetBody(t.streams.answer(body))
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +19,7 @@ import (
 	"github.com/emiago/sipgo/sip"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/rtpmux"
 	"github.com/stackbone/box/telemetry"
 	"github.com/stackbone/box/voice"
 )
@@ -64,6 +67,7 @@ type Server struct {
 	dg      *diago.Diago
 	udp     net.PacketConn
 	tcp     net.Listener
+	mux     *rtpmux.Mux // the shared RTP port; nil: a port per call
 	addr    string
 	serving sync.WaitGroup // listeners
 	running sync.WaitGroup // calls
@@ -143,6 +147,24 @@ func (s *Server) Start(ctx context.Context) error {
 		media.RTPPortStart, media.RTPPortEnd = s.cfg.RTPPortMin, s.cfg.RTPPortMax
 	}
 
+	var mux *rtpmux.Mux
+	if s.cfg.RTPPort >= 0 {
+		ip := net.IPv4zero
+		if a, err := netip.ParseAddr(host); err == nil && a.Is4() {
+			ip = net.IP(a.AsSlice())
+		}
+		if mux, err = s.listenShared(ip); err != nil {
+			udp.Close()
+			tcp.Close()
+			return fmt.Errorf("sip: shared RTP port: %w", err)
+		}
+	}
+	closeMux := func() {
+		if mux != nil {
+			mux.Close()
+		}
+	}
+
 	lib := slog.New(libraryLog{s.log.Handler()})
 	ua, err := sipgo.NewUA(sipgo.WithUserAgent("stackbone"),
 		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(lib)),
@@ -150,12 +172,14 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		udp.Close()
 		tcp.Close()
+		closeMux()
 		return fmt.Errorf("sip: %w", err)
 	}
 	srv, err := sipgo.NewServer(ua, sipgo.WithServerLogger(lib))
 	if err != nil {
 		udp.Close()
 		tcp.Close()
+		closeMux()
 		ua.Close()
 		return fmt.Errorf("sip: %w", err)
 	}
@@ -180,7 +204,7 @@ func (s *Server) Start(ctx context.Context) error {
 	srv.OnNoRoute(s.middleware(s.noRoute))
 
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	s.ua, s.srv, s.dg = ua, srv, dg
+	s.ua, s.srv, s.dg, s.mux = ua, srv, dg, mux
 	s.tcp = &strictListener{Listener: tcp, log: s.log}
 	s.udp = &strictConn{PacketConn: udp, log: s.log}
 	s.addr = net.JoinHostPort(host, strconv.Itoa(port))
@@ -249,6 +273,9 @@ type Stats struct {
 	// to the 200 OK (open, recall, answer): bucket i holds [i, i+1) *
 	// SetupBucket, the last one everything beyond.
 	Setup [SetupBuckets]int64
+	// Shared counts the packets and system calls of the shared RTP port
+	// (zero when every call has a port of its own).
+	Shared rtpmux.Stats
 }
 
 // The setup histogram: 1 ms buckets up to 2 s (pacing: voice.Pacing).
@@ -275,7 +302,25 @@ func (st Stats) Sub(earlier Stats) Stats {
 	for i := range st.Setup {
 		d.Setup[i] = st.Setup[i] - earlier.Setup[i]
 	}
+	d.Shared = st.Shared.Sub(earlier.Shared)
 	return d
+}
+
+// listenShared opens the shared RTP port: sip.rtpPort, else the first
+// free pair of the RTP range, else any free pair.
+func (s *Server) listenShared(ip net.IP) (*rtpmux.Mux, error) {
+	n := runtime.GOMAXPROCS(0)
+	if s.cfg.RTPPort > 0 || s.cfg.RTPPortMin == 0 {
+		return rtpmux.Listen(ip, s.cfg.RTPPort, n, s.log)
+	}
+	var err error
+	for p := s.cfg.RTPPortMin; p+1 <= s.cfg.RTPPortMax; p += 2 {
+		var m *rtpmux.Mux
+		if m, err = rtpmux.Listen(ip, p, n, s.log); err == nil {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("no free pair in the RTP range %d-%d: %w", s.cfg.RTPPortMin, s.cfg.RTPPortMax, err)
 }
 
 // Stats returns the totals so far (packets and drops of calls that ended,
@@ -285,6 +330,12 @@ func (s *Server) Stats() Stats {
 	st := Stats{Calls: s.carried.Load(), RTPPackets: s.rtpIn.Load(), FramesDropped: s.dropped.Load(), Pacing: s.pacing.Counts()}
 	for i := range s.setup {
 		st.Setup[i] = s.setup[i].Load()
+	}
+	s.mu.Lock()
+	mux := s.mux
+	s.mu.Unlock()
+	if mux != nil {
+		st.Shared = mux.Stats()
 	}
 	return st
 }
@@ -327,6 +378,9 @@ func (s *Server) Close() {
 	}
 	s.udp.Close()
 	s.tcp.Close()
+	if s.mux != nil {
+		s.mux.Close()
+	}
 	s.serving.Wait()
 	s.srv.Close()
 	s.ua.Close()

@@ -47,6 +47,9 @@ func TestInboundCallAudioDTMFAndCallerBye(t *testing.T) {
 		r.Trunk == nil || *r.Trunk != "local" || r.Memory == nil || r.Memory.Identity != "+34600111222" {
 		t.Fatalf("call record %+v", r)
 	}
+	if port := med.MediaSession().Raddr.Port; port != srv.Stats().Shared.Port {
+		t.Fatalf("the answer names RTP port %d, not the shared %d", port, srv.Stats().Shared.Port)
+	}
 	heard := listen(med)
 	poll.Until(t, "the peer to hear the greeting", 10*time.Second, func() bool { return heard.Voiced() > 10 })
 	if got := b.model.SpeechRequests(); len(got) == 0 || got[0] != "Hello, this is the front desk." {
@@ -85,7 +88,45 @@ func TestInboundCallAudioDTMFAndCallerBye(t *testing.T) {
 	if strings.Join(users, "|") != "Hello there.|"+keypad {
 		t.Fatalf("caller turns in the transcript: %q", users)
 	}
+	// Both ways went through the shared port.
+	if st := srv.Stats().Shared; st.Received < 50 || st.Sent < 50 || st.Unrouted != 0 {
+		t.Fatalf("shared port: %+v", st)
+	}
 	b.idle(t)
+}
+
+// A trunk that needs its own port: the call is answered on a port of its
+// own and carries audio both ways without the shared port.
+func TestTrunkWithItsOwnRTPPort(t *testing.T) {
+	t.Parallel()
+	cfg := inboundConfig()
+	cfg.Trunks.Inbound[0].OwnRTPPort = true
+	b := newProtocolBox(t, cfg, "", nil)
+	p := newPeer(t, nil)
+	ctx := context.Background()
+	d, med, err := p.call(ctx, "100", b.sip.Addr(), diago.InviteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := b.next(t)
+	shared := b.sip.Stats().Shared.Port
+	if port := med.MediaSession().Raddr.Port; port == shared || port == 0 {
+		t.Fatalf("the answer names RTP port %d (shared %d)", port, shared)
+	}
+	heard := listen(med)
+	poll.Until(t, "the peer to hear the greeting", 10*time.Second, func() bool { return heard.Voiced() > 10 })
+	stop := make(chan struct{})
+	spoke := talk(med, stop, 1)
+	poll.Until(t, "the answer to the caller's turn", 10*time.Second, func() bool { return b.chatContains("Hello there.") })
+	close(stop)
+	<-spoke
+	if st := b.sip.Stats().Shared; st.Received != 0 || st.Sent != 0 {
+		t.Fatalf("the shared port carried %+v", st)
+	}
+	_ = d.Hangup(ctx)
+	if r := b.ended(t, c); outcome(r) != voice.OutcomeCallerHangup {
+		t.Fatalf("outcome %q", outcome(r))
+	}
 }
 
 // The controller ends the call (Call.Close): the box sends BYE.

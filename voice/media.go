@@ -9,6 +9,7 @@ import (
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/identity"
+	"github.com/stackbone/box/internal/pace"
 )
 
 // FrameDuration is the length of one audio frame both ways.
@@ -42,6 +43,14 @@ type Transport interface {
 // so a receiver sees a new talkspurt and not a packet out of time.
 type Talkspurter interface {
 	Talkspurt()
+}
+
+// Batcher is a Transport whose frames are queued and leave with the other
+// calls' frames due at the same moment, in one system call, when the
+// pacer's round ends (Batch is what flushes them; nil when nothing
+// batches this call's frames).
+type Batcher interface {
+	Batch() pace.Flusher
 }
 
 // Keypad is a Transport that can press keys on the line: RFC 4733

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/costs"
+	"github.com/stackbone/box/internal/pace"
 	"github.com/stackbone/box/telemetry"
 )
 
@@ -152,6 +153,15 @@ func (s *callStream) Frame() bool {
 	speech, ok := s.c.playFrame(s.ctx)
 	s.speaking = speech
 	return ok
+}
+
+// Batch is what the call's frames are queued in, if its transport batches
+// them (pace.Batched).
+func (s *callStream) Batch() pace.Flusher {
+	if b, ok := s.c.t.(Batcher); ok {
+		return b.Batch()
+	}
+	return nil
 }
 
 // Start begins a talkspurt off the schedule, unless one is playing (the

@@ -18,6 +18,7 @@ package pace
 
 import (
 	"container/heap"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,6 +44,16 @@ type Starter interface {
 	Start() bool
 }
 
+// Flusher sends what was written into it since its last Flush.
+type Flusher interface{ Flush() }
+
+// Batched is a Stream whose frames are queued in a batch (Batch, nil when
+// they are not) that goes out once the pacer's round ends: the frames of
+// all streams due together leave in one system call.
+type Batched interface {
+	Batch() Flusher
+}
+
 // Pacer plays its streams from one goroutine, which runs while it has
 // streams; it is safe for concurrent use.
 type Pacer struct {
@@ -58,6 +69,8 @@ type Pacer struct {
 
 	wmu   sync.Mutex
 	woken []*entry // streams to start (their wake was called)
+
+	batches []Flusher // of the round playing (under mu)
 }
 
 type entry struct {
@@ -125,6 +138,7 @@ func (p *Pacer) run() {
 		}
 		p.start(p.clk.Now())
 		p.due(p.clk.Now())
+		p.flush()
 		var wait time.Duration
 		if len(p.streams) > 0 {
 			wait = p.streams[0].next.Sub(p.clk.Now())
@@ -157,7 +171,7 @@ func (p *Pacer) start(now time.Time) {
 		// The schedule is set before the frame goes out, so it counts
 		// from the time the frame was due, not from after the write.
 		e.next = now.Add(p.period)
-		if e.s.Frame() {
+		if p.frame(e.s) {
 			heap.Fix(&p.streams, e.i)
 		} else {
 			heap.Remove(&p.streams, e.i)
@@ -174,7 +188,7 @@ func (p *Pacer) due(now time.Time) {
 		n, e.next = Due(e.next, horizon, p.period)
 		ok := true
 		for range n {
-			if ok = e.s.Frame(); !ok {
+			if ok = p.frame(e.s); !ok {
 				break
 			}
 		}
@@ -184,6 +198,26 @@ func (p *Pacer) due(now time.Time) {
 			heap.Pop(&p.streams)
 		}
 	}
+}
+
+// frame (under mu) plays one frame of s, noting its batch.
+func (p *Pacer) frame(s Stream) bool {
+	ok := s.Frame()
+	if b, is := s.(Batched); is {
+		if f := b.Batch(); f != nil && !slices.Contains(p.batches, f) {
+			p.batches = append(p.batches, f)
+		}
+	}
+	return ok
+}
+
+// flush (under mu) sends the batches the round wrote into.
+func (p *Pacer) flush() {
+	for i, f := range p.batches {
+		f.Flush()
+		p.batches[i] = nil
+	}
+	p.batches = p.batches[:0]
 }
 
 // Due says how many frames are due at now when the next one was due at

@@ -155,3 +155,60 @@ func TestDueCatchesUpAfterAStall(t *testing.T) {
 		}
 	}
 }
+
+// batch records, at each flush, how many frames were written into it
+// since the last.
+type batch struct {
+	mu      sync.Mutex
+	pending int
+	flushes []int
+}
+
+func (b *batch) Flush() {
+	b.mu.Lock()
+	b.flushes = append(b.flushes, b.pending)
+	b.pending = 0
+	b.mu.Unlock()
+}
+
+func (b *batch) rounds() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.flushes)
+}
+
+type batched struct {
+	*stream
+	b *batch
+}
+
+func (s batched) Frame() bool {
+	s.b.mu.Lock()
+	s.b.pending++
+	s.b.mu.Unlock()
+	return s.stream.Frame()
+}
+
+func (s batched) Batch() Flusher { return s.b }
+
+// Streams due together that write into one batch flush it once, after
+// all their frames of the round; a stream due later flushes it again.
+func TestARoundFlushesEachBatchOnceAfterItsFrames(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(time.Unix(0, 0))
+	p := New(clk, 20*ms, ms)
+	b := &batch{}
+	for range 3 {
+		p.Add(batched{stream: &stream{clk: clk}, b: b})
+	}
+	clk.Add(5 * ms)
+	late := batched{stream: &stream{clk: clk}, b: b}
+	p.Add(late) // due at 25 ms: a round of its own
+	clk.Add(15 * ms)
+	poll.Until(t, "the first round's flush", 5*time.Second, func() bool { return len(b.rounds()) == 1 })
+	clk.Add(5 * ms)
+	poll.Until(t, "the late stream's flush", 5*time.Second, func() bool { return len(b.rounds()) == 2 })
+	if got := b.rounds(); !slices.Equal(got, []int{3, 1}) {
+		t.Fatalf("flushes carried %v frames, want [3 1]", got)
+	}
+}

@@ -62,9 +62,19 @@ type Sink interface {
 
 // Stats counts what went through a mux since it opened.
 type Stats struct {
+	Port                   int   // the shared RTP port
 	Sent, SendCalls        int64 // RTP packets sent, sendmmsg calls
 	Received, ReadCalls    int64 // RTP packets read, recvmmsg calls
 	Unrouted, SendFailures int64 // packets from no known call, packets not sent
+}
+
+// Sub is the difference of two snapshots, for a window of time.
+func (st Stats) Sub(earlier Stats) Stats {
+	return Stats{
+		Port: st.Port, Sent: st.Sent - earlier.Sent, SendCalls: st.SendCalls - earlier.SendCalls,
+		Received: st.Received - earlier.Received, ReadCalls: st.ReadCalls - earlier.ReadCalls,
+		Unrouted: st.Unrouted - earlier.Unrouted, SendFailures: st.SendFailures - earlier.SendFailures,
+	}
 }
 
 // Mux is one shared RTP port (RTCP on the next) and its sockets.
@@ -120,6 +130,21 @@ func listen(ip net.IP, port, n int, log *slog.Logger) (*Mux, error) {
 	lc := net.ListenConfig{Control: reusePort}
 	m := &Mux{routes: map[netip.AddrPort]*Route{}, log: log}
 	host := ip.String()
+	// The RTCP port is bound alone (no SO_REUSEPORT) and, for a port asked
+	// for, first: a second process asking for the same pair fails there,
+	// before it could join the RTP port's sockets and take their packets.
+	bindRTCP := func() error {
+		var err error
+		if m.rtcp, err = net.ListenUDP("udp4", &net.UDPAddr{IP: ip, Port: port + 1}); err != nil {
+			return fmt.Errorf("rtpmux: RTCP port %d: %w", port+1, err)
+		}
+		return nil
+	}
+	if port != 0 {
+		if err := bindRTCP(); err != nil {
+			return nil, err
+		}
+	}
 	for i := range n {
 		pc, err := lc.ListenPacket(context.Background(), "udp4", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
@@ -129,22 +154,23 @@ func listen(ip net.IP, port, n int, log *slog.Logger) (*Mux, error) {
 		conn := pc.(*net.UDPConn)
 		_ = conn.SetReadBuffer(sockBuf)
 		_ = conn.SetWriteBuffer(sockBuf)
-		if i == 0 {
-			m.addr = conn.LocalAddr().(*net.UDPAddr)
-			port = m.addr.Port
-		}
 		s := &socket{m: m, conn: conn, pc: ipv4.NewPacketConn(conn), slab: make([]byte, batch*slot),
 			out: make([]ipv4.Message, 0, batch)}
 		s.timer = time.AfterFunc(time.Hour, s.Flush)
 		s.timer.Stop()
 		m.socks = append(m.socks, s)
+		if i == 0 {
+			m.addr = conn.LocalAddr().(*net.UDPAddr)
+			if port == 0 {
+				// A port the kernel chose: no one else is on it.
+				port = m.addr.Port
+				if err := bindRTCP(); err != nil {
+					m.closeSockets()
+					return nil, err
+				}
+			}
+		}
 	}
-	rtcp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: ip, Port: port + 1})
-	if err != nil {
-		m.closeSockets()
-		return nil, fmt.Errorf("rtpmux: RTCP port %d: %w", port+1, err)
-	}
-	m.rtcp = rtcp
 	for _, s := range m.socks {
 		m.wg.Add(1)
 		go s.read()
@@ -172,7 +198,7 @@ func (m *Mux) Addr() *net.UDPAddr { return m.addr }
 
 // Stats counts the mux's packets and system calls so far.
 func (m *Mux) Stats() Stats {
-	st := Stats{Received: m.received.Load(), ReadCalls: m.readCalls.Load(), Unrouted: m.unrouted.Load()}
+	st := Stats{Port: m.addr.Port, Received: m.received.Load(), ReadCalls: m.readCalls.Load(), Unrouted: m.unrouted.Load()}
 	for _, s := range m.socks {
 		st.Sent += s.sent.Load()
 		st.SendCalls += s.sendCalls.Load()
@@ -193,9 +219,6 @@ func (m *Mux) Close() error {
 	m.routes = map[netip.AddrPort]*Route{}
 	m.mu.Unlock()
 	m.closeSockets()
-	if m.rtcp != nil {
-		m.rtcp.Close()
-	}
 	m.wg.Wait()
 	return nil
 }
@@ -204,6 +227,9 @@ func (m *Mux) closeSockets() {
 	for _, s := range m.socks {
 		s.timer.Stop()
 		s.conn.Close()
+	}
+	if m.rtcp != nil {
+		m.rtcp.Close()
 	}
 }
 

@@ -184,3 +184,17 @@ func TestRouteMovesAndCloses(t *testing.T) {
 		t.Fatalf("sent %d packets, want only the first", st.Sent)
 	}
 }
+
+// A second mux asking for a pair in use fails instead of taking a share
+// of its packets.
+func TestAPairInUseIsRefused(t *testing.T) {
+	m, err := Listen(net.IPv4(127, 0, 0, 1), 0, 2, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if o, err := Listen(net.IPv4(127, 0, 0, 1), m.Addr().Port, 2, slog.Default()); err == nil {
+		o.Close()
+		t.Fatalf("a second mux opened port %d", m.Addr().Port)
+	}
+}

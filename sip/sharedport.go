@@ -1,0 +1,66 @@
+package sip
+
+import (
+	"bytes"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/emiago/diago/media/sdp"
+)
+
+// offerPeer is where an offer's audio comes from and goes to, when a call
+// with that offer can use the shared RTP port: plain RTP over IPv4 (not
+// SRTP, whose keys belong to a port of the call's own).
+func offerPeer(offer []byte) (*net.UDPAddr, bool) {
+	sd := sdp.SessionDescription{}
+	if err := sdp.Unmarshal(offer, &sd); err != nil {
+		return nil, false
+	}
+	md, err := sd.MediaDescription("audio")
+	if err != nil || md.Proto != "RTP/AVP" || md.Port <= 0 || md.Port > 65535 {
+		return nil, false
+	}
+	for _, a := range sd.Values("a") {
+		if strings.HasPrefix(a, "crypto:") {
+			return nil, false
+		}
+	}
+	ci, err := sd.ConnectionInformation()
+	if err != nil || ci.NetworkType != "IN" || ci.IP == nil {
+		return nil, false
+	}
+	ip := ci.IP.To4()
+	if ip == nil || ip.IsUnspecified() {
+		return nil, false
+	}
+	return &net.UDPAddr{IP: ip, Port: md.Port}, true
+}
+
+// withRTPPort rewrites the box's SDP (diago's, naming the port it opened
+// for the call) to name the shared RTP port, and RTCP on the next.
+func withRTPPort(body []byte, port int) []byte {
+	lines := bytes.Split(body, []byte("\r\n"))
+	audio := false
+	for i, l := range lines {
+		s := string(l)
+		switch {
+		case strings.HasPrefix(s, "m="):
+			audio = false
+			if f := strings.Fields(s); len(f) >= 3 && f[0] == "m=audio" && f[1] != "0" {
+				f[1] = strconv.Itoa(port)
+				lines[i] = []byte(strings.Join(f, " "))
+				audio = true
+			}
+		case audio && strings.HasPrefix(s, "a=rtcp:"):
+			rest := strings.TrimPrefix(s, "a=rtcp:")
+			if sp := strings.IndexByte(rest, ' '); sp >= 0 {
+				rest = rest[sp:]
+			} else {
+				rest = ""
+			}
+			lines[i] = []byte("a=rtcp:" + strconv.Itoa(port+1) + rest)
+		}
+	}
+	return bytes.Join(lines, []byte("\r\n"))
+}
