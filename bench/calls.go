@@ -65,6 +65,8 @@ type CallsConfig struct {
 	// FailPrimary with an error status (2: half of them): the backup
 	// answers, and the primary's circuit opens.
 	FailPrimary int
+	// NoHog skips each step's second run beside a CPU hog.
+	NoHog bool
 	// RTPPort is the box's sip.rtpPort: 0 the shared port, -1 a port
 	// per call.
 	RTPPort int
@@ -282,6 +284,9 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	number := 0
 	for _, n := range cfg.Steps {
 		for _, hog := range []bool{false, true} {
+			if hog && cfg.NoHog {
+				continue
+			}
 			cfg.Logger.Info("bench calls: step", "calls", n, "hog", hog)
 			stopHog := func() {}
 			if hog {

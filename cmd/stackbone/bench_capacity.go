@@ -1,0 +1,43 @@
+//go:build bench
+
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stackbone/box/bench"
+)
+
+// benchCapacityCmd is `stackbone bench capacity`: concurrent SIP calls
+// climbed until the box's pacing or loss gives, for the shared RTP port
+// and a port per call side by side.
+func benchCapacityCmd() *cobra.Command {
+	var cfg bench.CapacityConfig
+	var dataDir string
+	cmd := &cobra.Command{
+		Use:   "capacity",
+		Short: "Calls per core: SIP calls climbed until pacing p99 passes 5 ms or a frame is lost, shared RTP port beside a port per call",
+		Long: `Runs the calls load (see bench calls: the whole box with the scripted model and a
+sipgo/diago load generator on loopback, each call a speaking caller and an answering
+agent) at --from, --from+--step, ... calls until box pacing p99 passes 5 ms, a frame is
+lost or dropped or a call fails, once with the box's shared RTP port and once with a
+port per call (the media path before it), taking turns at each step. It prints each
+step and the calls per core and memory per call each path held.`,
+		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.CapacityReport, error) {
+			cfg.AdminURL, cfg.Logger = admin, log
+			return bench.Capacity(ctx, cfg)
+		}),
+	}
+	cmd.Flags().IntVar(&cfg.From, "from", 100, "concurrent calls of the first step")
+	cmd.Flags().IntVar(&cfg.Step, "step", 100, "calls added at each step")
+	cmd.Flags().IntVar(&cfg.Max, "max", 1500, "the last step")
+	cmd.Flags().DurationVar(&cfg.Hold, "hold", 30*time.Second, "how long each step's calls stay up once established")
+	cmd.Flags().IntVar(&cfg.Rate, "rate", 50, "calls started per second")
+	cmd.Flags().StringVar(&cfg.STT, "stt", "http", "how the agent listens: http, realtime or deepgram")
+	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "where the private PostgreSQL cluster lives")
+	return cmd
+}
