@@ -65,6 +65,10 @@ type CallsConfig struct {
 	// FailPrimary with an error status (2: half of them): the backup
 	// answers, and the primary's circuit opens.
 	FailPrimary int
+	// Caller "process" places the calls from a separate `stackbone bench
+	// caller` process (this executable), so the process's CPU is the box's
+	// own; empty: a generator inside this process.
+	Caller string
 	// NoHog skips each step's second run beside a CPU hog.
 	NoHog bool
 	// RTPPort is the box's sip.rtpPort: 0 the shared port, -1 a port
@@ -112,6 +116,9 @@ type CallStep struct {
 	// the first playable audio after the endpoint: see boxShare).
 	Turns    int
 	Overhead Figures
+	// CallerCPU is the caller process's CPU in the window, in cores (0
+	// with the generator inside the box's process).
+	CallerCPU float64
 	// Shared is the window's packets and system calls on the shared RTP
 	// port (zero with a port per call).
 	Shared rtpmux.Stats
@@ -165,7 +172,11 @@ func (r CallsReport) Print(w io.Writer) {
 		if s.Hog {
 			hog = " with the hog"
 		}
-		fmt.Fprintf(w, "%d calls%s, the machine's CPU in the window, of one core: %s\n", s.Calls, hog, s.CPU)
+		caller := ""
+		if s.CallerCPU > 0 {
+			caller = fmt.Sprintf(", the caller process %.0f %%", 100*s.CallerCPU)
+		}
+		fmt.Fprintf(w, "%d calls%s, the machine's CPU in the window, of one core: %s%s\n", s.Calls, hog, s.CPU, caller)
 	}
 	fmt.Fprintf(w, "largest step with pacing jitter p99 < 5 ms, no loss: %d calls\n", r.Largest())
 }
@@ -257,14 +268,19 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	// The generator's goroutines (its SIP stack's and its calls') carry a
 	// profiler label, so a CPU profile tells the box from its load.
 	var gen *generator
-	pprof.Do(ctx, pprof.Labels("side", "generator"), func(ctx context.Context) { gen, err = newGenerator(ctx) })
-	if err != nil {
-		return CallsReport{}, err
+	where := "box and load generator in one process"
+	if cfg.Caller == "process" {
+		where = "box in this process, the load generator in a `stackbone bench caller` process"
+	} else {
+		pprof.Do(ctx, pprof.Labels("side", "generator"), func(ctx context.Context) { gen, err = newGenerator(ctx) })
+		if err != nil {
+			return CallsReport{}, err
+		}
+		defer gen.close()
 	}
-	defer gen.close()
 
 	rep := CallsReport{Setup: []string{
-		fmt.Sprintf("box and load generator in one process on loopback, GOMAXPROCS=%d; PostgreSQL %s", runtimeProcs(), serverVersion(ctx, pool)),
+		fmt.Sprintf("%s on loopback, GOMAXPROCS=%d; PostgreSQL %s", where, runtimeProcs(), serverVersion(ctx, pool)),
 		fmt.Sprintf("each step: calls started at %d/s, then held %s; G.711 PCMU, 20 ms packets both ways", cfg.Rate, cfg.Hold),
 		"setup: INVITE to 200 OK (open, recall, answer); jitter: |interval - 20 ms| of the box's packets at the generator",
 		"overhead: each turn's wire-to-wire less the endpointing silence and the wait for the first playable audio after the endpoint (controller metrics)",
@@ -278,7 +294,8 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		rep.Setup = append(rep.Setup, "the box's RTP: one shared port (sip.rtpPort), read with recvmmsg and sent with sendmmsg in batches")
 	}
 	rep.Setup = append(rep.Setup, "each step runs twice: alone, then with a CPU hog beside the box (a shell busy loop, one core at most)",
-		"cpu %/call: process CPU (box and generator) per call in the window, % of one core; KB/call: resident memory growth per call",
+		map[bool]string{false: "cpu %/call: process CPU (box and generator) per call in the window, % of one core; KB/call: resident memory growth per call",
+			true: "cpu %/call: the box's process CPU per call in the window, % of one core (the caller process apart); KB/call: resident memory growth per call"}[gen == nil],
 		"the machine's CPU in the window: this process, the PostgreSQL backends of the run's database, and everything else the machine's processors ran (other processes, the hog, the kernel's own work), from /proc",
 		"in a --cpuprofile the generator's goroutines carry the label side=generator and the scripted model's side=model")
 	number := 0
@@ -298,13 +315,20 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			var w0, w1 sip.Stats
 			var cpu0, cpu1 cpuReading
 			var rss1 int64
-			step, err := gen.step(ctx, srv.Addr(), n, &number, cfg.Rate, cfg.Hold, func(end bool) {
+			snapshot := func(end bool) {
 				if end {
 					w1, cpu1, rss1 = srv.Stats(), readCPU(ctx, pool), residentBytes()
 				} else {
 					w0, cpu0 = srv.Stats(), readCPU(ctx, pool)
 				}
-			})
+			}
+			var step CallStep
+			var callerCPU float64
+			if gen != nil {
+				step, err = gen.step(ctx, srv.Addr(), n, &number, cfg.Rate, cfg.Hold, snapshot)
+			} else {
+				step, callerCPU, err = remoteStep(ctx, srv.Addr(), n, &number, cfg.Rate, cfg.Hold, snapshot)
+			}
 			stopHog()
 			if err != nil {
 				return rep, err
@@ -317,6 +341,10 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			step.BoxSetup = Figures{Name: "box setup", P50: set.SetupTime(50), P95: set.SetupTime(95), P99: set.SetupTime(99), Max: set.SetupTime(100)}
 			if step.Established > 0 {
 				step.CPU = cpu1.sharesSince(cpu0, cfg.Hold)
+				step.CallerCPU = callerCPU
+				if step.CPU.Others >= 0 {
+					step.CPU.Others = max(0, step.CPU.Others-callerCPU)
+				}
 				step.CPUPerCall = step.CPU.Process / float64(step.Established)
 				step.MemPerCall = (rss1 - rssBefore) / int64(step.Established)
 			}

@@ -20,8 +20,12 @@ type CapacityConfig struct {
 	// Rate is calls started per second.
 	Rate int
 	// STT is how the agent listens (CallsConfig.STT).
-	STT    string
-	Logger *slog.Logger
+	STT string
+	// Caller is where the load generator runs (CallsConfig.Caller).
+	Caller string
+	// Scheduling is the box's media.scheduling (CallsConfig.Scheduling).
+	Scheduling string
+	Logger     *slog.Logger
 }
 
 // CapacityClimb is one media path's climb.
@@ -77,7 +81,7 @@ func Capacity(ctx context.Context, cfg CapacityConfig) (CapacityReport, error) {
 			c := &rep.Climbs[i]
 			cfg.Logger.Info("bench capacity: step", "media", c.Name, "calls", n)
 			r, err := Calls(ctx, CallsConfig{AdminURL: cfg.AdminURL, Steps: []int{n}, Hold: cfg.Hold, Rate: cfg.Rate,
-				STT: cfg.STT, NoHog: true, RTPPort: c.RTPPort, Logger: cfg.Logger})
+				STT: cfg.STT, Scheduling: cfg.Scheduling, NoHog: true, Caller: cfg.Caller, RTPPort: c.RTPPort, Logger: cfg.Logger})
 			if err != nil {
 				return rep, err
 			}

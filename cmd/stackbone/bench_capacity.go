@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stackbone/box/bench"
+	"github.com/stackbone/box/config"
 )
 
 // benchCapacityCmd is `stackbone bench capacity`: concurrent SIP calls
@@ -38,6 +39,8 @@ step and the calls per core and memory per call each path held.`,
 	cmd.Flags().DurationVar(&cfg.Hold, "hold", 30*time.Second, "how long each step's calls stay up once established")
 	cmd.Flags().IntVar(&cfg.Rate, "rate", 50, "calls started per second")
 	cmd.Flags().StringVar(&cfg.STT, "stt", "http", "how the agent listens: http, realtime or deepgram")
+	cmd.Flags().StringVar(&cfg.Caller, "caller", "process", "process: the calls come from a separate `stackbone bench caller` process; empty: a generator inside the box's process")
+	cmd.Flags().StringVar(&cfg.Scheduling, "scheduling", config.SchedulingRealtime, "the box's media.scheduling: realtime (as the shipped configurations) or normal")
 	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "where the private PostgreSQL cluster lives")
 	return cmd
 }

@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// CallerConfig is one step of calls that `stackbone bench caller` places
+// from its own process.
+type CallerConfig struct {
+	Box   string // the box's SIP address
+	Calls int
+	First int // the callers' numbers follow this one
+	Rate  int // calls started per second
+	Hold  time.Duration
+}
+
+// callerLine is one line the caller process writes: the window opening or
+// closing, then the step it measured.
+type callerLine struct {
+	Window string    `json:"window,omitempty"` // "start" or "end"
+	Step   *CallStep `json:"step,omitempty"`
+	Error  string    `json:"error,omitempty"`
+}
+
+// RunCaller places one step of calls on the box (as Calls' generator does:
+// each call streams speech-like audio at real time and measures what the
+// box sends) and writes JSON lines to out: {"window":"start"} and
+// {"window":"end"} as the measurement window opens and closes, then
+// {"step":...}.
+func RunCaller(ctx context.Context, cfg CallerConfig, out io.Writer) error {
+	enc := json.NewEncoder(out)
+	var mu sync.Mutex
+	emit := func(l callerLine) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = enc.Encode(l)
+	}
+	gen, err := newGenerator(ctx)
+	if err != nil {
+		emit(callerLine{Error: err.Error()})
+		return err
+	}
+	defer gen.close()
+	number := cfg.First
+	step, err := gen.step(ctx, cfg.Box, cfg.Calls, &number, max(cfg.Rate, 1), cfg.Hold, func(end bool) {
+		w := "start"
+		if end {
+			w = "end"
+		}
+		emit(callerLine{Window: w})
+	})
+	if err != nil {
+		emit(callerLine{Error: err.Error()})
+		return err
+	}
+	emit(callerLine{Step: &step})
+	return nil
+}
+
+// remoteStep runs one step in a `stackbone bench caller` process (this
+// executable): window is called as the process reports the window opening
+// and closing; cpu is the process's CPU time in the window, in cores.
+func remoteStep(ctx context.Context, boxAddr string, n int, number *int, rate int, hold time.Duration, window func(end bool)) (step CallStep, cpu float64, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return step, 0, err
+	}
+	cmd := exec.CommandContext(ctx, exe, "bench", "caller", "--box", boxAddr, "--calls", strconv.Itoa(n),
+		"--first", strconv.Itoa(*number), "--rate", strconv.Itoa(rate), "--hold", hold.String())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return step, 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return step, 0, fmt.Errorf("bench caller: %w", err)
+	}
+	*number += n
+	var cpu0, cpu1 time.Duration
+	var opened time.Time
+	var got *CallStep
+	var failed string
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var l callerLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		switch {
+		case l.Window == "start":
+			cpu0, opened = pidCPU(cmd.Process.Pid), time.Now()
+			window(false)
+		case l.Window == "end":
+			cpu1 = pidCPU(cmd.Process.Pid)
+			window(true)
+			if s := time.Since(opened).Seconds(); s > 0 && cpu0 >= 0 && cpu1 >= 0 {
+				cpu = (cpu1 - cpu0).Seconds() / s
+			}
+		case l.Step != nil:
+			got = l.Step
+		case l.Error != "":
+			failed = l.Error
+		}
+	}
+	werr := cmd.Wait()
+	if got == nil {
+		if failed == "" && werr != nil {
+			failed = werr.Error()
+		}
+		return step, 0, fmt.Errorf("bench caller: %s", failed)
+	}
+	return *got, cpu, nil
+}
+
+// pidCPU is the CPU time a process used so far (user and system), -1 when
+// it cannot be read.
+func pidCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return -1
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond // USER_HZ 100
+}

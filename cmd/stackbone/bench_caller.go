@@ -1,0 +1,40 @@
+//go:build bench
+
+package main
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stackbone/box/bench"
+)
+
+// benchCallerCmd is `stackbone bench caller`: the load generator of bench
+// calls and bench capacity in a process of its own, so the box's process
+// measures only the box.
+func benchCallerCmd() *cobra.Command {
+	var cfg bench.CallerConfig
+	cmd := &cobra.Command{
+		Use:   "caller",
+		Short: "Place one step of SIP calls on a box and print what they measured (JSON lines; bench calls runs it)",
+		Long: `Places --calls SIP calls on the box at --box (--rate a second), each streaming
+speech-like audio at real time, holds them --hold once all are up, and prints JSON lines:
+{"window":"start"} and {"window":"end"} as the measurement window opens and closes, then
+{"step":...} with the setup times, the jitter and loss of the box's packets. bench calls
+--caller process and bench capacity run it as their load generator.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The SIP stack's own notices (retransmitted answers under load)
+			// would drown the box's log beside it.
+			slog.SetDefault(slog.New(slog.DiscardHandler))
+			return bench.RunCaller(cmd.Context(), cfg, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&cfg.Box, "box", "127.0.0.1:5060", "the box's SIP address")
+	cmd.Flags().IntVar(&cfg.Calls, "calls", 100, "concurrent calls")
+	cmd.Flags().IntVar(&cfg.First, "first", 0, "the callers' numbers follow this one")
+	cmd.Flags().IntVar(&cfg.Rate, "rate", 40, "calls started per second")
+	cmd.Flags().DurationVar(&cfg.Hold, "hold", 20*time.Second, "how long the calls stay up once all are established")
+	return cmd
+}
