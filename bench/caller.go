@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stackbone/box/internal/realtime"
 )
 
 // CallerConfig is one step of calls that `stackbone bench caller` places
@@ -22,6 +24,10 @@ type CallerConfig struct {
 	First int // the callers' numbers follow this one
 	Rate  int // calls started per second
 	Hold  time.Duration
+	// Realtime runs the process's threads at real-time priority, as the
+	// box's under media.scheduling realtime: the stand-in for the network
+	// and the carrier must not wait behind the box it loads.
+	Realtime bool
 }
 
 // callerLine is one line the caller process writes: the window opening or
@@ -44,6 +50,11 @@ func RunCaller(ctx context.Context, cfg CallerConfig, out io.Writer) error {
 		mu.Lock()
 		defer mu.Unlock()
 		_ = enc.Encode(l)
+	}
+	if cfg.Realtime {
+		if release, err := realtime.Hold(); err == nil {
+			defer release()
+		}
 	}
 	gen, err := newGenerator(ctx)
 	if err != nil {
@@ -70,13 +81,13 @@ func RunCaller(ctx context.Context, cfg CallerConfig, out io.Writer) error {
 // remoteStep runs one step in a `stackbone bench caller` process (this
 // executable): window is called as the process reports the window opening
 // and closing; cpu is the process's CPU time in the window, in cores.
-func remoteStep(ctx context.Context, boxAddr string, n int, number *int, rate int, hold time.Duration, window func(end bool)) (step CallStep, cpu float64, err error) {
+func remoteStep(ctx context.Context, boxAddr string, n int, number *int, rate int, hold time.Duration, rt bool, window func(end bool)) (step CallStep, cpu float64, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return step, 0, err
 	}
 	cmd := exec.CommandContext(ctx, exe, "bench", "caller", "--box", boxAddr, "--calls", strconv.Itoa(n),
-		"--first", strconv.Itoa(*number), "--rate", strconv.Itoa(rate), "--hold", hold.String())
+		"--first", strconv.Itoa(*number), "--rate", strconv.Itoa(rate), "--hold", hold.String(), "--realtime="+strconv.FormatBool(rt))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -109,6 +109,11 @@ type CallStep struct {
 	// MemPerCall is the growth of the process's resident memory from the
 	// step's start to the window's end, per call (bytes).
 	MemPerCall int64
+	// HeapPerCall is the growth of the Go heap and goroutine stacks in use
+	// from the step's start (after a collection) to the window's end, per
+	// call: what the calls hold, whatever the process's resident size kept
+	// from earlier steps.
+	HeapPerCall int64
 	// CPU is the window's CPU by who spent it, in cores.
 	CPU cpuShares
 	// Turns completed with metrics, and the box's own share of each turn's
@@ -311,13 +316,15 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 					return rep, err
 				}
 			}
-			before, since, rssBefore := srv.Stats(), time.Now(), residentBytes()
+			runtime.GC()
+			before, since, rssBefore, heapBefore := srv.Stats(), time.Now(), residentBytes(), heapInUse()
+			var heap1 int64
 			var w0, w1 sip.Stats
 			var cpu0, cpu1 cpuReading
 			var rss1 int64
 			snapshot := func(end bool) {
 				if end {
-					w1, cpu1, rss1 = srv.Stats(), readCPU(ctx, pool), residentBytes()
+					w1, cpu1, rss1, heap1 = srv.Stats(), readCPU(ctx, pool), residentBytes(), heapInUse()
 				} else {
 					w0, cpu0 = srv.Stats(), readCPU(ctx, pool)
 				}
@@ -327,7 +334,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			if gen != nil {
 				step, err = gen.step(ctx, srv.Addr(), n, &number, cfg.Rate, cfg.Hold, snapshot)
 			} else {
-				step, callerCPU, err = remoteStep(ctx, srv.Addr(), n, &number, cfg.Rate, cfg.Hold, snapshot)
+				step, callerCPU, err = remoteStep(ctx, srv.Addr(), n, &number, cfg.Rate, cfg.Hold, c.Media.Realtime(), snapshot)
 			}
 			stopHog()
 			if err != nil {
@@ -347,6 +354,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 				}
 				step.CPUPerCall = step.CPU.Process / float64(step.Established)
 				step.MemPerCall = (rss1 - rssBefore) / int64(step.Established)
+				step.HeapPerCall = (heap1 - heapBefore) / int64(step.Established)
 			}
 			// Wait for the calls' completions (memory saves) before the next step.
 			deadline := time.Now().Add(2 * time.Minute)
@@ -418,6 +426,13 @@ func residentBytes() int64 {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// heapInUse is the process's Go heap and goroutine stacks in use.
+func heapInUse() int64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse + m.StackInuse)
+}
 
 // overhead reads the per-turn metrics the controller recorded on the calls
 // that started since.

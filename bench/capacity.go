@@ -112,7 +112,7 @@ func (r CapacityReport) Print(w io.Writer) {
 		fmt.Fprintln(w, "  "+s)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "media\tcalls\tup\tfailed\tbox setup p95 ms\tpacing p99 ms\tpacing max ms\tlost\tdropped\tcpu %/call\tKB/call\tsendmmsg/packet\trecvmmsg/packet\t")
+	fmt.Fprintln(tw, "media\tcalls\tup\tfailed\tbox setup p95 ms\tpacing p99 ms\tpacing max ms\tlost\tdropped\tcpu %/call\theap KB/call\tsendmmsg/packet\trecvmmsg/packet\t")
 	for _, c := range r.Climbs {
 		for _, s := range c.Steps {
 			tx, rx := "-", "-"
@@ -121,7 +121,7 @@ func (r CapacityReport) Print(w io.Writer) {
 				rx = fmt.Sprintf("%.3f", float64(st.ReadCalls)/float64(st.Received))
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%d\t%d\t%.2f\t%d\t%s\t%s\t\n", c.Name, s.Calls, s.Established, s.Failed,
-				ms(s.BoxSetup.P95), ms(s.Pacing.P99), ms(s.Pacing.Max), s.Lost, s.Dropped, 100*s.CPUPerCall, s.MemPerCall/1024, tx, rx)
+				ms(s.BoxSetup.P95), ms(s.Pacing.P99), ms(s.Pacing.Max), s.Lost, s.Dropped, 100*s.CPUPerCall, s.HeapPerCall/1024, tx, rx)
 		}
 	}
 	tw.Flush()
@@ -129,10 +129,10 @@ func (r CapacityReport) Print(w io.Writer) {
 		var kb int64
 		for _, s := range c.Steps {
 			if s.Calls == c.Largest {
-				kb = s.MemPerCall / 1024
+				kb = s.HeapPerCall / 1024
 			}
 		}
-		fmt.Fprintf(w, "%s: %d calls held on %d processors, %.0f calls per core, %d KB per call\n",
+		fmt.Fprintf(w, "%s: %d calls held on %d processors, %.0f calls per core, %d KB of heap and stacks per call\n",
 			c.Name, c.Largest, r.Procs, float64(c.Largest)/float64(max(r.Procs, 1)), kb)
 	}
 }

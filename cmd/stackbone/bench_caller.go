@@ -35,6 +35,7 @@ speech-like audio at real time, holds them --hold once all are up, and prints JS
 	cmd.Flags().IntVar(&cfg.Calls, "calls", 100, "concurrent calls")
 	cmd.Flags().IntVar(&cfg.First, "first", 0, "the callers' numbers follow this one")
 	cmd.Flags().IntVar(&cfg.Rate, "rate", 40, "calls started per second")
+	cmd.Flags().BoolVar(&cfg.Realtime, "realtime", false, "run at real-time priority, as a box under media.scheduling realtime")
 	cmd.Flags().DurationVar(&cfg.Hold, "hold", 20*time.Second, "how long the calls stay up once all are established")
 	return cmd
 }
