@@ -38,6 +38,9 @@ type call struct {
 
 	// late is set while an answered late offer waits for its ACK.
 	late atomic.Pointer[lateOffer]
+	// invited is when an inbound call's INVITE arrived (setup is timed to
+	// its 200 OK).
+	invited time.Time
 	// rtpPort is the shared RTP port the call's answers name (0: the
 	// port diago gave it).
 	rtpPort atomic.Int32

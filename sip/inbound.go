@@ -61,7 +61,6 @@ func (s *Server) serveInbound(d *diago.DialogServerSession) {
 	if onHold(offer) {
 		m.setHeld(true)
 	}
-	s.recordSetup(time.Since(in.received))
 	in.log.Info("sip: answered", "agent", agentName, "trunk", trunk, "setupMs", time.Since(setup).Milliseconds())
 	s.carry(c, m, d.Context())
 }
@@ -124,6 +123,7 @@ func (in *inbound) admit() (c *call, agentName, trunk string, ok bool) {
 		return nil, "", "", false
 	}
 	c = s.newCall(req.CallID().Value(), voice.Inbound)
+	c.invited = in.received
 	c.timer = timer
 	c.remote = req.Source()
 	if !s.admit(c) {

@@ -96,16 +96,20 @@ type answerTx struct {
 	// the refused ones at port 0).
 	streams *offerStreams
 	status  atomic.Int32
+	timed   atomic.Bool // the call's setup was recorded at its 200 OK
 }
 
 func (t *answerTx) Respond(res *sip.Response) error {
 	if res.IsSuccess() {
 		addAnswerHeaders(t.s, t.req, res, t.refresh)
-		if body := res.Body(); len(body) > 0 {
-			if c := t.s.lookup(t.req); c != nil {
-				if port := c.rtpPort.Load(); port > 0 {
-					res.SetBody(withRTPPort(body, int(port)))
-				}
+		if c := t.s.lookup(t.req); c != nil {
+			if port := c.rtpPort.Load(); port > 0 && len(res.Body()) > 0 {
+				res.SetBody(withRTPPort(res.Body(), int(port)))
+			}
+			if !t.refresh && !c.invited.IsZero() && t.timed.CompareAndSwap(false, true) {
+				// INVITE to 200 OK (open, recall, answer), not the wait
+				// for the ACK after it.
+				t.s.recordSetup(time.Since(c.invited))
 			}
 		}
 		if body := res.Body(); t.streams != nil && len(body) > 0 {

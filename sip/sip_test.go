@@ -88,6 +88,14 @@ func TestInboundCallAudioDTMFAndCallerBye(t *testing.T) {
 	if strings.Join(users, "|") != "Hello there.|"+keypad {
 		t.Fatalf("caller turns in the transcript: %q", users)
 	}
+	// The call's setup was timed once, INVITE to 200 OK.
+	var timed int64
+	for _, n := range srv.Stats().Setup {
+		timed += n
+	}
+	if timed != 1 {
+		t.Fatalf("%d setups timed for one call", timed)
+	}
 	// Both ways went through the shared port.
 	if st := srv.Stats().Shared; st.Received < 50 || st.Sent < 50 || st.Unrouted != 0 {
 		t.Fatalf("shared port: %+v", st)
