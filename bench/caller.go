@@ -141,6 +141,9 @@ func pidCPU(pid int) time.Duration {
 	if err != nil {
 		return -1
 	}
+	// Fields after the command (which may hold spaces): utime is the 14th
+	// field of the line, stime the 15th, in clock ticks of USER_HZ (100 on
+	// every mainstream build).
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	if len(f) < 13 {
@@ -148,5 +151,5 @@ func pidCPU(pid int) time.Duration {
 	}
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+st) * 10 * time.Millisecond // USER_HZ 100
+	return time.Duration(u+st) * 10 * time.Millisecond
 }

@@ -13,7 +13,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -450,24 +449,13 @@ func backendsCPU(ctx context.Context, pool *pgxpool.Pool) time.Duration {
 	if err != nil || len(pids) == 0 {
 		return -1
 	}
-	var ticks int64
+	var total time.Duration
 	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
+		d := pidCPU(int(pid))
+		if d < 0 {
 			return -1
 		}
-		// Fields after the command (which may hold spaces): utime is the
-		// 14th field of the line, stime the 15th.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 13 {
-			return -1
-		}
-		u, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += u + st
+		total += d
 	}
-	// Linux reports these in clock ticks of USER_HZ, 100 on every
-	// mainstream build.
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return total
 }
