@@ -40,6 +40,7 @@ at real time on each, and measures the box's packets; the box answers every turn
 	cmd.Flags().IntVar(&cfg.FailPrimary, "fail-primary", 0, "N ≥ 2: the agent's model is a chain of two providers whose primary fails one chat request in N (2: half)")
 	cmd.Flags().StringVar(&cfg.Scheduling, "scheduling", config.SchedulingRealtime, "the box's media.scheduling: realtime (as the shipped configurations) or normal")
 	cmd.Flags().StringVar(&cfg.Caller, "caller", "", "process: place the calls from a separate `stackbone bench caller` process; empty: a generator in this process")
+	cmd.Flags().BoolVar(&cfg.NoHog, "no-hog", false, "skip each step's second run beside a CPU hog")
 	cmd.Flags().IntVar(&cfg.RTPPort, "rtp-port", 0, "the box's sip.rtpPort: 0 one shared port read and sent in batches, -1 a port per call")
 	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "where the private PostgreSQL cluster lives")
 	return cmd
