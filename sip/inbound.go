@@ -220,7 +220,12 @@ func (in *inbound) answer(c *call, ctl *voice.Call) (*rtpMedia, []byte, bool) {
 		ctl.End(outcome, "")
 		return nil, nil, false
 	}
-	c.setLeg(leg{hangup: d.Hangup, reinvite: d.ReInvite, done: d.Context().Done(),
+	reinvite := d.ReInvite
+	if shared != nil {
+		port := int(c.rtpPort.Load())
+		reinvite = func(ctx context.Context) error { return reinviteOffering(ctx, d, med, port) }
+	}
+	c.setLeg(leg{hangup: d.Hangup, reinvite: reinvite, done: d.Context().Done(),
 		refer: func(ctx context.Context, to sip.Uri, onNotify func(int)) error {
 			return d.ReferOptions(ctx, to, diago.ReferServerOptions{OnNotify: onNotify})
 		}})

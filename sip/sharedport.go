@@ -2,11 +2,16 @@ package sip
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
 
+	"github.com/emiago/diago"
 	"github.com/emiago/diago/media/sdp"
+	"github.com/emiago/sipgo"
+	"github.com/emiago/sipgo/sip"
 )
 
 // offerPeer is where an offer's audio comes from and goes to, when a call
@@ -63,4 +68,35 @@ func withRTPPort(body []byte, port int) []byte {
 		}
 	}
 	return bytes.Join(lines, []byte("\r\n"))
+}
+
+// reinviteOffering refreshes the session of a call on the shared RTP port
+// with a re-INVITE whose offer names that port. diago's ReInvite offers
+// the port it opened for the call, which nothing reads: the caller would
+// move its audio there and the call would go silent. The answer is
+// acknowledged and otherwise left as it is: a refresh changes nothing.
+func reinviteOffering(ctx context.Context, d *diago.DialogServerSession, med *diago.DialogMedia, port int) error {
+	ms := med.MediaSession()
+	if ms == nil {
+		return d.ReInvite(ctx)
+	}
+	contact := d.RemoteContact()
+	if contact == nil {
+		return errors.New("sip: the dialog has no remote contact to refresh")
+	}
+	req := sip.NewRequest(sip.INVITE, contact.Address)
+	req.AppendHeader(sip.NewHeader("Content-Type", "application/sdp"))
+	req.SetBody(withRTPPort(ms.LocalSDP(false), port))
+	res, err := d.Do(ctx, req)
+	if err != nil {
+		return err
+	}
+	if !res.IsSuccess() {
+		return sipgo.ErrDialogResponse{Res: res}
+	}
+	target := contact.Address
+	if c := res.Contact(); c != nil {
+		target = c.Address
+	}
+	return d.WriteRequest(sip.NewRequest(sip.ACK, target))
 }

@@ -542,6 +542,15 @@ func TestSessionTimers(t *testing.T) {
 		if time.Since(start) < 2500*time.Millisecond {
 			t.Fatalf("three refreshes within %s, want one a second", time.Since(start))
 		}
+		// The refresh offers the shared port again, so the caller's audio
+		// still reaches the box after it.
+		shared := b.sip.Stats().Shared
+		if port := med.MediaSession().Raddr.Port; port != shared.Port {
+			t.Fatalf("after the refresh the caller sends to port %d, not the shared %d", port, shared.Port)
+		}
+		poll.Until(t, "the caller's packets after the refresh", 5*time.Second, func() bool {
+			return b.sip.Stats().Shared.Received > shared.Received+25
+		})
 		if !running(c) {
 			t.Fatalf("the call ended: %q", outcome(b.ended(t, c)))
 		}
