@@ -98,8 +98,8 @@ type InboundTrunk struct {
 	PricePerMinute *float64 `yaml:"pricePerMinute"`
 	// OwnRTPPort gives each of the trunk's calls an RTP port pair of its
 	// own instead of the shared port (sip.rtpPort): for a carrier that
-	// tells calls apart by the box's port, or sends several calls' RTP
-	// from one IP and from other ports than their SDP names.
+	// does not send a call's RTP from the address its SDP names, or tells
+	// calls apart by the box's port.
 	OwnRTPPort bool `yaml:"ownRtpPort"`
 }
 

@@ -86,9 +86,6 @@ type Mux struct {
 
 	mu     sync.RWMutex
 	routes map[netip.AddrPort]*Route
-	// fresh counts, by peer IP, the routes that have not heard a packet
-	// yet (see learn).
-	fresh  map[netip.Addr]int
 	closed bool
 
 	wg                            sync.WaitGroup
@@ -131,7 +128,7 @@ func Listen(ip net.IP, port, n int, log *slog.Logger) (*Mux, error) {
 
 func listen(ip net.IP, port, n int, log *slog.Logger) (*Mux, error) {
 	lc := net.ListenConfig{Control: reusePort}
-	m := &Mux{routes: map[netip.AddrPort]*Route{}, fresh: map[netip.Addr]int{}, log: log}
+	m := &Mux{routes: map[netip.AddrPort]*Route{}, log: log}
 	host := ip.String()
 	// The RTCP port is bound alone (no SO_REUSEPORT) and, for a port asked
 	// for, first: a second process asking for the same pair fails there,
@@ -248,8 +245,6 @@ type Route struct {
 	raddr  *net.UDPAddr
 	buf    []byte
 	closed bool
-	// heard turns true (under Mux.mu) at the route's first packet.
-	heard atomic.Bool
 }
 
 // Route starts routing the packets that come from raddr to sink.
@@ -271,7 +266,6 @@ func (m *Mux) Route(raddr *net.UDPAddr, sink Sink) (*Route, error) {
 	// kernel spreads what they send.
 	r.s = m.socks[int(key.Port())%len(m.socks)]
 	m.routes[key] = r
-	m.fresh[key.Addr()]++
 	return r, nil
 }
 
@@ -297,10 +291,6 @@ func (r *Route) Move(raddr *net.UDPAddr) error {
 	}
 	delete(m.routes, r.key)
 	m.routes[key] = r
-	if !r.heard.Load() {
-		m.unfresh(r.key.Addr())
-		m.fresh[key.Addr()]++
-	}
 	r.key, r.raddr = key, udpAddr(key)
 	return nil
 }
@@ -315,45 +305,10 @@ func (r *Route) Close() {
 		r.closed = true
 		if m.routes[r.key] == r {
 			delete(m.routes, r.key)
-			if !r.heard.Load() {
-				m.unfresh(r.key.Addr())
-			}
 		}
 	}
 	r.mu.Unlock()
 	m.mu.Unlock()
-}
-
-// unfresh (under mu) counts one route of ip less as fresh.
-func (m *Mux) unfresh(ip netip.Addr) {
-	if m.fresh[ip]--; m.fresh[ip] <= 0 {
-		delete(m.fresh, ip)
-	}
-}
-
-// learn follows peers that send from another port than their offer named
-// (behind a NAT, or not keeping to symmetric RTP, RFC 4961): a packet from
-// an address no call has goes to the one call whose peer has that IP and
-// has sent nothing yet, and that call's route moves to the address it
-// came from. With two such calls on one IP nothing is guessed. Under mu.
-func (m *Mux) learn(from netip.AddrPort) {
-	if m.closed || m.fresh[from.Addr()] != 1 || m.routes[from] != nil {
-		return
-	}
-	for key, r := range m.routes {
-		if key.Addr() != from.Addr() || r.heard.Load() {
-			continue
-		}
-		r.mu.Lock()
-		delete(m.routes, key)
-		m.routes[from] = r
-		r.key, r.raddr = from, udpAddr(from)
-		r.mu.Unlock()
-		r.heard.Store(true)
-		m.unfresh(from.Addr())
-		m.log.Debug("rtpmux: a call's RTP comes from another port than its offer named; following it")
-		return
-	}
 }
 
 // WriteRTP queues p for the route's peer; it goes out at the next flush
@@ -443,8 +398,6 @@ func (s *socket) read() {
 	for i := range ms {
 		ms[i].Buffers = [][]byte{make([]byte, slot)}
 	}
-	var heard []*Route
-	var strangers []netip.AddrPort
 	for {
 		n, err := s.pc.ReadBatch(ms, 0)
 		if err != nil {
@@ -456,37 +409,16 @@ func (s *socket) read() {
 		}
 		m.readCalls.Add(1)
 		m.received.Add(int64(n))
-		heard, strangers = heard[:0], strangers[:0]
 		m.mu.RLock()
 		for i := range n {
-			key := addrKey(ms[i].Addr)
-			r := m.routes[key]
+			r := m.routes[addrKey(ms[i].Addr)]
 			if r == nil {
 				m.unrouted.Add(1)
-				if m.fresh[key.Addr()] == 1 {
-					strangers = append(strangers, key)
-				}
 				continue
-			}
-			if !r.heard.Load() {
-				heard = append(heard, r)
 			}
 			r.sink.Packet(ms[i].Buffers[0][:ms[i].N])
 		}
 		m.mu.RUnlock()
-		if len(heard) > 0 || len(strangers) > 0 {
-			m.mu.Lock()
-			for _, r := range heard {
-				if !r.heard.Load() && m.routes[r.key] == r {
-					r.heard.Store(true)
-					m.unfresh(r.key.Addr())
-				}
-			}
-			for _, from := range strangers {
-				m.learn(from)
-			}
-			m.mu.Unlock()
-		}
 		// What the packets made the box write (a transfer's leg) goes now.
 		for _, o := range m.socks {
 			o.Flush()
