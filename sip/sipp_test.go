@@ -46,8 +46,11 @@ func sipp(t *testing.T, addr, scenario, transport string, vars map[string]string
 		mode = "t1"
 	}
 	dir := t.TempDir()
+	// SIPp's media: audio RTP and RTCP on -mp and the next, video on the
+	// two after.
+	sippMedia := []freeport.Bind{freeport.UDP, {Network: "udp", Offset: 1}, {Network: "udp", Offset: 2}, {Network: "udp", Offset: 3}}
 	args := []string{"-sf", sf, "-m", "1", "-l", "1", "-s", "100", "-t", mode,
-		"-i", "127.0.0.1", "-p", strconv.Itoa(freeport.Get(t, freeport.UDP, freeport.TCP)), "-mp", strconv.Itoa(freeport.Get(t, freeport.UDP, freeport.TCP)),
+		"-i", "127.0.0.1", "-p", strconv.Itoa(freeport.Get(t, freeport.UDP, freeport.TCP)), "-mp", strconv.Itoa(freeport.Get(t, sippMedia...)),
 		"-timeout", "40s", "-timeout_error", "-recv_timeout", "15s", "-nostdin", "-trace_err"}
 	for k, v := range vars {
 		if k == "talk" { // the pause between ACK and BYE, ms

@@ -51,19 +51,39 @@ func Get(tb testing.TB, binds ...Bind) int {
 	if low <= first+1000 {
 		tb.Fatalf("freeport: ephemeral ports start at %d, no room below them", low)
 	}
-	span := low - first - 1 // leave room for an offset of 1
+	maxOffset := 1
+	for _, b := range binds {
+		maxOffset = max(maxOffset, b.Offset)
+	}
+	span := low - first - maxOffset // leave room for the largest offset
 	start := rand.IntN(span)
 	mu.Lock()
 	defer mu.Unlock()
 	for i := range span {
 		port := first + (start+i)%span
-		if !given[port] && !given[port+1] && takes(port, binds) {
+		if !anyGiven(port, binds) && takes(port, binds) {
 			given[port], given[port+1] = true, true
+			for _, b := range binds {
+				given[port+b.Offset] = true
+			}
 			return port
 		}
 	}
 	tb.Fatalf("freeport: no free port in %d-%d", first, low-1)
 	return 0
+}
+
+// anyGiven reports whether a port the binds would take was handed out.
+func anyGiven(port int, binds []Bind) bool {
+	if given[port] || given[port+1] {
+		return true
+	}
+	for _, b := range binds {
+		if given[port+b.Offset] {
+			return true
+		}
+	}
+	return false
 }
 
 func takes(port int, binds []Bind) bool {
