@@ -3,6 +3,8 @@ package silero
 import (
 	"fmt"
 	"math"
+
+	"github.com/viterin/vek/vek32"
 )
 
 // Model is one stream's detector: the shared weights of its rate, and the
@@ -146,21 +148,8 @@ func sigmoid(x float32) float32 {
 	return float32(1 / (1 + math.Exp(-float64(x))))
 }
 
-// dot is the inner product of a and b[:len(a)], over four sums: the hot
-// loop of every layer.
+// dot is the inner product of a and b[:len(a)]: the hot loop of every
+// layer, in the processor's vector instructions where it has them.
 func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		a4, b4 := a[i:i+4:i+4], b[i:i+4:i+4]
-		s0 += a4[0] * b4[0]
-		s1 += a4[1] * b4[1]
-		s2 += a4[2] * b4[2]
-		s3 += a4[3] * b4[3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
+	return vek32.Dot(a, b[:len(a)])
 }
