@@ -56,7 +56,7 @@ func RunCaller(ctx context.Context, cfg CallerConfig, out io.Writer) error {
 			defer release()
 		}
 	}
-	gen, err := newGenerator(ctx)
+	gen, err := newFleet(ctx)
 	if err != nil {
 		emit(callerLine{Error: err.Error()})
 		return err

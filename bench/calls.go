@@ -572,6 +572,19 @@ type callStats struct {
 
 // step holds n calls for the hold window and measures them.
 func (g *generator) step(ctx context.Context, boxAddr string, n int, number *int, rate int, hold time.Duration, window func(end bool)) (CallStep, error) {
+	return runStep(ctx, n, number, rate, hold, window, func(ctx context.Context, _ int, caller string, from, to time.Time, stop <-chan struct{}) (callStats, time.Duration, error) {
+		return g.call(ctx, boxAddr, caller, from, to, stop)
+	})
+}
+
+// placeFunc places the i-th call of a step from caller, measures what it
+// receives between from and to, and hangs up at stop.
+type placeFunc func(ctx context.Context, i int, caller string, from, to time.Time, stop <-chan struct{}) (callStats, time.Duration, error)
+
+// runStep starts n calls at rate a second, opens the measurement window
+// once all should be up, holds them for hold, and gathers what they
+// measured.
+func runStep(ctx context.Context, n int, number *int, rate int, hold time.Duration, window func(end bool), place placeFunc) (CallStep, error) {
 	step := CallStep{Calls: n}
 	setup := &recorder{}
 	var mu sync.Mutex
@@ -595,7 +608,7 @@ func (g *generator) step(ctx context.Context, boxAddr string, n int, number *int
 		wg.Add(1)
 		go pprof.Do(ctx, pprof.Labels("side", "generator"), func(ctx context.Context) {
 			defer wg.Done()
-			st, d, err := g.call(ctx, boxAddr, caller, windowStart, windowEnd, stop)
+			st, d, err := place(ctx, i, caller, windowStart, windowEnd, stop)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -1,0 +1,394 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/emiago/diago"
+	"github.com/emiago/sipgo"
+	sipgosip "github.com/emiago/sipgo/sip"
+	"github.com/pion/sdp/v3"
+	"github.com/zaf/g711"
+	"golang.org/x/sys/unix"
+
+	"github.com/stackbone/box/voice"
+)
+
+// fleet is the load generator of `stackbone bench caller`: it signals
+// through diago's SIP stack as the in-process generator does, but carries
+// every call's RTP itself, the way a media gateway does, so that the
+// load costs the machine little beside the box it measures. Each call has
+// a UDP socket of its own (its port is in the offer, as a carrier's would
+// be); one goroutine per processor sends every call's packets on a 1 ms
+// tick (each call on its own millisecond of the 20 ms cycle, so the box
+// meets them spread as real calls are) and reads the sockets epoll says
+// are ready. Arrival times are the kernel's (SO_TIMESTAMPNS), so a late
+// read does not show as the box's jitter.
+type fleet struct {
+	gen    *generator
+	shards []*fleetShard
+	stop   chan struct{}
+	done   sync.WaitGroup
+}
+
+// fleetCall is one call's media.
+type fleetCall struct {
+	fd       int
+	slot     int // the millisecond of the 20 ms cycle it sends on
+	seq      uint16
+	ts       uint32
+	ssrc     uint32
+	frame    int
+	from, to int64 // the measurement window, Unix ns
+	last     int64 // the last packet's arrival, Unix ns
+	lastSeq  uint16
+	st       callStats
+	removed  chan struct{}
+	failures int // sends the kernel refused
+}
+
+// fleetShard is one goroutine's calls.
+type fleetShard struct {
+	ep      int
+	mu      sync.Mutex
+	adding  []*fleetCall
+	leaving []*fleetCall
+	calls   map[int32]*fleetCall
+	slots   [20][]*fleetCall
+}
+
+func newFleet(ctx context.Context) (*fleet, error) {
+	gen, err := newGenerator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := &fleet{gen: gen, stop: make(chan struct{})}
+	for range runtime.GOMAXPROCS(0) {
+		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			f.close()
+			return nil, fmt.Errorf("bench caller: epoll: %w", err)
+		}
+		s := &fleetShard{ep: ep, calls: map[int32]*fleetCall{}}
+		f.shards = append(f.shards, s)
+		f.done.Add(1)
+		go pprof.Do(ctx, pprof.Labels("side", "generator"), func(context.Context) {
+			defer f.done.Done()
+			s.run(f.stop)
+		})
+	}
+	return f, nil
+}
+
+func (f *fleet) close() {
+	select {
+	case <-f.stop:
+	default:
+		close(f.stop)
+	}
+	f.done.Wait()
+	for _, s := range f.shards {
+		unix.Close(s.ep)
+	}
+	f.gen.close()
+}
+
+// The payloads every call streams: 1 s of a voiced tone, 2.5 s of quiet.
+var fleetVoiced, fleetQuiet = func() ([]byte, []byte) {
+	v, q := make([]byte, 160), make([]byte, 160)
+	for i := range v {
+		v[i] = g711.EncodeUlawFrame(int16(9000 * math.Sin(2*math.Pi*300*float64(i)/8000)))
+		q[i] = g711.EncodeUlawFrame(int16((i*7919)%61 - 30))
+	}
+	return v, q
+}()
+
+// run sends and reads its calls' packets until stop.
+func (s *fleetShard) run(stop <-chan struct{}) {
+	events := make([]unix.EpollEvent, 256)
+	pkt := make([]byte, 12+160)
+	buf := make([]byte, 1500)
+	oob := make([]byte, unix.CmsgSpace(16))
+	start := time.Now()
+	for tick := 0; ; tick++ {
+		select {
+		case <-stop:
+			s.mu.Lock()
+			for _, c := range s.adding {
+				close(c.removed)
+			}
+			for _, c := range s.leaving {
+				close(c.removed)
+			}
+			for _, c := range s.calls {
+				close(c.removed)
+			}
+			s.adding, s.leaving, s.calls = nil, nil, nil
+			s.mu.Unlock()
+			return
+		default:
+		}
+		s.apply()
+		for _, c := range s.slots[tick%20] {
+			c.send(pkt)
+		}
+		for {
+			n, err := unix.EpollWait(s.ep, events, 0)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			for _, e := range events[:max(n, 0)] {
+				if c := s.calls[e.Fd]; c != nil {
+					c.read(buf, oob)
+				}
+			}
+			if n < len(events) {
+				break
+			}
+		}
+		time.Sleep(time.Until(start.Add(time.Duration(tick+1) * time.Millisecond)))
+	}
+}
+
+// apply takes the calls added and removed since the last tick.
+func (s *fleetShard) apply() {
+	s.mu.Lock()
+	adding, leaving := s.adding, s.leaving
+	s.adding, s.leaving = nil, nil
+	s.mu.Unlock()
+	for _, c := range adding {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c.fd)}
+		if unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, c.fd, &ev) != nil {
+			close(c.removed)
+			continue
+		}
+		s.calls[int32(c.fd)] = c
+		s.slots[c.slot] = append(s.slots[c.slot], c)
+	}
+	for _, c := range leaving {
+		if s.calls[int32(c.fd)] != c {
+			continue
+		}
+		_ = unix.EpollCtl(s.ep, unix.EPOLL_CTL_DEL, c.fd, nil)
+		delete(s.calls, int32(c.fd))
+		sl := s.slots[c.slot]
+		for i, o := range sl {
+			if o == c {
+				sl[i] = sl[len(sl)-1]
+				s.slots[c.slot] = sl[:len(sl)-1]
+				break
+			}
+		}
+		close(c.removed)
+	}
+}
+
+func (c *fleetCall) send(pkt []byte) {
+	pkt[0], pkt[1] = 0x80, 0 // version 2, PCMU
+	if c.frame == 0 {
+		pkt[1] |= 0x80 // marker: the first packet
+	}
+	binary.BigEndian.PutUint16(pkt[2:], c.seq)
+	binary.BigEndian.PutUint32(pkt[4:], c.ts)
+	binary.BigEndian.PutUint32(pkt[8:], c.ssrc)
+	p := fleetQuiet
+	if c.frame%175 < 50 {
+		p = fleetVoiced
+	}
+	copy(pkt[12:], p)
+	if _, err := unix.Write(c.fd, pkt); err != nil {
+		c.failures++
+	}
+	c.seq++
+	c.ts += 160
+	c.frame++
+}
+
+// read takes one packet off the call's socket and measures it.
+func (c *fleetCall) read(buf, oob []byte) {
+	n, oobn, _, _, err := unix.Recvmsg(c.fd, buf, oob, unix.MSG_DONTWAIT)
+	if err != nil || n < 12 || buf[0]>>6 != 2 {
+		return
+	}
+	at := kernelTime(oob[:oobn])
+	if at == 0 {
+		at = time.Now().UnixNano()
+	}
+	seq := binary.BigEndian.Uint16(buf[2:])
+	if at > c.from && at < c.to {
+		c.st.packets++
+		if c.last != 0 {
+			gap := time.Duration(at-c.last) - voice.FrameDuration
+			c.st.jitter = append(c.st.jitter, time.Duration(math.Abs(float64(gap))))
+			if d := seq - c.lastSeq; d > 1 && d < 1000 {
+				c.st.lost += int64(d - 1)
+			}
+		}
+		c.last = at
+	}
+	c.lastSeq = seq
+}
+
+// kernelTime is the SCM_TIMESTAMPNS a received packet carries (Unix ns),
+// 0 when it carries none.
+func kernelTime(oob []byte) int64 {
+	const hdr = unix.SizeofCmsghdr
+	if len(oob) < hdr+16 {
+		return 0
+	}
+	level := int32(binary.NativeEndian.Uint32(oob[8:]))
+	typ := int32(binary.NativeEndian.Uint32(oob[12:]))
+	if level != unix.SOL_SOCKET || typ != unix.SCM_TIMESTAMPNS {
+		return 0
+	}
+	sec := int64(binary.NativeEndian.Uint64(oob[hdr:]))
+	nsec := int64(binary.NativeEndian.Uint64(oob[hdr+8:]))
+	return sec*1e9 + nsec
+}
+
+// rtpSocket opens a non-blocking UDP socket on loopback with kernel receive
+// times, and returns it and its port.
+func rtpSocket() (int, int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		unix.Close(fd)
+		return -1, 0, err
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		unix.Close(fd)
+		return -1, 0, err
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		unix.Close(fd)
+		return -1, 0, err
+	}
+	return fd, sa.(*unix.SockaddrInet4).Port, nil
+}
+
+// offer is the SDP a call offers: PCMU and keypad events at port.
+func fleetOffer(port int) []byte {
+	id := strconv.FormatUint(rand.Uint64N(1<<62), 10)
+	return []byte("v=0\r\no=- " + id + " " + id + " IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n" +
+		"m=audio " + strconv.Itoa(port) + " RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\n" +
+		"a=fmtp:101 0-16\r\na=ptime:20\r\na=sendrecv\r\n")
+}
+
+// answerAddr is the audio address of an SDP answer.
+func answerAddr(body []byte) (*unix.SockaddrInet4, error) {
+	var sd sdp.SessionDescription
+	if err := sd.Unmarshal(body); err != nil {
+		return nil, err
+	}
+	host := ""
+	if sd.ConnectionInformation != nil && sd.ConnectionInformation.Address != nil {
+		host = sd.ConnectionInformation.Address.Address
+	}
+	for _, m := range sd.MediaDescriptions {
+		if m.MediaName.Media != "audio" {
+			continue
+		}
+		if m.ConnectionInformation != nil && m.ConnectionInformation.Address != nil {
+			host = m.ConnectionInformation.Address.Address
+		}
+		ip := net.ParseIP(host).To4()
+		if ip == nil || m.MediaName.Port.Value <= 0 {
+			return nil, fmt.Errorf("answer's audio address %q port %d", host, m.MediaName.Port.Value)
+		}
+		return &unix.SockaddrInet4{Port: m.MediaName.Port.Value, Addr: [4]byte(ip)}, nil
+	}
+	return nil, errors.New("answer has no audio")
+}
+
+// call places one call, carries its media on a shard until stop (or the box
+// hangs up), and returns what it measured and its setup time (INVITE to
+// 200 OK).
+func (f *fleet) call(ctx context.Context, shard int, boxAddr, caller string, from, to time.Time, stop <-chan struct{}) (callStats, time.Duration, error) {
+	fd, port, err := rtpSocket()
+	if err != nil {
+		return callStats{}, 0, err
+	}
+	defer unix.Close(fd)
+	var recipient sipgosip.Uri
+	if err := sipgosip.ParseUri("sip:100@"+boxAddr, &recipient); err != nil {
+		return callStats{}, 0, err
+	}
+	d, err := f.gen.dg.NewDialog(recipient, diago.NewDialogOptions{})
+	if err != nil {
+		return callStats{}, 0, err
+	}
+	defer d.Close()
+	host, _, _ := net.SplitHostPort(boxAddr)
+	req := d.InviteRequest
+	from0 := sipgosip.NewParams()
+	from0.Add("tag", sipgosip.GenerateTagN(16))
+	req.AppendHeader(&sipgosip.FromHeader{Address: sipgosip.Uri{Scheme: "sip", User: caller, Host: host}, Params: from0})
+	req.AppendHeader(&d.UA.ContactHDR)
+	req.AppendHeader(sipgosip.NewHeader("Content-Type", "application/sdp"))
+	req.SetBody(fleetOffer(port))
+	if err := sipgo.ClientRequestBuild(d.UA.Client, req); err != nil {
+		return callStats{}, 0, err
+	}
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := d.DialogClientSession.Invite(ictx); err != nil {
+		return callStats{}, 0, err
+	}
+	if err := d.DialogClientSession.WaitAnswer(ictx, sipgo.AnswerOptions{}); err != nil {
+		return callStats{}, 0, err
+	}
+	setup := time.Since(start)
+	defer func() {
+		hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = d.DialogClientSession.Bye(hctx)
+		cancel()
+	}()
+	peer, err := answerAddr(d.InviteResponse.Body())
+	if err != nil {
+		return callStats{}, setup, err
+	}
+	if err := d.DialogClientSession.Ack(ictx); err != nil {
+		return callStats{}, setup, err
+	}
+	if err := unix.Connect(fd, peer); err != nil {
+		return callStats{}, setup, err
+	}
+	c := &fleetCall{fd: fd, slot: int(time.Now().UnixMilli() % 20), ssrc: rand.Uint32(), seq: uint16(rand.Uint32()),
+		ts: rand.Uint32(), from: from.UnixNano(), to: to.UnixNano(), removed: make(chan struct{})}
+	s := f.shards[shard%len(f.shards)]
+	s.mu.Lock()
+	s.adding = append(s.adding, c)
+	s.mu.Unlock()
+	select {
+	case <-stop:
+	case <-d.Context().Done():
+	case <-c.removed: // the fleet closed
+	}
+	s.mu.Lock()
+	s.leaving = append(s.leaving, c)
+	s.mu.Unlock()
+	<-c.removed
+	return c.st, setup, nil
+}
+
+// step holds n calls for the hold window and measures them, as the
+// in-process generator's step does.
+func (f *fleet) step(ctx context.Context, boxAddr string, n int, number *int, rate int, hold time.Duration, window func(end bool)) (CallStep, error) {
+	return runStep(ctx, n, number, rate, hold, window, func(ctx context.Context, i int, caller string, from, to time.Time, stop <-chan struct{}) (callStats, time.Duration, error) {
+		return f.call(ctx, i, boxAddr, caller, from, to, stop)
+	})
+}
