@@ -99,11 +99,16 @@ type socket struct {
 	conn *net.UDPConn
 	pc   *ipv4.PacketConn
 
-	mu    sync.Mutex
-	out   []ipv4.Message
-	slab  []byte // out[i]'s buffer is slab[i*slot:]
-	armed bool   // the backstop timer is set
-	timer *time.Timer
+	// Writers fill one batch under mu while the other goes out under
+	// sendMu, so queueing a packet never waits for a system call (a
+	// sendmmsg can take milliseconds on a loaded machine).
+	mu      sync.Mutex
+	batches [2]outBatch
+	cur     int  // the batch being filled (under mu)
+	armed   bool // the backstop timer is set (under mu)
+	timer   *time.Timer
+	sendMu  sync.Mutex
+	pending atomic.Int32 // packets in the batch being filled
 
 	sent, sendCalls, failures atomic.Int64
 }
@@ -154,8 +159,10 @@ func listen(ip net.IP, port, n int, log *slog.Logger) (*Mux, error) {
 		conn := pc.(*net.UDPConn)
 		_ = conn.SetReadBuffer(sockBuf)
 		_ = conn.SetWriteBuffer(sockBuf)
-		s := &socket{m: m, conn: conn, pc: ipv4.NewPacketConn(conn), slab: make([]byte, batch*slot),
-			out: make([]ipv4.Message, 0, batch)}
+		s := &socket{m: m, conn: conn, pc: ipv4.NewPacketConn(conn)}
+		for i := range s.batches {
+			s.batches[i] = outBatch{slab: make([]byte, batch*slot), out: make([]ipv4.Message, 0, batch)}
+		}
 		s.timer = time.AfterFunc(time.Hour, s.Flush)
 		s.timer.Stop()
 		m.socks = append(m.socks, s)
@@ -331,6 +338,12 @@ func (r *Route) WriteRTP(p *rtp.Packet) error {
 // Batch is what flushes the route's packets (pace.Flusher).
 func (r *Route) Batch() interface{ Flush() } { return r.s }
 
+// outBatch is packets queued to go out together.
+type outBatch struct {
+	out  []ipv4.Message
+	slab []byte // out[i]'s buffer is slab[i*slot:]
+}
+
 // queue copies b into the socket's next slot; a full batch goes out at
 // once.
 func (s *socket) queue(b []byte, to *net.UDPAddr) error {
@@ -338,34 +351,60 @@ func (s *socket) queue(b []byte, to *net.UDPAddr) error {
 		return fmt.Errorf("rtpmux: a %d-byte packet is over %d", len(b), slot)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.out) == batch {
-		s.flushLocked()
+	for len(s.batches[s.cur].out) == batch {
+		// Full: send it here, after the send in progress if any.
+		s.mu.Unlock()
+		s.sendMu.Lock()
+		s.mu.Lock()
+		full := len(s.batches[s.cur].out) == batch
+		s.mu.Unlock()
+		if full {
+			s.send()
+		}
+		s.sendMu.Unlock()
+		s.mu.Lock()
 	}
-	i := len(s.out)
-	buf := s.slab[i*slot : i*slot+len(b)]
+	o := &s.batches[s.cur]
+	i := len(o.out)
+	buf := o.slab[i*slot : i*slot+len(b)]
 	copy(buf, b)
-	s.out = append(s.out, ipv4.Message{Buffers: [][]byte{buf}, Addr: to})
+	o.out = append(o.out, ipv4.Message{Buffers: [][]byte{buf}, Addr: to})
+	s.pending.Add(1)
 	if !s.armed {
 		s.armed = true
 		s.timer.Reset(backstop)
 	}
+	s.mu.Unlock()
 	return nil
 }
 
-// Flush sends the packets queued on the socket (pace.Flusher).
+// Flush sends the packets queued on the socket (pace.Flusher). When
+// another goroutine is sending, it returns at once: that one sends what
+// was queued meanwhile once its batch is out (or the backstop does).
 func (s *socket) Flush() {
-	s.mu.Lock()
-	s.flushLocked()
-	s.mu.Unlock()
+	if s.pending.Load() == 0 || !s.sendMu.TryLock() {
+		return
+	}
+	for s.pending.Load() > 0 {
+		s.send()
+	}
+	s.sendMu.Unlock()
 }
 
-func (s *socket) flushLocked() {
+// send (under sendMu) sends the batch being filled.
+func (s *socket) send() {
+	s.mu.Lock()
+	o := &s.batches[s.cur]
+	// The other batch is empty: only a holder of sendMu sends, and it
+	// empties what it sent before it lets go.
+	s.cur ^= 1
+	s.pending.Store(0)
 	if s.armed {
 		s.armed = false
 		s.timer.Stop()
 	}
-	out := s.out
+	s.mu.Unlock()
+	out := o.out
 	for len(out) > 0 {
 		n, err := s.pc.WriteBatch(out, 0)
 		s.sendCalls.Add(1)
@@ -385,8 +424,8 @@ func (s *socket) flushLocked() {
 			out = out[1:]
 		}
 	}
-	clear(s.out)
-	s.out = s.out[:0]
+	clear(o.out)
+	o.out = o.out[:0]
 }
 
 // read hands the socket's packets to their routes, a batch per system
