@@ -26,7 +26,6 @@ import (
 	"github.com/emiago/sipgo"
 	sipgosip "github.com/emiago/sipgo/sip"
 	"github.com/jackc/pgx/v5/pgxpool"
-	openai "github.com/sashabaranov/go-openai"
 	"github.com/zaf/g711"
 
 	"github.com/stackbone/box/box"
@@ -124,6 +123,9 @@ type CallStep struct {
 	// CallerCPU is the caller process's CPU in the window, in cores (0
 	// with the generator inside the box's process).
 	CallerCPU float64
+	// ModelCPU is the scripted model's process's CPU in the window, in
+	// cores (0 with the model inside the box's process).
+	ModelCPU float64
 	// Shared is the window's packets and system calls on the shared RTP
 	// port (zero with a port per call).
 	Shared rtpmux.Stats
@@ -181,6 +183,9 @@ func (r CallsReport) Print(w io.Writer) {
 		if s.CallerCPU > 0 {
 			caller = fmt.Sprintf(", the caller process %.0f %%", 100*s.CallerCPU)
 		}
+		if s.ModelCPU > 0 {
+			caller += fmt.Sprintf(", the model process %.0f %%", 100*s.ModelCPU)
+		}
 		fmt.Fprintf(w, "%d calls%s, the machine's CPU in the window, of one core: %s%s\n", s.Calls, hog, s.CPU, caller)
 	}
 	fmt.Fprintf(w, "largest step with pacing jitter p99 < 5 ms, no loss: %d calls\n", r.Largest())
@@ -196,10 +201,12 @@ agents:
 
 // Calls measures concurrent SIP calls on one process: the whole box (real
 // PostgreSQL, memory recall and save, agent runtime, call controller, SIP
-// server) and a sipgo/diago load generator on loopback that places the
+// server) and a load generator on loopback (the fleet: SIP through diago,
+// every call's RTP carried by a goroutine per processor) that places the
 // calls and streams speech-like audio (1 s of tone, 2.5 s of silence) at
 // real time. The scripted provider transcribes, answers "Sure, I can help."
-// and speaks a tone.
+// and speaks a tone. With Caller "process" the generator and the provider
+// run in processes of their own.
 func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	if len(cfg.Steps) == 0 {
 		cfg.Steps = []int{25, 50, 100, 200}
@@ -222,17 +229,6 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		return CallsReport{}, err
 	}
 
-	model := startModel()
-	defer model.Close()
-	model.DiscardRequests()
-	model.RespondTranscripts(func([]byte) string { return "I would like some help." })
-	answer := func(req *openai.ChatCompletionRequest) providertest.Reply {
-		if req.Model == "extractor" {
-			return providertest.Reply{Content: `{"operations":[{"op":"add","content":"Called for help."}],"summary":"Asked for help."}`}
-		}
-		return providertest.Reply{Content: "Sure, I can help."}
-	}
-	model.Respond(answer)
 	stt := cfg.STT
 	if stt == "" {
 		stt = "http"
@@ -243,15 +239,33 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		backup = startModel()
 		defer backup.Close()
 		backup.DiscardRequests()
-		backup.Respond(answer)
-		model.SetFault(providertest.EndpointChat, providertest.Fault{Status: 500, Every: cfg.FailPrimary})
+		backup.Respond(callsAnswer)
 		agents = strings.Replace(agents, "model: openai/bench", "model: [openai/bench, backup/bench]", 1)
 	}
 	c, err := config.Parse([]byte(agents + "    voice: {sttMode: " + stt + "}\n"))
 	if err != nil {
 		return CallsReport{}, err
 	}
-	c.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
+	c.Media.Scheduling = cfg.Scheduling
+	// With the caller in a process of its own, the scripted model has one
+	// too: what the box's process spends is then the box's alone.
+	var model *providertest.Server
+	var remote *remoteModel
+	if cfg.Caller == "process" {
+		if remote, err = startRemoteModel(ctx, ModelConfig{FailEvery: cfg.FailPrimary, Realtime: c.Media.Realtime()}); err != nil {
+			return CallsReport{}, err
+		}
+		defer func() { _, _ = remote.stop() }()
+		c.Providers = map[string]config.Provider{"openai": {BaseURL: remote.URL()}}
+	} else {
+		model = startModel()
+		defer model.Close()
+		callsModel(model)
+		if cfg.FailPrimary > 1 {
+			model.SetFault(providertest.EndpointChat, providertest.Fault{Status: 500, Every: cfg.FailPrimary})
+		}
+		c.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
+	}
 	if backup != nil {
 		c.Providers["backup"] = config.Provider{BaseURL: backup.URL()}
 	}
@@ -259,7 +273,6 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	if backup != nil {
 		c.Memory.Model = "backup/extractor" // the saves are not what this run measures
 	}
-	c.Media.Scheduling = cfg.Scheduling
 	c.SIP = config.SIP{Addr: "127.0.0.1:0", MaxCalls: slices.Max(cfg.Steps) + 10, RTPPort: cfg.RTPPort,
 		Trunks: config.Trunks{Inbound: []config.InboundTrunk{{Name: "bench", Sources: []string{"127.0.0.1"},
 			Routes: []config.Route{{Number: "*", Agent: "receptionist"}}}}}}
@@ -272,12 +285,12 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 
 	// The generator's goroutines (its SIP stack's and its calls') carry a
 	// profiler label, so a CPU profile tells the box from its load.
-	var gen *generator
+	var gen *fleet
 	where := "box and load generator in one process"
 	if cfg.Caller == "process" {
 		where = "box in this process, the load generator in a `stackbone bench caller` process"
 	} else {
-		pprof.Do(ctx, pprof.Labels("side", "generator"), func(ctx context.Context) { gen, err = newGenerator(ctx) })
+		pprof.Do(ctx, pprof.Labels("side", "generator"), func(ctx context.Context) { gen, err = newFleet(ctx) })
 		if err != nil {
 			return CallsReport{}, err
 		}
@@ -322,11 +335,19 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			var w0, w1 sip.Stats
 			var cpu0, cpu1 cpuReading
 			var rss1 int64
+			var model0, model1 time.Duration
+			var opened, closed time.Time
 			snapshot := func(end bool) {
 				if end {
 					w1, cpu1, rss1, heap1 = srv.Stats(), readCPU(ctx, pool), residentBytes(), heapInUse()
+					if remote != nil {
+						model1, closed = remote.cpu(), time.Now()
+					}
 				} else {
 					w0, cpu0 = srv.Stats(), readCPU(ctx, pool)
+					if remote != nil {
+						model0, opened = remote.cpu(), time.Now()
+					}
 				}
 			}
 			var step CallStep
@@ -349,8 +370,11 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			if step.Established > 0 {
 				step.CPU = cpu1.sharesSince(cpu0, cfg.Hold)
 				step.CallerCPU = callerCPU
+				if w := closed.Sub(opened).Seconds(); remote != nil && w > 0 && model0 >= 0 && model1 >= 0 {
+					step.ModelCPU = (model1 - model0).Seconds() / w
+				}
 				if step.CPU.Others >= 0 {
-					step.CPU.Others = max(0, step.CPU.Others-callerCPU)
+					step.CPU.Others = max(0, step.CPU.Others-callerCPU-step.ModelCPU)
 				}
 				step.CPUPerCall = step.CPU.Process / float64(step.Established)
 				step.MemPerCall = (rss1 - rssBefore) / int64(step.Established)
@@ -368,21 +392,28 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			cfg.Logger.Info("bench calls: step done", "calls", n, "hog", hog, "up", step.Established, "pacingP99Ms", ms(step.Pacing.P99))
 		}
 	}
+	var served0 modelLine
+	if remote != nil {
+		if served0, err = remote.stop(); err != nil {
+			return rep, fmt.Errorf("bench model: %w", err)
+		}
+	} else {
+		served0.Faulted = model.Faulted(providertest.EndpointChat)
+		for _, ls := range model.LiveSessions() {
+			served0.Streams++
+			served0.Finals += len(ls.Finals)
+		}
+	}
 	if backup != nil {
 		for _, v := range served.Models.Circuits() {
 			if v.Provider == "openai" && v.Endpoint == provider.EndpointChat {
 				rep.Setup = append(rep.Setup, fmt.Sprintf("the primary model failed %d chat requests (one in %d it was sent); its circuit opened %d times and is %s at the end",
-					model.Faulted(providertest.EndpointChat), cfg.FailPrimary, v.Opened, v.State))
+					served0.Faulted, cfg.FailPrimary, v.Opened, v.State))
 			}
 		}
 	}
 	if stt != "http" {
-		finals := 0
-		streams := model.LiveSessions()
-		for _, ls := range streams {
-			finals += len(ls.Finals)
-		}
-		rep.Setup = append(rep.Setup, fmt.Sprintf("live transcription: %d streams opened, %d final transcripts sent", len(streams), finals))
+		rep.Setup = append(rep.Setup, fmt.Sprintf("live transcription: %d streams opened, %d final transcripts sent", served0.Streams, served0.Finals))
 	}
 	return rep, nil
 }

@@ -217,8 +217,8 @@ func (c *fleetCall) send(pkt []byte) {
 // read takes one packet off the call's socket and measures it.
 func (c *fleetCall) read(buf, oob []byte) {
 	n, oobn, _, _, err := unix.Recvmsg(c.fd, buf, oob, unix.MSG_DONTWAIT)
-	if err != nil || n < 12 || buf[0]>>6 != 2 {
-		return
+	if err != nil || n < 12 || buf[0]>>6 != 2 || buf[1]&0x7f != 0 {
+		return // not PCMU RTP (a stray RTCP report)
 	}
 	at := kernelTime(oob[:oobn])
 	if at == 0 {
@@ -257,26 +257,39 @@ func kernelTime(oob []byte) int64 {
 }
 
 // rtpSocket opens a non-blocking UDP socket on loopback with kernel receive
-// times, and returns it and its port.
-func rtpSocket() (int, int, error) {
+// times at an even port, and a socket on the odd port after it that takes
+// the box's RTCP reports (unread: a full buffer drops them), as a phone's
+// pair would; it returns both and the RTP port.
+func rtpSocket() (rtp, rtcp, port int, err error) {
+	for range 200 {
+		port = 2 * (16384 + rand.IntN(13000)) // even, in the ephemeral range
+		if rtp, err = udpSocket(port); err != nil {
+			continue
+		}
+		if rtcp, err = udpSocket(port + 1); err != nil {
+			unix.Close(rtp)
+			continue
+		}
+		if err = unix.SetsockoptInt(rtp, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+			unix.Close(rtp)
+			unix.Close(rtcp)
+			return -1, -1, 0, err
+		}
+		return rtp, rtcp, port, nil
+	}
+	return -1, -1, 0, fmt.Errorf("bench caller: no free port pair: %w", err)
+}
+
+func udpSocket(port int) (int, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, 0, err
+		return -1, err
 	}
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		unix.Close(fd)
-		return -1, 0, err
+		return -1, err
 	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-		unix.Close(fd)
-		return -1, 0, err
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		unix.Close(fd)
-		return -1, 0, err
-	}
-	return fd, sa.(*unix.SockaddrInet4).Port, nil
+	return fd, nil
 }
 
 // offer is the SDP a call offers: PCMU and keypad events at port.
@@ -317,11 +330,12 @@ func answerAddr(body []byte) (*unix.SockaddrInet4, error) {
 // hangs up), and returns what it measured and its setup time (INVITE to
 // 200 OK).
 func (f *fleet) call(ctx context.Context, shard int, boxAddr, caller string, from, to time.Time, stop <-chan struct{}) (callStats, time.Duration, error) {
-	fd, port, err := rtpSocket()
+	fd, rtcp, port, err := rtpSocket()
 	if err != nil {
 		return callStats{}, 0, err
 	}
 	defer unix.Close(fd)
+	defer unix.Close(rtcp)
 	var recipient sipgosip.Uri
 	if err := sipgosip.ParseUri("sip:100@"+boxAddr, &recipient); err != nil {
 		return callStats{}, 0, err

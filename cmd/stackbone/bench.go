@@ -47,7 +47,7 @@ to the scripted model), all in one process.`,
 	mem.Flags().IntVar(&cfg.Rounds, "rounds", 5, "interleaved rounds")
 	mem.Flags().IntVar(&cfg.Concurrency, "concurrency", 4, "concurrent clients")
 	mem.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "private cluster location when STACKBONE_DATABASE_URL is unset")
-	cmd.AddCommand(mem, turnsCmd(), benchStoresCmd(), benchCallsCmd(), benchRoomsCmd(), benchRAGCmd(), benchSoakCmd(), benchStudioCmd(), benchLatencyCmd(), benchCampaignsCmd(), benchTurnTakingCmd(), benchCapacityCmd(), benchCallerCmd())
+	cmd.AddCommand(mem, turnsCmd(), benchStoresCmd(), benchCallsCmd(), benchRoomsCmd(), benchRAGCmd(), benchSoakCmd(), benchStudioCmd(), benchLatencyCmd(), benchCampaignsCmd(), benchTurnTakingCmd(), benchCapacityCmd(), benchCallerCmd(), benchModelCmd())
 	return cmd
 }
 

@@ -25,9 +25,12 @@ func benchCallsCmd() *cobra.Command {
 		Long: `Creates a throwaway database on STACKBONE_DATABASE_URL's server (else the private
 cluster of stackbone dev under --data-dir), starts the whole box on loopback (memory,
 agent runtime, call controller, SIP server) with the scripted model, speech-to-text and
-text-to-speech, and a sipgo/diago load generator in the same process. At each step the
-generator places that many calls, streams speech-like audio (1 s of tone, 2.5 s of quiet)
-at real time on each, and measures the box's packets; the box answers every turn.`,
+text-to-speech, and a load generator (SIP through diago, every call's RTP on a goroutine
+per processor) in the same process, or with --caller process the generator in a
+stackbone bench caller process and the scripted provider in a stackbone bench model
+process. At each step the generator places that many calls, streams speech-like audio
+(1 s of tone, 2.5 s of quiet) at real time on each, and measures the box's packets; the
+box answers every turn.`,
 		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.CallsReport, error) {
 			cfg.AdminURL, cfg.Logger = admin, log
 			return bench.Calls(ctx, cfg)

@@ -22,9 +22,9 @@ func benchCapacityCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "capacity",
 		Short: "Calls per core: SIP calls climbed until pacing p99 passes 5 ms or a frame is lost, shared RTP port beside a port per call",
-		Long: `Runs the calls load (see bench calls: the whole box with the scripted model and a
-sipgo/diago load generator on loopback, each call a speaking caller and an answering
-agent) at --from, --from+--step, ... calls until box pacing p99 passes 5 ms, a frame is
+		Long: `Runs the calls load (see bench calls: the whole box, with the scripted model and the
+load generator in processes of their own on loopback, each call a speaking caller and an
+answering agent) at --from, --from+--step, ... calls until box pacing p99 passes 5 ms, a frame is
 lost or dropped or a call fails, once with the box's shared RTP port and once with a
 port per call (the media path before it), taking turns at each step. It prints each
 step and the calls per core and memory per call each path held.`,
