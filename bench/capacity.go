@@ -112,7 +112,7 @@ func (r CapacityReport) Print(w io.Writer) {
 		fmt.Fprintln(w, "  "+s)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "media\tcalls\tup\tfailed\tbox setup p95 ms\tpacing p99 ms\tpacing max ms\tlost\tdropped\tcpu %/call\tcaller cpu %\theap KB/call\tsendmmsg/packet\trecvmmsg/packet\t")
+	fmt.Fprintln(tw, "media\tcalls\tup\tfailed\tbox setup p95 ms\tpacing p99 ms\tpacing max ms\tlost\tdropped\tcpu %/call\tcaller cpu %\tmodel cpu %\tPostgreSQL cpu %\theap KB/call\tsendmmsg/packet\trecvmmsg/packet\t")
 	for _, c := range r.Climbs {
 		for _, s := range c.Steps {
 			tx, rx := "-", "-"
@@ -120,8 +120,8 @@ func (r CapacityReport) Print(w io.Writer) {
 				tx = fmt.Sprintf("%.3f", float64(st.SendCalls)/float64(st.Sent))
 				rx = fmt.Sprintf("%.3f", float64(st.ReadCalls)/float64(st.Received))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%d\t%d\t%.2f\t%.0f\t%d\t%s\t%s\t\n", c.Name, s.Calls, s.Established, s.Failed,
-				ms(s.BoxSetup.P95), ms(s.Pacing.P99), ms(s.Pacing.Max), s.Lost, s.Dropped, 100*s.CPUPerCall, 100*s.CallerCPU, s.HeapPerCall/1024, tx, rx)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%d\t%d\t%.2f\t%.0f\t%.0f\t%.0f\t%d\t%s\t%s\t\n", c.Name, s.Calls, s.Established, s.Failed,
+				ms(s.BoxSetup.P95), ms(s.Pacing.P99), ms(s.Pacing.Max), s.Lost, s.Dropped, 100*s.CPUPerCall, 100*s.CallerCPU, 100*s.ModelCPU, 100*max(s.CPU.DB, 0), s.HeapPerCall/1024, tx, rx)
 		}
 	}
 	tw.Flush()
