@@ -26,6 +26,7 @@ import (
 	"github.com/zaf/g711"
 
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/companding"
 	"github.com/stackbone/box/rooms/internal/srtpconn"
 	"github.com/stackbone/box/voice"
 )
@@ -314,10 +315,7 @@ func (p *embeddedPeer) send(pcm []int16) error {
 	}
 	p.smu.Lock()
 	defer p.smu.Unlock()
-	p.pcmu = p.pcmu[:0]
-	for _, v := range pcm {
-		p.pcmu = append(p.pcmu, g711.EncodeUlawFrame(v))
-	}
+	p.pcmu = companding.AppendUlaw(p.pcmu[:0], pcm)
 	now := time.Now()
 	if !p.lastSent.IsZero() {
 		step := uint32(len(pcm))

@@ -14,6 +14,7 @@ import (
 	"github.com/pion/rtp"
 	"github.com/zaf/g711"
 
+	"github.com/stackbone/box/internal/companding"
 	"github.com/stackbone/box/internal/pace"
 	"github.com/stackbone/box/internal/rtpmux"
 	"github.com/stackbone/box/voice"
@@ -367,15 +368,10 @@ func (m *rtpMedia) WriteFrame(pcm []int16) error {
 		return m.writeErr(err)
 	}
 	pt := uint8(m.sendPT.Load())
-	m.enc = m.enc[:0]
 	if pt == ptPCMA {
-		for _, v := range pcm {
-			m.enc = append(m.enc, g711.EncodeAlawFrame(v))
-		}
+		m.enc = companding.AppendAlaw(m.enc[:0], pcm)
 	} else {
-		for _, v := range pcm {
-			m.enc = append(m.enc, g711.EncodeUlawFrame(v))
-		}
+		m.enc = companding.AppendUlaw(m.enc[:0], pcm)
 	}
 	now := time.Now()
 	early := m.talkspurt && !m.lastWrite.IsZero() && now.Sub(m.lastWrite) < voice.FrameDuration

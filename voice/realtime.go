@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/zaf/g711"
+
+	"github.com/stackbone/box/internal/companding"
 )
 
 // RealtimeRate is the rate of the OpenAI Realtime API's PCM input.
@@ -141,10 +142,7 @@ func newRealtimeWire() *realtimeWire {
 func (w *realtimeWire) audio(pcm []int16) (websocket.MessageType, []byte) {
 	var raw []byte
 	if w.ulaw {
-		raw = make([]byte, len(pcm))
-		for i, v := range pcm {
-			raw[i] = g711.EncodeUlawFrame(v)
-		}
+		raw = companding.AppendUlaw(make([]byte, 0, len(pcm)), pcm)
 	} else {
 		raw = make([]byte, 2*len(pcm))
 		for i, v := range pcm {
