@@ -30,17 +30,16 @@ func tables() {
 // AppendUlaw appends pcm encoded as µ-law to dst.
 func AppendUlaw(dst []byte, pcm []int16) []byte {
 	tables()
-	t := ulaw
-	for _, v := range pcm {
-		dst = append(dst, t[uint16(v)])
-	}
-	return dst
+	return appendBy(ulaw, dst, pcm)
 }
 
 // AppendAlaw appends pcm encoded as A-law to dst.
 func AppendAlaw(dst []byte, pcm []int16) []byte {
 	tables()
-	t := alaw
+	return appendBy(alaw, dst, pcm)
+}
+
+func appendBy(t *[65536]byte, dst []byte, pcm []int16) []byte {
 	for _, v := range pcm {
 		dst = append(dst, t[uint16(v)])
 	}
