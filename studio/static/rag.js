@@ -157,8 +157,19 @@ async function documents(body, c, filter) {
   // the rows shown are read again (one keyset query, as many rows as shown).
   // The collection's counts are read again with them, so they follow the
   // ingest.
+  // The counts drawn with the screen were read before its table: a
+  // document that finished in between shows done here while they do not
+  // count it yet, so they are read once more when nothing is in progress.
+  let recounted = false;
   poll(tbl, 1000, async () => {
-    if (![...tbody.querySelectorAll("td:nth-child(2)")].some((td) => /queued|running|retrying/.test(td.textContent))) return false;
+    if (![...tbody.querySelectorAll("td:nth-child(2)")].some((td) => /queued|running|retrying/.test(td.textContent))) {
+      if (!recounted) {
+        recounted = true;
+        await recount(c);
+      }
+      return false;
+    }
+    recounted = false;
     const n = Math.min(1000, Math.max(limit, tbody.children.length));
     const page = await api("GET", "/api/rag/collections/" + encodeURIComponent(c.name) + "/documents" + qs({ filter, limit: n }));
     clear(tbody).append(...page.map((d) => row(cols, d)));
