@@ -3,11 +3,9 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -22,11 +20,9 @@ import (
 	"time"
 
 	"github.com/emiago/diago"
-	"github.com/emiago/diago/media"
 	"github.com/emiago/sipgo"
 	sipgosip "github.com/emiago/sipgo/sip"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/zaf/g711"
 
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
@@ -398,11 +394,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			return rep, fmt.Errorf("bench model: %w", err)
 		}
 	} else {
-		served0.Faulted = model.Faulted(providertest.EndpointChat)
-		for _, ls := range model.LiveSessions() {
-			served0.Streams++
-			served0.Finals += len(ls.Finals)
-		}
+		served0 = servedBy(model)
 	}
 	if backup != nil {
 		for _, v := range served.Models.Circuits() {
@@ -601,13 +593,6 @@ type callStats struct {
 	lost    int64
 }
 
-// step holds n calls for the hold window and measures them.
-func (g *generator) step(ctx context.Context, boxAddr string, n int, number *int, rate int, hold time.Duration, window func(end bool)) (CallStep, error) {
-	return runStep(ctx, n, number, rate, hold, window, func(ctx context.Context, _ int, caller string, from, to time.Time, stop <-chan struct{}) (callStats, time.Duration, error) {
-		return g.call(ctx, boxAddr, caller, from, to, stop)
-	})
-}
-
 // placeFunc places the i-th call of a step from caller, measures what it
 // receives between from and to, and hangs up at stop.
 type placeFunc func(ctx context.Context, i int, caller string, from, to time.Time, stop <-chan struct{}) (callStats, time.Duration, error)
@@ -664,88 +649,4 @@ func runStep(ctx context.Context, n int, number *int, rate int, hold time.Durati
 	}
 	step.Jitter = jit.figures("jitter", false)
 	return step, nil
-}
-
-// call places one call, streams audio until stop, measures what it
-// receives inside the window, and hangs up. It returns the call setup time.
-func (g *generator) call(ctx context.Context, boxAddr, caller string, from, to time.Time, stop <-chan struct{}) (callStats, time.Duration, error) {
-	var st callStats
-	start := time.Now()
-	d, med, err := g.invite(ctx, boxAddr, caller)
-	if err != nil {
-		return st, 0, err
-	}
-	setup := time.Since(start)
-	defer func() {
-		hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = d.Hangup(hctx)
-		cancel()
-		d.Close()
-	}()
-	r, err := med.AudioReader()
-	if err != nil {
-		return st, setup, err
-	}
-	w, err := med.AudioWriter()
-	if err != nil {
-		return st, setup, err
-	}
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		buf := make([]byte, media.RTPBufSize)
-		var last time.Time
-		var lastSeq uint16
-		for {
-			if _, err := r.Read(buf); err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					continue
-				}
-				return
-			}
-			now := time.Now()
-			seq := med.RTPPacketReader.PacketHeader.SequenceNumber
-			if now.After(from) && now.Before(to) {
-				st.packets++
-				if !last.IsZero() {
-					gap := now.Sub(last) - voice.FrameDuration
-					st.jitter = append(st.jitter, time.Duration(math.Abs(float64(gap))))
-					if d := seq - lastSeq; d > 1 && d < 1000 {
-						st.lost += int64(d - 1)
-					}
-				}
-				last = now
-			}
-			lastSeq = seq
-		}
-	}()
-	// 1 s of a voiced tone, 2.5 s of quiet, paced by the packet writer.
-	voiced, quiet := make([]byte, 160), make([]byte, 160)
-	for i := range voiced {
-		voiced[i] = g711.EncodeUlawFrame(int16(9000 * math.Sin(2*math.Pi*300*float64(i)/8000)))
-		quiet[i] = g711.EncodeUlawFrame(int16((i*7919)%61 - 30))
-	}
-	for frame := 0; ; frame++ {
-		select {
-		case <-stop:
-			hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = d.Hangup(hctx)
-			cancel()
-			<-readDone
-			return st, setup, nil
-		case <-d.Context().Done():
-			<-readDone
-			return st, setup, nil
-		default:
-		}
-		p := quiet
-		if frame%175 < 50 {
-			p = voiced
-		}
-		if _, err := w.Write(p); err != nil {
-			<-readDone
-			return st, setup, nil
-		}
-	}
 }

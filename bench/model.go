@@ -80,12 +80,17 @@ func RunModel(ctx context.Context, cfg ModelConfig, in io.Reader, out io.Writer)
 	case <-ended:
 	case <-ctx.Done():
 	}
-	last := modelLine{Faulted: s.Faulted(providertest.EndpointChat)}
+	return enc.Encode(servedBy(s))
+}
+
+// servedBy is what s served: its chat faults and live transcription.
+func servedBy(s *providertest.Server) modelLine {
+	l := modelLine{Faulted: s.Faulted(providertest.EndpointChat)}
 	for _, ls := range s.LiveSessions() {
-		last.Streams++
-		last.Finals += len(ls.Finals)
+		l.Streams++
+		l.Finals += len(ls.Finals)
 	}
-	return enc.Encode(last)
+	return l
 }
 
 // remoteModel is a `stackbone bench model` process.
