@@ -39,9 +39,17 @@ type inbox struct {
 	dropped  atomic.Int64 // caller frames dropped because the listener lagged
 
 	// The reading side.
-	due   time.Time
-	timer *clock.Timer
+	due    time.Time
+	timer  *clock.Timer
+	fireAt time.Time // when timer fires, while armed
+	armed  bool
 }
+
+// rearmWithin is how near its firing the gap timer is moved on to the
+// frame clock's next due time. A frame every 20 ms moves it on about one
+// frame in three rather than stopping and starting it on every frame, and
+// it fires only when the caller's frames are late.
+const rearmWithin = 30 * time.Millisecond
 
 func newInbox(clk Clock, rate int, timeout time.Duration) *inbox {
 	b := &inbox{clock: clk, samples: rate * int(FrameDuration/time.Millisecond) / 1000, timeout: timeout,
@@ -171,24 +179,36 @@ func (b *inbox) read(ctx context.Context, wake <-chan struct{}) ([]int16, error)
 			clear(f)
 			return f, nil
 		}
-		if b.timer == nil {
-			b.timer = b.clock.Timer(wait)
-		} else {
-			b.timer.Reset(wait)
-		}
+		b.arm(now)
 		select {
 		case f := <-b.frames:
-			b.timer.Stop()
 			b.due = b.clock.Now().Add(FrameDuration + gapSlack)
 			return f, nil
 		case <-ctx.Done():
 			b.timer.Stop()
+			b.armed = false
 			return nil, ctx.Err()
 		case <-wake:
-			b.timer.Stop()
 			return nil, nil
 		case <-b.timer.C:
-			// A gap: loop to check the media timeout, then hear silence.
+			// A gap, or the timer was set for an earlier due time: loop
+			// to check the media timeout, then hear silence or wait on.
+			b.armed = false
 		}
 	}
+}
+
+// arm makes the gap timer fire by b.due: it is left as it is while it
+// fires no later than that and not within rearmWithin of now.
+func (b *inbox) arm(now time.Time) {
+	wait := b.due.Sub(now)
+	switch {
+	case b.timer == nil:
+		b.timer = b.clock.Timer(wait)
+	case b.armed && !b.fireAt.After(b.due) && b.fireAt.Sub(now) > rearmWithin:
+		return
+	default:
+		b.timer.Reset(wait)
+	}
+	b.fireAt, b.armed = b.due, true
 }

@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/pion/rtp"
-	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
 
@@ -97,13 +96,13 @@ type Mux struct {
 type socket struct {
 	m    *Mux
 	conn *net.UDPConn
-	pc   *ipv4.PacketConn
+	io   batchIO
 
 	// Writers fill one batch under mu while the other goes out under
 	// sendMu, so queueing a packet never waits for a system call (a
 	// sendmmsg can take milliseconds on a loaded machine).
 	mu      sync.Mutex
-	batches [2]outBatch
+	batches [2]*outBatch
 	cur     int  // the batch being filled (under mu)
 	armed   bool // the backstop timer is set (under mu)
 	timer   *time.Timer
@@ -159,9 +158,15 @@ func listen(ip net.IP, port, n int, log *slog.Logger) (*Mux, error) {
 		conn := pc.(*net.UDPConn)
 		_ = conn.SetReadBuffer(sockBuf)
 		_ = conn.SetWriteBuffer(sockBuf)
-		s := &socket{m: m, conn: conn, pc: ipv4.NewPacketConn(conn)}
+		bio, err := newBatchIO(conn)
+		if err != nil {
+			conn.Close()
+			m.closeSockets()
+			return nil, fmt.Errorf("rtpmux: %w", err)
+		}
+		s := &socket{m: m, conn: conn, io: bio}
 		for i := range s.batches {
-			s.batches[i] = outBatch{slab: make([]byte, batch*slot), out: make([]ipv4.Message, 0, batch)}
+			s.batches[i] = newOutBatch()
 		}
 		s.timer = time.AfterFunc(time.Hour, s.Flush)
 		s.timer.Stop()
@@ -249,7 +254,6 @@ type Route struct {
 
 	mu     sync.Mutex
 	key    netip.AddrPort
-	raddr  *net.UDPAddr
 	buf    []byte
 	closed bool
 }
@@ -268,7 +272,7 @@ func (m *Mux) Route(raddr *net.UDPAddr, sink Sink) (*Route, error) {
 	if _, ok := m.routes[key]; ok {
 		return nil, ErrTaken
 	}
-	r := &Route{m: m, sink: sink, key: key, raddr: udpAddr(key), buf: make([]byte, slot)}
+	r := &Route{m: m, sink: sink, key: key, buf: make([]byte, slot)}
 	// The socket a route sends on: the peers spread over them, as the
 	// kernel spreads what they send.
 	r.s = m.socks[int(key.Port())%len(m.socks)]
@@ -298,7 +302,7 @@ func (r *Route) Move(raddr *net.UDPAddr) error {
 	}
 	delete(m.routes, r.key)
 	m.routes[key] = r
-	r.key, r.raddr = key, udpAddr(key)
+	r.key = key
 	return nil
 }
 
@@ -327,9 +331,8 @@ func (r *Route) WriteRTP(p *rtp.Packet) error {
 		return nil
 	}
 	n, err := p.MarshalTo(r.buf)
-	raddr := r.raddr
 	if err == nil {
-		err = r.s.queue(r.buf[:n], raddr)
+		err = r.s.queue(r.buf[:n], r.key)
 	}
 	r.mu.Unlock()
 	return err
@@ -338,25 +341,19 @@ func (r *Route) WriteRTP(p *rtp.Packet) error {
 // Batch is what flushes the route's packets (pace.Flusher).
 func (r *Route) Batch() interface{ Flush() } { return r.s }
 
-// outBatch is packets queued to go out together.
-type outBatch struct {
-	out  []ipv4.Message
-	slab []byte // out[i]'s buffer is slab[i*slot:]
-}
-
 // queue copies b into the socket's next slot; a full batch goes out at
 // once.
-func (s *socket) queue(b []byte, to *net.UDPAddr) error {
+func (s *socket) queue(b []byte, to netip.AddrPort) error {
 	if len(b) > slot {
 		return fmt.Errorf("rtpmux: a %d-byte packet is over %d", len(b), slot)
 	}
 	s.mu.Lock()
-	for len(s.batches[s.cur].out) == batch {
+	for s.batches[s.cur].len() == batch {
 		// Full: send it here, after the send in progress if any.
 		s.mu.Unlock()
 		s.sendMu.Lock()
 		s.mu.Lock()
-		full := len(s.batches[s.cur].out) == batch
+		full := s.batches[s.cur].len() == batch
 		s.mu.Unlock()
 		if full {
 			s.send()
@@ -364,11 +361,7 @@ func (s *socket) queue(b []byte, to *net.UDPAddr) error {
 		s.sendMu.Unlock()
 		s.mu.Lock()
 	}
-	o := &s.batches[s.cur]
-	i := len(o.out)
-	buf := o.slab[i*slot : i*slot+len(b)]
-	copy(buf, b)
-	o.out = append(o.out, ipv4.Message{Buffers: [][]byte{buf}, Addr: to})
+	s.batches[s.cur].add(b, to)
 	s.pending.Add(1)
 	if !s.armed {
 		s.armed = true
@@ -394,7 +387,7 @@ func (s *socket) Flush() {
 // send (under sendMu) sends the batch being filled.
 func (s *socket) send() {
 	s.mu.Lock()
-	o := &s.batches[s.cur]
+	o := s.batches[s.cur]
 	// The other batch is empty: only a holder of sendMu sends, and it
 	// empties what it sent before it lets go.
 	s.cur ^= 1
@@ -404,28 +397,24 @@ func (s *socket) send() {
 		s.timer.Stop()
 	}
 	s.mu.Unlock()
-	out := o.out
-	for len(out) > 0 {
-		n, err := s.pc.WriteBatch(out, 0)
+	for i := 0; i < o.len(); {
+		n, err := s.sendBatch(o, i)
 		s.sendCalls.Add(1)
 		if n > 0 {
 			s.sent.Add(int64(n))
-			out = out[n:]
+			i += n
 			continue
 		}
-		if err != nil {
-			// The first packet could not go (its peer unreachable, say):
-			// drop it and send the rest.
-			s.failures.Add(1)
-			if errors.Is(err, net.ErrClosed) {
-				s.failures.Add(int64(len(out) - 1))
-				break
-			}
-			out = out[1:]
+		// The first packet could not go (its peer unreachable, say): drop
+		// it and send the rest.
+		s.failures.Add(1)
+		if errors.Is(err, net.ErrClosed) {
+			s.failures.Add(int64(o.len() - i - 1))
+			break
 		}
+		i++
 	}
-	clear(o.out)
-	o.out = o.out[:0]
+	o.reset()
 }
 
 // read hands the socket's packets to their routes, a batch per system
@@ -433,12 +422,9 @@ func (s *socket) send() {
 func (s *socket) read() {
 	defer s.m.wg.Done()
 	m := s.m
-	ms := make([]ipv4.Message, batch)
-	for i := range ms {
-		ms[i].Buffers = [][]byte{make([]byte, slot)}
-	}
+	in := newInBatch()
 	for {
-		n, err := s.pc.ReadBatch(ms, 0)
+		n, err := s.readBatch(in)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -450,12 +436,13 @@ func (s *socket) read() {
 		m.received.Add(int64(n))
 		m.mu.RLock()
 		for i := range n {
-			r := m.routes[addrKey(ms[i].Addr)]
+			b, from := in.packet(i)
+			r := m.routes[from]
 			if r == nil {
 				m.unrouted.Add(1)
 				continue
 			}
-			r.sink.Packet(ms[i].Buffers[0][:ms[i].N])
+			r.sink.Packet(b)
 		}
 		m.mu.RUnlock()
 		// What the packets made the box write (a transfer's leg) goes now.
@@ -498,14 +485,3 @@ func keyOf(a *net.UDPAddr) (netip.AddrPort, error) {
 	}
 	return netip.AddrPortFrom(ip.Unmap(), uint16(a.Port)), nil
 }
-
-func addrKey(a net.Addr) netip.AddrPort {
-	u, ok := a.(*net.UDPAddr)
-	if !ok {
-		return netip.AddrPort{}
-	}
-	k, _ := keyOf(u)
-	return k
-}
-
-func udpAddr(k netip.AddrPort) *net.UDPAddr { return net.UDPAddrFromAddrPort(k) }
