@@ -132,20 +132,20 @@ func New(cfg Config) (*Service, error) {
 // stops the change it reports.
 func (s *Service) Emit(ctx context.Context, tx pgx.Tx, typ string, data, content any) error {
 	if tx == nil {
-		return pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error { return s.emit(ctx, tx, typ, data, content) })
+		return pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error { return s.emit(ctx, tx, typ, data, content, true) })
 	}
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("webhooks: emit %s: %w", typ, err)
-	}
-	if err := s.emit(ctx, sp, typ, data, content); err != nil {
-		_ = sp.Rollback(ctx)
-		return err
-	}
-	return sp.Commit(ctx)
+	return s.emit(ctx, tx, typ, data, content, true)
 }
 
-func (s *Service) emit(ctx context.Context, tx pgx.Tx, typ string, data, content any) error {
+// emitSavepoint is where a failed emit rolls tx back to: the change it
+// reports stays.
+const emitSavepoint = "webhooks_emit"
+
+// emit writes the event and its deliveries in tx; in a savepoint when
+// saved, taken in the same round trip as the event's statement and never
+// released (the transaction's commit does), so an event costs the
+// caller's transaction one round trip when nobody subscribed to it.
+func (s *Service) emit(ctx context.Context, tx pgx.Tx, typ string, data, content any, saved bool) error {
 	rawData, err := json.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("webhooks: emit %s: %w", typ, err)
@@ -157,32 +157,42 @@ func (s *Service) emit(ctx context.Context, tx pgx.Tx, typ string, data, content
 		}
 	}
 	id := "evt_" + uuid.NewString()
+	var b pgx.Batch
+	if saved {
+		b.Queue("SAVEPOINT " + emitSavepoint)
+	}
 	// One statement: the event and its deliveries, only if someone
 	// subscribed.
-	rows, err := tx.Query(ctx, `
+	var deliveries []string
+	b.Queue(`
 		WITH subs AS (SELECT id FROM stackbone_platform.webhook_subscriptions WHERE $2 = ANY(events)),
 		ev AS (INSERT INTO stackbone_platform.webhook_events (id, type, data, content)
 		       SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM subs) RETURNING id)
 		INSERT INTO stackbone_platform.webhook_deliveries (id, subscription_id, event_id)
-		SELECT 'dlv_' || gen_random_uuid(), subs.id, ev.id FROM subs, ev RETURNING id`, id, typ, rawData, rawContent)
-	if err != nil {
-		return fmt.Errorf("webhooks: emit %s: %w", typ, err)
+		SELECT 'dlv_' || gen_random_uuid(), subs.id, ev.id FROM subs, ev RETURNING id`, id, typ, rawData, rawContent).
+		Query(func(rows pgx.Rows) error {
+			var err error
+			deliveries, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
+	err = tx.SendBatch(ctx, &b).Close()
+	if err == nil && len(deliveries) > 0 {
+		params := make([]river.InsertManyParams, len(deliveries))
+		for i, d := range deliveries {
+			params[i] = river.InsertManyParams{Args: DeliverArgs{DeliveryID: d}, InsertOpts: &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts}}
+		}
+		if _, err = s.insert.InsertManyTx(ctx, tx, params); err != nil {
+			err = fmt.Errorf("webhooks: enqueue %s: %w", typ, err)
+		}
+	} else if err != nil {
+		err = fmt.Errorf("webhooks: emit %s: %w", typ, err)
 	}
-	deliveries, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("webhooks: emit %s: %w", typ, err)
+	if err != nil && saved {
+		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+emitSavepoint); rerr != nil {
+			return errors.Join(err, rerr)
+		}
 	}
-	if len(deliveries) == 0 {
-		return nil
-	}
-	params := make([]river.InsertManyParams, len(deliveries))
-	for i, d := range deliveries {
-		params[i] = river.InsertManyParams{Args: DeliverArgs{DeliveryID: d}, InsertOpts: &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts}}
-	}
-	if _, err := s.insert.InsertManyTx(ctx, tx, params); err != nil {
-		return fmt.Errorf("webhooks: enqueue %s: %w", typ, err)
-	}
-	return nil
+	return err
 }
 
 // Subscription is one receiver of events.

@@ -78,6 +78,27 @@ func TestEmitFollowsTheTransaction(t *testing.T) {
 		count(`SELECT count(*) FROM stackbone_platform.river_job WHERE kind = 'webhook_deliver'`) != 0 {
 		t.Fatalf("a rolled-back emit left rows (%v)", err)
 	}
+	// An event that cannot be written (JSON PostgreSQL refuses: a NUL in
+	// a string) is reported, and the change it reports stays, with
+	// neither the event nor its deliveries.
+	if _, err := pool.Exec(ctx, `CREATE TABLE emit_probe (id text)`); err != nil {
+		t.Fatal(err)
+	}
+	var emitErr error
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO emit_probe VALUES ('kept')`); err != nil {
+			return err
+		}
+		emitErr = svc.Emit(ctx, tx, webhooks.CallEnded, map[string]any{"callId": "bad\x00"}, nil)
+		_, err := tx.Exec(ctx, `INSERT INTO emit_probe VALUES ('after')`)
+		return err
+	}); err != nil {
+		t.Fatalf("the transaction after a failed emit: %v", err)
+	}
+	if emitErr == nil || count(`SELECT count(*) FROM emit_probe`) != 2 || count(`SELECT count(*) FROM stackbone_platform.webhook_events`) != 0 ||
+		count(`SELECT count(*) FROM stackbone_platform.webhook_deliveries`) != 0 {
+		t.Fatalf("a failed emit (%v): want it reported, the transaction's rows kept and no event", emitErr)
+	}
 	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		return svc.Emit(ctx, tx, webhooks.CallEnded, map[string]any{"callId": "c2"}, map[string]any{"transcript": []string{"hello"}})
 	}); err != nil {
