@@ -17,7 +17,6 @@
 package pace
 
 import (
-	"container/heap"
 	"slices"
 	"sync"
 	"time"
@@ -92,7 +91,7 @@ func New(clk clock.Clock, period, early time.Duration) *Pacer {
 func (p *Pacer) Add(s Stream) (wake, stop func()) {
 	e := &entry{s: s, next: p.clk.Now().Add(p.period)}
 	p.mu.Lock()
-	heap.Push(&p.streams, e)
+	p.streams.push(e)
 	if !p.running {
 		p.running = true
 		go p.run()
@@ -111,7 +110,7 @@ func (p *Pacer) Add(s Stream) (wake, stop func()) {
 	stop = func() {
 		p.mu.Lock()
 		if e.i >= 0 {
-			heap.Remove(&p.streams, e.i)
+			p.streams.remove(e.i)
 		}
 		p.mu.Unlock()
 	}
@@ -172,9 +171,9 @@ func (p *Pacer) start(now time.Time) {
 		// from the time the frame was due, not from after the write.
 		e.next = now.Add(p.period)
 		if p.frame(e.s) {
-			heap.Fix(&p.streams, e.i)
+			p.streams.fix(e.i)
 		} else {
-			heap.Remove(&p.streams, e.i)
+			p.streams.remove(e.i)
 		}
 	}
 }
@@ -193,9 +192,9 @@ func (p *Pacer) due(now time.Time) {
 			}
 		}
 		if ok {
-			heap.Fix(&p.streams, 0)
+			p.streams.fix(0)
 		} else {
-			heap.Pop(&p.streams)
+			p.streams.remove(0)
 		}
 	}
 }
@@ -236,27 +235,76 @@ func Due(next, now time.Time, period time.Duration) (int, time.Time) {
 	return n, next
 }
 
-// schedule orders a pacer's streams by when their next frame is due.
+// schedule orders a pacer's streams by when their next frame is due: a
+// binary heap on the entries themselves (container/heap's interface calls
+// were a percent of a loaded box, as every frame moves its stream down).
 type schedule []*entry
 
-func (h schedule) Len() int           { return len(h) }
-func (h schedule) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
-func (h schedule) Swap(i, j int) {
+func (h schedule) less(i, j int) bool { return h[i].next.Before(h[j].next) }
+
+func (h schedule) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].i, h[j].i = i, j
 }
-func (h *schedule) Push(x any) {
-	e := x.(*entry)
+
+func (h *schedule) push(e *entry) {
 	e.i = len(*h)
 	*h = append(*h, e)
+	h.up(e.i)
 }
-func (h *schedule) Pop() any {
+
+// fix restores the order after entry i's time changed.
+func (h schedule) fix(i int) {
+	if !h.down(i) {
+		h.up(i)
+	}
+}
+
+// remove takes entry i off the schedule.
+func (h *schedule) remove(i int) {
 	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
+	n := len(old) - 1
+	e := old[i]
+	if i != n {
+		old.swap(i, n)
+	}
+	old[n] = nil
+	*h = old[:n]
+	if i != n {
+		h.fix(i)
+	}
 	e.i = -1
-	return e
+}
+
+func (h schedule) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+// down moves entry i down to its place; false when it stayed.
+func (h schedule) down(i int) bool {
+	i0, n := i, len(h)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && h.less(r, c) {
+			c = r
+		}
+		if !h.less(c, i) {
+			break
+		}
+		h.swap(i, c)
+		i = c
+	}
+	return i > i0
 }
 
 // Group is a set of pacers that spreads streams over them in turn: one per

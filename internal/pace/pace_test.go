@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -210,5 +211,55 @@ func TestARoundFlushesEachBatchOnceAfterItsFrames(t *testing.T) {
 	poll.Until(t, "the late stream's flush", 5*time.Second, func() bool { return len(b.rounds()) == 2 })
 	if got := b.rounds(); !slices.Equal(got, []int{3, 1}) {
 		t.Fatalf("flushes carried %v frames, want [3 1]", got)
+	}
+}
+
+// The schedule stays a heap with every entry knowing its place through
+// pushes, moves and removals anywhere in it, and gives its entries back
+// in time order.
+func TestScheduleKeepsItsOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	base := time.Now()
+	at := func() time.Time { return base.Add(time.Duration(rng.IntN(1000)) * time.Microsecond) }
+	var h schedule
+	var all []*entry
+	check := func(step int) {
+		for i, e := range h {
+			if e.i != i {
+				t.Fatalf("step %d: entry at %d says %d", step, i, e.i)
+			}
+			if i > 0 && h.less(i, (i-1)/2) {
+				t.Fatalf("step %d: entry %d is due before its parent", step, i)
+			}
+		}
+	}
+	for step := range 5000 {
+		switch op := rng.IntN(4); {
+		case op < 2 || len(h) == 0:
+			e := &entry{next: at()}
+			h.push(e)
+			all = append(all, e)
+		case op == 2:
+			e := h[rng.IntN(len(h))]
+			e.next = at()
+			h.fix(e.i)
+		default:
+			e := h[rng.IntN(len(h))]
+			h.remove(e.i)
+			if e.i != -1 {
+				t.Fatalf("step %d: a removed entry says %d", step, e.i)
+			}
+		}
+		check(step)
+	}
+	var last time.Time
+	for len(h) > 0 {
+		e := h[0]
+		if e.next.Before(last) {
+			t.Fatal("entries out of time order")
+		}
+		last = e.next
+		h.remove(0)
+		check(-1)
 	}
 }
