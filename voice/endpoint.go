@@ -326,9 +326,9 @@ type speculation struct {
 	started time.Time
 }
 
-// speculate starts the transcription of pcm; wake is signalled when it
+// speculate starts the transcription of pcm; wake is called when it
 // answers.
-func (c *Call) speculate(ctx context.Context, pcm []int16, wake chan<- struct{}) *speculation {
+func (c *Call) speculate(ctx context.Context, pcm []int16, wake func()) *speculation {
 	ctx, cancel := context.WithCancel(ctx)
 	ctx, report := withReport(ctx, partSTT)
 	s := &speculation{report: report, cancel: cancel, done: make(chan struct{}), started: c.clk.Now()}
@@ -337,10 +337,7 @@ func (c *Call) speculate(ctx context.Context, pcm []int16, wake chan<- struct{})
 		// Answered before the wake: a listener woken by it finds the
 		// answer (it may get no other wake before the endpoint).
 		close(s.done)
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
+		wake()
 	}()
 	return s
 }
@@ -370,7 +367,7 @@ type sttResult struct {
 // then covers only the silence after them, and is dropped).
 type liveSTT struct {
 	stream TranscriptStream
-	wake   chan<- struct{}
+	wake   func()
 	clk    Clock
 	rate   int
 
@@ -392,7 +389,7 @@ type liveSTT struct {
 	err     error // the stream failed: the call goes on with Transcribe
 }
 
-func newLiveSTT(stream TranscriptStream, clk Clock, rate int, wake chan<- struct{}) *liveSTT {
+func newLiveSTT(stream TranscriptStream, clk Clock, rate int, wake func()) *liveSTT {
 	l := &liveSTT{stream: stream, wake: wake, clk: clk, rate: rate}
 	go l.read()
 	return l
@@ -455,10 +452,7 @@ func (l *liveSTT) read() {
 			l.heardAt = l.clk.Now()
 		}
 		l.mu.Unlock()
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
+		l.wake()
 	}
 	l.mu.Lock()
 	l.fail(ErrSpeechStream)

@@ -38,11 +38,15 @@ type inbox struct {
 	received atomic.Int64 // caller frames heard
 	dropped  atomic.Int64 // caller frames dropped because the listener lagged
 
+	woken atomic.Bool // news for the reader (wake)
+	fired atomic.Bool // the gap timer fired
+
 	// The reading side.
-	due    time.Time
-	timer  *clock.Timer
-	fireAt time.Time // when timer fires, while armed
-	armed  bool
+	due     time.Time
+	timer   *clock.Timer
+	fireAt  time.Time // when timer fires, while armed
+	armed   bool
+	stopCtx func() bool // the ctx watch of read's context
 }
 
 // rearmWithin is how near its firing the gap timer is moved on to the
@@ -124,12 +128,38 @@ func (b *inbox) send(f []int16) {
 		default:
 			select {
 			case old := <-b.frames:
-				b.dropped.Add(1)
-				b.recycle(old)
+				if old != nil {
+					b.dropped.Add(1)
+					b.recycle(old)
+				}
 			default:
 			}
 		}
 	}
+}
+
+// nudge makes the reader look again: a nil frame on the queue, so it
+// waits on the queue alone (a receive is cheaper than a select on the
+// queue, its context, its news and its timer, 50 times a second). A full
+// queue wakes the reader anyway.
+func (b *inbox) nudge() {
+	select {
+	case b.frames <- nil:
+	default:
+	}
+}
+
+// wake tells the reader there is news (a transcript arrived): its read
+// returns a nil frame. It never blocks.
+func (b *inbox) wake() {
+	b.woken.Store(true)
+	b.nudge()
+}
+
+// gap is the gap timer's function.
+func (b *inbox) gap() {
+	b.fired.Store(true)
+	b.nudge()
 }
 
 // touch records that the caller's transport is alive without audio (DTX
@@ -148,16 +178,27 @@ func (b *inbox) hold(on bool) {
 // read returns the next 20 ms frame: the caller's, or silence when the
 // caller's is later than gapSlack. It returns ErrMediaTimeout when nothing
 // arrived for the media timeout (not while on hold) and ctx's error once
-// ctx ended. A signal on wake (nil: none) returns a nil frame and no error
-// at once, so the reader can act on news between frames.
-func (b *inbox) read(ctx context.Context, wake <-chan struct{}) ([]int16, error) {
+// ctx ended (ctx is the same on every read). News (wake) returns a nil
+// frame and no error at once, so the reader can act on it between frames.
+func (b *inbox) read(ctx context.Context) ([]int16, error) {
+	if b.stopCtx == nil {
+		b.stopCtx = context.AfterFunc(ctx, b.nudge)
+	}
 	for {
+		if err := ctx.Err(); err != nil {
+			b.stop()
+			return nil, err
+		}
+		if b.woken.Swap(false) {
+			return nil, nil
+		}
 		select {
 		case f := <-b.frames:
+			if f == nil {
+				continue // a nudge: look again
+			}
 			b.due = b.clock.Now().Add(FrameDuration + gapSlack)
 			return f, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
 		default:
 		}
 		now := b.clock.Now()
@@ -180,31 +221,36 @@ func (b *inbox) read(ctx context.Context, wake <-chan struct{}) ([]int16, error)
 			return f, nil
 		}
 		b.arm(now)
-		select {
-		case f := <-b.frames:
+		if f := <-b.frames; f != nil {
 			b.due = b.clock.Now().Add(FrameDuration + gapSlack)
 			return f, nil
-		case <-ctx.Done():
-			b.timer.Stop()
-			b.armed = false
-			return nil, ctx.Err()
-		case <-wake:
-			return nil, nil
-		case <-b.timer.C:
-			// A gap, or the timer was set for an earlier due time: loop
-			// to check the media timeout, then hear silence or wait on.
-			b.armed = false
 		}
+		// A nudge: the context ended, news, or the gap timer (a gap, or
+		// set for an earlier due time): loop to look at each.
+	}
+}
+
+// stop lets go of the gap timer and the context's watch.
+func (b *inbox) stop() {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	b.armed = false
+	if b.stopCtx != nil {
+		b.stopCtx()
 	}
 }
 
 // arm makes the gap timer fire by b.due: it is left as it is while it
 // fires no later than that and not within rearmWithin of now.
 func (b *inbox) arm(now time.Time) {
+	if b.fired.Swap(false) {
+		b.armed = false
+	}
 	wait := b.due.Sub(now)
 	switch {
 	case b.timer == nil:
-		b.timer = b.clock.Timer(wait)
+		b.timer = b.clock.AfterFunc(wait, b.gap)
 	case b.armed && !b.fireAt.After(b.due) && b.fireAt.Sub(now) > rearmWithin:
 		return
 	default:

@@ -21,6 +21,7 @@ import (
 func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 	l := c.newListener(ctx, out)
 	defer l.close()
+	defer c.inbox.stop()
 	var frame []int16
 	for {
 		// The last frame is done with: the VAD copied what it keeps, the
@@ -29,7 +30,7 @@ func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 			c.inbox.recycle(frame)
 		}
 		var err error
-		frame, err = c.inbox.read(ctx, l.wake)
+		frame, err = c.inbox.read(ctx)
 		if err != nil {
 			if errors.Is(err, ErrMediaTimeout) {
 				c.End(OutcomeMediaTimeout, "")
@@ -51,7 +52,7 @@ type listener struct {
 	ep   endpointing
 	in   interruption
 	det  *vad
-	wake chan struct{} // a transcript arrived: look at the endpoint again
+	wake func() // a transcript arrived: look at the endpoint again
 
 	stream TranscriptStream // the call's live stream, nil without one
 	live   *liveSTT         // its reader, nil once it failed
@@ -71,7 +72,7 @@ type listener struct {
 
 func (c *Call) newListener(ctx context.Context, out chan<- utterance) *listener {
 	l := &listener{c: c, ctx: ctx, out: out, ep: newEndpointing(c.agent, c.m.cfg.VAD), in: newInterruption(c.agent),
-		wake: make(chan struct{}, 1)}
+		wake: c.inbox.wake}
 	vadCfg := c.m.cfg.VAD
 	vadCfg.EndFrames = int((l.ep.max + FrameDuration - 1) / FrameDuration)
 	if v := c.agent.Voice; v != nil && v.VAD != "" {
