@@ -22,6 +22,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,6 +105,8 @@ type Server struct {
 
 	toneOnce sync.Once
 	tone     []byte // one period of the speech tone, 16-bit PCM
+
+	pending atomic.Int64 // HTTP requests being answered
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
@@ -119,10 +122,10 @@ func New(t testing.TB) *Server {
 func Start() *Server {
 	s := &Server{done: make(chan struct{})}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.faulty(EndpointChat, s.chat))
-	mux.HandleFunc("POST /v1/embeddings", s.faulty(EndpointEmbeddings, s.embeddings))
-	mux.HandleFunc("POST /v1/audio/transcriptions", s.faulty(EndpointTranscriptions, s.transcribe))
-	mux.HandleFunc("POST /v1/audio/speech", s.faulty(EndpointSpeech, s.speak))
+	mux.HandleFunc("POST /v1/chat/completions", s.counted(s.faulty(EndpointChat, s.chat)))
+	mux.HandleFunc("POST /v1/embeddings", s.counted(s.faulty(EndpointEmbeddings, s.embeddings)))
+	mux.HandleFunc("POST /v1/audio/transcriptions", s.counted(s.faulty(EndpointTranscriptions, s.transcribe)))
+	mux.HandleFunc("POST /v1/audio/speech", s.counted(s.faulty(EndpointSpeech, s.speak)))
 	mux.HandleFunc("GET /v1/realtime", s.realtime)
 	mux.HandleFunc("GET /v1/listen", s.deepgram)
 	mux.HandleFunc("GET /v2/listen", s.flux)
@@ -133,6 +136,21 @@ func Start() *Server {
 	s.srv = httptest.NewServer(mux)
 	return s
 }
+
+// counted keeps Pending's count of h's requests.
+func (s *Server) counted(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.pending.Add(1)
+		defer s.pending.Add(-1)
+		h(w, r)
+	}
+}
+
+// Pending is how many HTTP requests (chat, embeddings, transcriptions,
+// speech; not live streams) the server is answering now: a test that
+// steps a call's mock clock waits for them, so the provider's time on
+// the machine's clock is not counted as the call's.
+func (s *Server) Pending() int64 { return s.pending.Load() }
 
 // Close stops the server and ends its live connections.
 func (s *Server) Close() {
