@@ -362,18 +362,31 @@ func (s *Service) job(ctx context.Context, q interface {
 // RetryJob makes a failed, cancelled or finished ingest job run again now
 // (a running one is left alone) and marks its document queued. Errors:
 // ErrJobNotFound, ErrIngestUnavailable, ErrUnavailable.
+//
+// The job returned is as the retry left it (available), not as it is a
+// moment later: a worker may have taken it up by the time the caller
+// reads it, and "running" says the retry found it still running.
 func (s *Service) RetryJob(ctx context.Context, id int64) (Job, error) {
-	return s.jobAction(ctx, id, "retry", func(tx pgx.Tx, client *jobs.Client, j Job) error {
+	var retried *Job
+	j, err := s.jobAction(ctx, id, "retry", func(tx pgx.Tx, client *jobs.Client, j Job) error {
 		if j.State == "running" {
 			return nil
 		}
 		if _, err := client.JobRetryTx(ctx, tx, id); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE stackbone_platform.rag_documents SET status = 'queued', error_code = NULL,
-			error_message = NULL, job_id = $2, updated_at = now() WHERE id = $1`, j.DocumentID, id)
+		if _, err := tx.Exec(ctx, `UPDATE stackbone_platform.rag_documents SET status = 'queued', error_code = NULL,
+			error_message = NULL, job_id = $2, updated_at = now() WHERE id = $1`, j.DocumentID, id); err != nil {
+			return err
+		}
+		after, err := s.job(ctx, tx, id)
+		retried = &after
 		return err
 	})
+	if err == nil && retried != nil {
+		return *retried, nil
+	}
+	return j, err
 }
 
 // CancelJob cancels an ingest job: a waiting one at once (its document
