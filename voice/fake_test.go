@@ -246,28 +246,32 @@ func (r *run) tick() {
 // stepUntil steps until cond holds, at most max frames.
 func (r *run) stepUntil(what string, max int, cond func() bool) {
 	r.e.t.Helper()
-	for i := 0; !cond(); i++ {
-		if i >= max {
-			r.e.t.Fatalf("%s: not within %d frames (%s of call time)", what, max, time.Duration(max)*FrameDuration)
-		}
-		r.step(1)
+	r.stepFrames(what, max, cond, func() {
 		time.Sleep(200 * time.Microsecond) // let the provider's answers arrive between frames
-	}
+	})
 }
 
-// stepPatiently steps a frame at a time until cond holds, at most max
-// frames, and after each frame waits on the machine's clock for the
-// provider's requests in progress: what the provider takes of the
-// machine's time is not the call's, however loaded the machine.
+// stepPatiently is stepUntil that after each frame waits on the machine's
+// clock for the provider's requests in progress: what the provider takes
+// of the machine's time is not the call's, however loaded the machine.
 func (r *run) stepPatiently(what string, max int, cond func() bool) {
+	r.e.t.Helper()
+	r.stepFrames(what, max, cond, func() {
+		poll.Until(r.e.t, "the provider's answers", 20*time.Second, func() bool { return r.e.model.Pending() == 0 })
+		time.Sleep(time.Millisecond) // the answer's way into the call
+	})
+}
+
+// stepFrames steps a frame at a time, then between, until cond holds, at
+// most max frames.
+func (r *run) stepFrames(what string, max int, cond func() bool, between func()) {
 	r.e.t.Helper()
 	for i := 0; !cond(); i++ {
 		if i >= max {
 			r.e.t.Fatalf("%s: not within %d frames (%s of call time)", what, max, time.Duration(max)*FrameDuration)
 		}
 		r.step(1)
-		poll.Until(r.e.t, "the provider's answers", 20*time.Second, func() bool { return r.e.model.Pending() == 0 })
-		time.Sleep(time.Millisecond) // the answer's way into the call
+		between()
 	}
 }
 
