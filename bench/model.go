@@ -34,8 +34,20 @@ func callsAnswer(req *openai.ChatCompletionRequest) providertest.Reply {
 	return providertest.Reply{Content: "Sure, I can help."}
 }
 
+// roomsModel scripts the provider the browser rooms load talks to.
+func roomsModel(s *providertest.Server) {
+	s.DiscardRequests()
+	s.Respond(func(*openai.ChatCompletionRequest) providertest.Reply {
+		return providertest.Reply{Content: "Sure, I can help with that."}
+	})
+	s.RespondTranscripts(func([]byte) string { return "Hello, I have a question about my order." })
+}
+
 // ModelConfig is the scripted provider `stackbone bench model` serves.
 type ModelConfig struct {
+	// Script is what it answers: "rooms" as bench rooms' model, else as
+	// bench calls'.
+	Script string
 	// FailEvery, when 2 or more, fails one chat request in FailEvery
 	// with a 500.
 	FailEvery int
@@ -63,7 +75,11 @@ func RunModel(ctx context.Context, cfg ModelConfig, in io.Reader, out io.Writer)
 	}
 	s := providertest.Start()
 	defer s.Close()
-	callsModel(s)
+	if cfg.Script == "rooms" {
+		roomsModel(s)
+	} else {
+		callsModel(s)
+	}
 	if cfg.FailEvery > 1 {
 		s.SetFault(providertest.EndpointChat, providertest.Fault{Status: 500, Every: cfg.FailEvery})
 	}
@@ -109,7 +125,7 @@ func startRemoteModel(ctx context.Context, cfg ModelConfig) (*remoteModel, error
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, exe, "bench", "model", "--fail-every", strconv.Itoa(cfg.FailEvery),
-		"--realtime="+strconv.FormatBool(cfg.Realtime))
+		"--script", cfg.Script, "--realtime="+strconv.FormatBool(cfg.Realtime))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -14,15 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5/pgxpool"
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
-	"github.com/stackbone/box/internal/pace"
 	"github.com/stackbone/box/internal/realtime"
-	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/rooms/roomstest"
 	"github.com/stackbone/box/voice"
@@ -55,6 +51,13 @@ type RoomsConfig struct {
 	// configurations, or "normal"; empty: normal); the bare PeerConnection
 	// baseline runs with the same.
 	Scheduling string
+	// Caller "process" joins the calls from a separate `stackbone bench
+	// caller --rooms` process and serves the scripted provider from a
+	// `stackbone bench model` one, so this process's CPU is the box's
+	// alone; empty: both in this process.
+	Caller string
+	// NoBare leaves out the bare PeerConnection baseline.
+	NoBare bool
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -89,13 +92,17 @@ type RoomsStep struct {
 	// Packets are the agent packets the callers received, Lost the
 	// sequence numbers missing among them.
 	Packets, Lost int64
-	// CPUPerCall is the process's CPU time (box and callers) per call and
-	// second of the step, as a fraction of one core; MemPerCall the growth
-	// of its resident memory per call (bytes).
+	// CPUPerCall is the process's CPU time (the box, and the callers and
+	// scripted model unless they run in processes of their own) per call
+	// and second of the step, as a fraction of one core; MemPerCall the
+	// growth of its resident memory per call (bytes).
 	CPUPerCall float64
 	MemPerCall int64
-	// CPU is the window's CPU by who spent it, in cores.
-	CPU cpuShares
+	// CPU is the window's CPU by who spent it, in cores; CallerCPU and
+	// ModelCPU the caller's and the scripted model's processes' (0 when
+	// they run in this one).
+	CPU                 cpuShares
+	CallerCPU, ModelCPU float64
 	// Bare is the in-run baseline: the same callers against bare
 	// peers (barePeers) right after the box's step.
 	Bare BareStep
@@ -109,6 +116,7 @@ type BareStep struct {
 	CPUPerCall           float64
 	MemPerCall           int64
 	CPU                  cpuShares
+	CallerCPU            float64
 }
 
 // Rooms measures concurrent browser calls on the embedded WebRTC peer with
@@ -144,19 +152,29 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		return Report{}, nil, err
 	}
 
-	model := startModel()
-	defer model.Close()
-	model.DiscardRequests()
-	model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply {
-		return providertest.Reply{Content: "Sure, I can help with that."}
-	})
-	model.RespondTranscripts(func([]byte) string { return "Hello, I have a question about my order." })
+	rt := (config.Media{Scheduling: cfg.Scheduling}).Realtime()
+	var load roomsLoad
+	var modelURL string
+	if cfg.Caller == "process" {
+		if load.model, err = startRemoteModel(ctx, ModelConfig{Script: "rooms", Realtime: rt}); err != nil {
+			return Report{}, nil, err
+		}
+		defer func() { _, _ = load.model.stop() }()
+		modelURL, load.rt = load.model.URL(), rt
+	} else {
+		model := startModel()
+		defer model.Close()
+		roomsModel(model)
+		modelURL = model.URL()
+		callers := newRoomsCallers(maxN)
+		load.callers = &callers
+	}
 
 	c, err := config.Parse([]byte("agents:\n  support:\n    model: openai/bench\n    instructions: You answer the phone.\n"))
 	if err != nil {
 		return Report{}, nil, err
 	}
-	c.Providers = map[string]config.Provider{"openai": {BaseURL: model.URL()}}
+	c.Providers = map[string]config.Provider{"openai": {BaseURL: modelURL}}
 	c.Rooms = config.Rooms{MaxRooms: maxN}
 	c.Media.Scheduling = cfg.Scheduling
 	if cfg.UDPPort != 0 {
@@ -167,17 +185,18 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		return Report{}, nil, err
 	}
 	defer stopBox()
-	base, key, calls, rms := served.URL, served.Key, served.Calls, served.Rooms
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxN, MaxConnsPerHost: maxN}}
-	// The callers' frames go out on shared pacers, as the box's do: one
-	// wake-up for the frames of many callers, not one per caller and frame.
-	callers := roomstest.Options{HTTP: client, Direct: true,
-		Pacers: pace.NewGroup(runtime.GOMAXPROCS(0), clock.New(), 20*time.Millisecond, time.Millisecond)}
-	bare, err := startBarePeers()
-	if err != nil {
-		return Report{}, nil, err
+	target, calls, rms := RoomsTarget{Base: served.URL, Key: served.Key}, served.Calls, served.Rooms
+	var bare *barePeers
+	if !cfg.NoBare {
+		if bare, err = startBarePeers(); err != nil {
+			return Report{}, nil, err
+		}
+		defer bare.close()
 	}
-	defer bare.close()
+	where := "the box, the callers and the scripted model in one process"
+	if load.model != nil {
+		where = "the box in this process, the callers in a `stackbone bench caller --rooms` process, the scripted model in a `stackbone bench model` one"
+	}
 
 	rep := Report{
 		Title: "Browser rooms: concurrent calls on the embedded WebRTC peer (PCMU), Go WebRTC callers on loopback",
@@ -188,7 +207,8 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 			"join: POST /api/voice/rooms to media connected; jitter: |gap between agent packets - the gap of their RTP timestamps (20 ms within a talkspurt)| at the callers",
 			"box pacing: the same gap where the box hands each packet to the network (as bench calls measures SIP; 100 µs buckets, to the upper edge)",
 			"overhead: wire-to-wire less endpointing and the wait for the first playable audio after the endpoint (controller metrics)",
-			"cpu %/call: process CPU (box, callers, scripted model) per call in the window, % of one core; KB/call: resident memory growth per call from the step's start",
+			where,
+			"cpu %/call: this process's CPU per call in the window, % of one core; KB/call: its resident memory growth per call from the step's start",
 			"the machine's CPU in the window: this process, the PostgreSQL backends of the run's database, and everything else the machine's processors ran (other processes, the kernel's own work), from /proc",
 			"in a --cpuprofile the callers' goroutines carry the label side=generator, the bare PeerConnections' side=bare and the scripted model's side=model",
 			"runnable wait: how long goroutines waited to run (runtime/metrics /sched/latencies, sampled; percentiles to the bucket's upper edge)",
@@ -200,25 +220,37 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	boxFailed := false // a step failed by the box's figure: largestBox stays
 	for _, n := range cfg.Steps {
 		cfg.Logger.Info("rooms step", "calls", n)
-		st, err := roomsStep(ctx, n, cfg, pool, base, key, callers, rms, calls)
+		st, err := roomsStep(ctx, n, cfg, pool, target, load, rms, calls)
 		if err != nil {
 			return Report{}, nil, err
 		}
-		st.Bare = bareStep(ctx, n, cfg, pool, bare, callers)
-		steps = append(steps, st)
+		if bare != nil {
+			if st.Bare, err = bareStep(ctx, n, cfg, pool, bare, load); err != nil {
+				return Report{}, nil, err
+			}
+		}
 		label := fmt.Sprintf("%d calls: ", n)
 		st.Join.Name, st.Jitter.Name, st.Overhead.Name, st.WireToWire.Name = label+"join", label+"agent audio pacing jitter",
 			label+"per-turn overhead", label+"wire to wire at the caller"
 		st.BoxPacing.Name = label + "agent audio pacing at the box"
 		st.Ticker.Name, st.Ticker.Baseline = label+"bare 20 ms ticker jitter", true
 		st.Runnable.Name = label + "goroutine runnable wait"
-		st.Bare.Jitter.Name, st.Bare.Pacing.Name = label+"bare PeerConnection: jitter at the callers", label+"bare PeerConnection: pacing at the peer"
-		st.Bare.Pacing.Baseline = true
-		rep.Figures = append(rep.Figures, st.Ticker, st.Bare.Jitter, st.Bare.Pacing, st.Runnable, st.Jitter, st.BoxPacing, st.Join, st.Overhead, st.WireToWire)
-		rep.Setup = append(rep.Setup, fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d; goroutines once its calls ended: %d; bare PeerConnection: %d packets, %d lost, %d errors, cpu %%/call %.2f, KB/call %d",
-			n, st.Packets, st.Lost, 100*st.CPUPerCall, st.MemPerCall/1024, runtime.NumGoroutine(),
-			st.Bare.Packets, st.Bare.Lost, st.Bare.Join.Errors, 100*st.Bare.CPUPerCall, st.Bare.MemPerCall/1024),
-			fmt.Sprintf("%d calls, the machine's CPU in the window, of one core: box %s; bare PeerConnection %s", n, st.CPU, st.Bare.CPU))
+		steps = append(steps, st)
+		line := fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d; goroutines once its calls ended: %d",
+			n, st.Packets, st.Lost, 100*st.CPUPerCall, st.MemPerCall/1024, runtime.NumGoroutine())
+		machine := fmt.Sprintf("%d calls, the machine's CPU in the window, of one core: box %s%s", n, st.CPU, loadShares(st.CallerCPU, st.ModelCPU))
+		if bare != nil {
+			st.Bare.Jitter.Name, st.Bare.Pacing.Name = label+"bare PeerConnection: jitter at the callers", label+"bare PeerConnection: pacing at the peer"
+			st.Bare.Pacing.Baseline = true
+			rep.Figures = append(rep.Figures, st.Ticker, st.Bare.Jitter, st.Bare.Pacing)
+			line += fmt.Sprintf("; bare PeerConnection: %d packets, %d lost, %d errors, cpu %%/call %.2f, KB/call %d",
+				st.Bare.Packets, st.Bare.Lost, st.Bare.Join.Errors, 100*st.Bare.CPUPerCall, st.Bare.MemPerCall/1024)
+			machine += fmt.Sprintf("; bare PeerConnection %s%s", st.Bare.CPU, loadShares(st.Bare.CallerCPU, 0))
+		} else {
+			rep.Figures = append(rep.Figures, st.Ticker)
+		}
+		rep.Figures = append(rep.Figures, st.Runnable, st.Jitter, st.BoxPacing, st.Join, st.Overhead, st.WireToWire)
+		rep.Setup = append(rep.Setup, line, machine)
 		clean := st.Join.Errors == 0 && st.Jitter.N > 0 && st.Overhead.Errors == 0 && st.Lost == 0
 		boxFailed = boxFailed || !clean || st.BoxPacing.N == 0 || st.BoxPacing.P99 >= cfg.JitterLimit
 		if !boxFailed {
@@ -238,6 +270,19 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	rep.Setup = append(rep.Setup, fmt.Sprintf("largest number of concurrent calls with pacing jitter p99 under %s at the callers, no loss and no errors: %d", cfg.JitterLimit, largest),
 		fmt.Sprintf("largest number of concurrent calls with pacing jitter p99 under %s at the box, no loss and no errors (steps until the callers' limit): %d", cfg.JitterLimit, largestBox))
 	return rep, steps, nil
+}
+
+// loadShares names the CPU of the load's own processes, where they ran
+// apart from the box.
+func loadShares(caller, model float64) string {
+	var s string
+	if caller > 0 {
+		s += fmt.Sprintf(", the caller process %.0f %%", 100*caller)
+	}
+	if model > 0 {
+		s += fmt.Sprintf(", the model process %.0f %%", 100*model)
+	}
+	return s
 }
 
 // stepWindow is a step's measurement window, as bench calls has for SIP:
@@ -329,20 +374,72 @@ func speak(ctx context.Context, c *roomstest.Client, w stepWindow, heard func(sp
 	}
 }
 
+// roomsLoad is where a run's browser callers and scripted model are: in
+// this process (callers set) or each in a process of its own (remote set).
+type roomsLoad struct {
+	callers *roomstest.Options
+	model   *remoteModel
+	rt      bool // the caller process runs at real-time priority
+}
+
+// place runs one step of n calls on t and says what the callers measured.
+func (l roomsLoad) place(ctx context.Context, cfg RoomsConfig, t RoomsTarget, n int, mark func(end bool)) (roomsCallerStep, error) {
+	if l.callers != nil {
+		return placeRooms(ctx, t, *l.callers, n, cfg.Rate, cfg.Hold, mark), nil
+	}
+	return remoteRooms(ctx, t, n, cfg.Rate, cfg.Hold, l.rt, mark)
+}
+
+// measure opens and closes a step's window on the process's and the
+// model process's CPU; outside counts the CPU the load's processes spent
+// in the window and takes it out of the machine's "everything else".
+type stepMeter struct {
+	load           *loadMeter
+	model          *remoteModel
+	model0, model1 time.Duration
+	opened, closed time.Time
+}
+
+func (m *stepMeter) open(ctx context.Context) {
+	m.load.open(ctx)
+	if m.model != nil {
+		m.model0, m.opened = m.model.cpu(), time.Now()
+	}
+}
+
+func (m *stepMeter) close(ctx context.Context) {
+	m.load.close(ctx)
+	if m.model != nil {
+		m.model1, m.closed = m.model.cpu(), time.Now()
+	}
+}
+
+// outside is the load's processes' CPU in the window (callerCPU from the
+// caller process), in cores; the machine's "everything else" no longer
+// counts them.
+func (m *stepMeter) outside(callerCPU float64) (caller, model float64) {
+	if w := m.closed.Sub(m.opened).Seconds(); m.model != nil && w > 0 && m.model0 >= 0 && m.model1 >= 0 {
+		model = (m.model1 - m.model0).Seconds() / w
+	}
+	if sh := &m.load.load.shares; sh.Others >= 0 {
+		sh.Others = max(0, sh.Others-callerCPU-model)
+	}
+	return callerCPU, model
+}
+
 // roomsStep runs n calls on the box and collects their figures.
-func roomsStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, base, key string, callers roomstest.Options, rms *rooms.Service, calls *voice.Manager) (RoomsStep, error) {
-	var f callerFigures
+func roomsStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, t RoomsTarget, load roomsLoad, rms *rooms.Service, calls *voice.Manager) (RoomsStep, error) {
 	var ticker, overhead recorder
 	var waits0 schedWaits
 	var runnable Figures
 	var pacing0 voice.PacingCounts
 	st := RoomsStep{N: n}
-	var mu sync.Mutex
-	var callIDs []string
+	meter := stepMeter{load: newLoadMeter(pool, n, cfg.Hold), model: load.model}
 	stopTicker := make(chan struct{})
 	tickDone := make(chan struct{})
-	load := runCallers(ctx, n, cfg, pool, &f.join, func(end bool) {
+	cs, err := load.place(ctx, cfg, t, n, func(end bool) {
 		if !end {
+			meter.open(ctx)
 			waits0, pacing0 = readSchedWaits(), rms.Pacing()
 			go func() { // the baseline, through the window
 				defer close(tickDone)
@@ -361,22 +458,21 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, 
 			}()
 			return
 		}
+		meter.close(ctx)
 		st.BoxPacing = pacingFigures("", rms.Pacing().Sub(pacing0))
 		runnable = readSchedWaits().figures(waits0, "runnable")
 		close(stopTicker)
-	}, func(ctx context.Context, w stepWindow) error {
-		callID, err := benchCall(ctx, w, base, key, callers, &f)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		callIDs = append(callIDs, callID)
-		mu.Unlock()
-		return nil
 	})
-	<-tickDone
+	if err != nil {
+		return st, err
+	}
+	select {
+	case <-tickDone:
+	case <-ctx.Done():
+		return st, ctx.Err()
+	}
 	// The controller's per-turn metrics, once each call completed.
-	for _, id := range callIDs {
+	for _, id := range cs.CallIDs {
 		var rec voice.CallRecord
 		deadline := time.Now().Add(30 * time.Second)
 		for {
@@ -408,77 +504,103 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, 
 			overhead.add(max(d, 0), nil)
 		}
 	}
-	st.Join, st.Jitter, st.Ticker = f.join.figures("join", false), f.jitter.figures("jitter", false), ticker.figures("ticker", true)
-	st.Overhead, st.WireToWire, st.Runnable = overhead.figures("overhead", false), f.w2w.figures("w2w", false), runnable
-	st.Packets, st.Lost, st.CPUPerCall, st.MemPerCall, st.CPU = f.packets.Load(), f.lost.Load(), load.cpuPerCall, load.memPerCall, load.shares
+	st.CallerCPU, st.ModelCPU = meter.outside(cs.cpu)
+	lo := meter.load.load
+	st.Join, st.Jitter, st.Ticker = cs.Join, cs.Jitter, ticker.figures("ticker", true)
+	st.Overhead, st.WireToWire, st.Runnable = overhead.figures("overhead", false), cs.WireToWire, runnable
+	st.Packets, st.Lost, st.CPUPerCall, st.MemPerCall, st.CPU = cs.Packets, cs.Lost, lo.cpuPerCall, lo.memPerCall, lo.shares
 	return st, nil
 }
 
 // bareStep runs the same n callers against the bare PeerConnections.
-func bareStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, b *barePeers, callers roomstest.Options) BareStep {
+func bareStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, b *barePeers, load roomsLoad) (BareStep, error) {
 	if (config.Media{Scheduling: cfg.Scheduling}).Realtime() {
 		if release, err := realtime.Hold(); err == nil { // as the box holds it while its calls are in progress
 			defer release()
 		}
 	}
-	var f callerFigures
 	var pacing0 voice.PacingCounts
 	var st BareStep
-	load := runCallers(ctx, n, cfg, pool, &f.join, func(end bool) {
+	meter := stepMeter{load: newLoadMeter(pool, n, cfg.Hold)}
+	cs, err := load.place(ctx, cfg, RoomsTarget{Base: b.url, Bare: b.offerURL()}, n, func(end bool) {
 		if !end {
+			meter.open(ctx)
 			pacing0 = b.pacing.Counts()
 			return
 		}
+		meter.close(ctx)
 		st.Pacing = pacingFigures("", b.pacing.Counts().Sub(pacing0))
-	}, func(ctx context.Context, w stepWindow) error {
-		return bareCall(ctx, w, b, callers, &f)
 	})
+	if err != nil {
+		return st, err
+	}
 	b.settle(ctx)
-	st.Join, st.Jitter, st.Packets, st.Lost = f.join.figures("join", true), f.jitter.figures("jitter", true), f.packets.Load(), f.lost.Load()
-	st.CPUPerCall, st.MemPerCall, st.CPU = load.cpuPerCall, load.memPerCall, load.shares
-	return st
+	st.CallerCPU, _ = meter.outside(cs.cpu)
+	lo := meter.load.load
+	st.Join, st.Jitter, st.Packets, st.Lost = cs.Join, cs.Jitter, cs.Packets, cs.Lost
+	st.CPUPerCall, st.MemPerCall, st.CPU = lo.cpuPerCall, lo.memPerCall, lo.shares
+	return st, nil
 }
 
 // stepLoad is what a step's calls cost the process in the window: CPU time
-// (box or bare peers, callers, scripted model) per call and second as a
-// fraction of one core, resident memory growth per call from the step's
-// start, and the window's CPU by who spent it.
+// (box or bare peers, and the callers and scripted model when they run in
+// it) per call and second as a fraction of one core, resident memory
+// growth per call from the step's start, and the window's CPU by who spent
+// it.
 type stepLoad struct {
 	cpuPerCall float64
 	memPerCall int64
 	shares     cpuShares
 }
 
-// runCallers starts n calls at cfg.Rate a second, each in a goroutine
-// labelled side=generator for a CPU profile, and holds them through the
-// window; mark runs as the window opens (false) and as it closes (true),
-// before the callers hang up. A call's error counts in join.
-func runCallers(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, join *recorder, mark func(end bool), call func(context.Context, stepWindow) error) stepLoad {
-	start, rss0 := time.Now(), residentBytes()
-	ramp := time.Duration(n) * time.Second / time.Duration(cfg.Rate)
+// loadMeter measures a step's stepLoad: started as the step starts, opened
+// and closed with its window.
+type loadMeter struct {
+	pool *pgxpool.Pool
+	n    int
+	hold time.Duration
+	rss0 int64
+	cpu0 cpuReading
+	load stepLoad
+}
+
+func newLoadMeter(pool *pgxpool.Pool, n int, hold time.Duration) *loadMeter {
+	return &loadMeter{pool: pool, n: n, hold: hold, rss0: residentBytes()}
+}
+
+func (m *loadMeter) open(ctx context.Context) { m.cpu0 = readCPU(ctx, m.pool) }
+
+func (m *loadMeter) close(ctx context.Context) {
+	cpu, rss := readCPU(ctx, m.pool), residentBytes()
+	shares := cpu.sharesSince(m.cpu0, m.hold)
+	m.load = stepLoad{cpuPerCall: shares.Process / float64(m.n), memPerCall: (rss - m.rss0) / int64(m.n), shares: shares}
+}
+
+// runCallers starts n calls at rate a second, each in a goroutine
+// labelled side=generator for a CPU profile, and holds them through a
+// window of hold that opens once every call should be up; mark runs as
+// the window opens (false) and as it closes (true), before the callers
+// hang up. A call's error counts in join.
+func runCallers(ctx context.Context, n, rate int, hold time.Duration, join *recorder, mark func(end bool), call func(context.Context, stepWindow) error) {
+	start := time.Now()
+	ramp := time.Duration(n) * time.Second / time.Duration(rate)
 	w := stepWindow{from: start.Add(ramp + time.Second), stop: make(chan struct{})}
-	w.to = w.from.Add(cfg.Hold)
-	var load stepLoad
-	var cpu0 cpuReading
+	w.to = w.from.Add(hold)
 	var marks sync.WaitGroup
 	marks.Add(2)
 	time.AfterFunc(time.Until(w.from), func() {
 		defer marks.Done()
-		cpu0 = readCPU(ctx, pool)
 		mark(false)
 	})
 	time.AfterFunc(time.Until(w.to), func() {
 		defer marks.Done()
-		cpu, rss := readCPU(ctx, pool), residentBytes()
 		mark(true)
-		shares := cpu.sharesSince(cpu0, cfg.Hold)
-		load = stepLoad{cpuPerCall: shares.Process / float64(n), memPerCall: (rss - rss0) / int64(n), shares: shares}
 		close(w.stop)
 	})
 	var wg sync.WaitGroup
 	gctx := pprof.WithLabels(ctx, pprof.Labels("side", "generator"))
 	for i := 0; i < n; i++ {
-		if !sleepCtx(ctx, time.Until(start.Add(time.Duration(i)*time.Second/time.Duration(cfg.Rate)))) {
+		if !sleepCtx(ctx, time.Until(start.Add(time.Duration(i)*time.Second/time.Duration(rate)))) {
 			break
 		}
 		wg.Add(1)
@@ -491,7 +613,6 @@ func runCallers(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool,
 	}
 	wg.Wait()
 	marks.Wait()
-	return load
 }
 
 // benchCall is one caller: open a room, join, speak every turnCycle and

@@ -9,9 +9,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/pprof"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pion/ice/v4"
@@ -39,7 +37,6 @@ type barePeers struct {
 	srv    *http.Server
 	url    string
 	pacing voice.Pacing
-	next   atomic.Int64
 
 	mu    sync.Mutex
 	peers map[*barePeer]struct{}
@@ -79,17 +76,16 @@ func startBarePeers() (*barePeers, error) {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /bare/{id}/offer", b.offer)
+	mux.HandleFunc("POST /bare/offer", b.offer)
 	b.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	b.url = "http://" + ln.Addr().String()
 	go func() { _ = b.srv.Serve(ln) }()
 	return b, nil
 }
 
-// offerURL is a new peer's offer route, relative to url.
-func (b *barePeers) offerURL() string {
-	return "/bare/" + strconv.FormatInt(b.next.Add(1), 10) + "/offer"
-}
+// offerURL is the peers' offer route, relative to url: each offer
+// answered there is a peer of its own.
+func (b *barePeers) offerURL() string { return "/bare/offer" }
 
 // close ends every peer still up and the signalling server.
 func (b *barePeers) close() {
@@ -261,10 +257,10 @@ func bareRead(t *webrtc.TrackRemote) {
 
 // bareCall is one caller of the baseline: join a bare peer, speak every
 // turnCycle until the window ends, hang up.
-func bareCall(ctx context.Context, w stepWindow, b *barePeers, callers roomstest.Options, f *callerFigures) error {
+func bareCall(ctx context.Context, w stepWindow, base, offerURL string, callers roomstest.Options, f *callerFigures) error {
 	start := time.Now()
 	jctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	callers.BaseURL, callers.OfferURL = b.url, b.offerURL()
+	callers.BaseURL, callers.OfferURL = base, offerURL
 	c, err := roomstest.Join(jctx, callers)
 	cancel()
 	if err != nil {

@@ -28,6 +28,7 @@ it prints what it served ({"faulted":..,"streams":..,"finals":..}) and exits. be
 		},
 	}
 	cmd.Flags().IntVar(&cfg.FailEvery, "fail-every", 0, "N ≥ 2: fail one chat request in N with a 500")
+	cmd.Flags().StringVar(&cfg.Script, "script", "", "rooms: answer as bench rooms' model; empty: as bench calls'")
 	cmd.Flags().BoolVar(&cfg.Realtime, "realtime", false, "run at real-time priority, as a box under media.scheduling realtime")
 	return cmd
 }

@@ -47,6 +47,8 @@ the private cluster of stackbone dev under --data-dir.`,
 	c.Flags().DurationVar(&cfg.JitterLimit, "jitter-limit", 5*time.Millisecond, "pacing jitter p99 a step must stay under")
 	c.Flags().IntVar(&cfg.UDPPort, "udp-port", 0, "carry every room's media on this one UDP port (rooms.embedded.udpPort), as a box behind a firewall does; 0: a port per room")
 	c.Flags().StringVar(&cfg.Scheduling, "scheduling", config.SchedulingRealtime, "the box's media.scheduling: realtime (as the shipped configurations) or normal; the bare PeerConnection baseline runs the same")
+	c.Flags().StringVar(&cfg.Caller, "caller", "", "process: join the calls from a separate `stackbone bench caller --rooms` process and serve the scripted model from a `stackbone bench model` one, so this process's CPU is the box's own; empty: all in this process")
+	c.Flags().BoolVar(&cfg.NoBare, "no-bare", false, "leave out the bare PeerConnection baseline")
 	c.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "private cluster location when STACKBONE_DATABASE_URL is unset")
 	return c
 }

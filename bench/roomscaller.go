@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/stackbone/box/internal/pace"
+	"github.com/stackbone/box/internal/realtime"
+	"github.com/stackbone/box/rooms/roomstest"
+)
+
+// RoomsTarget is where browser callers join: the box's rooms (opened with
+// POST /api/voice/rooms on Base with Key) or, when Bare is set, the bare
+// PeerConnections of the baseline at that offer URL.
+type RoomsTarget struct {
+	Base, Key string
+	Bare      string
+}
+
+// RoomsCallerConfig is one step of browser calls that `stackbone bench
+// caller --rooms` places from its own process.
+type RoomsCallerConfig struct {
+	Target   RoomsTarget
+	Calls    int
+	Rate     int // calls joined per second
+	Hold     time.Duration
+	Realtime bool // as CallerConfig.Realtime
+}
+
+// roomsCallerStep is what a step's browser callers measured: join time,
+// the jitter of the agent's packets as they arrived, wire-to-wire, the
+// packets and the sequence numbers missing, and the calls the box opened.
+type roomsCallerStep struct {
+	Join, Jitter, WireToWire Figures
+	Packets, Lost            int64
+	CallIDs                  []string
+	// cpu is the caller process's CPU in the window, in cores (0 when
+	// the callers run in the box's process).
+	cpu float64
+}
+
+type roomsCallerLine struct {
+	Window string           `json:"window,omitempty"`
+	Step   *roomsCallerStep `json:"step,omitempty"`
+	Error  string           `json:"error,omitempty"`
+}
+
+// newRoomsCallers is how a load's browser callers join: Direct (pion's
+// ICE, DTLS and SRTP without a PeerConnection) with their frames on shared
+// pacers, as the box's own go out (one wake-up for the frames of many
+// callers, not one per caller and frame).
+func newRoomsCallers(n int) roomstest.Options {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n}}
+	return roomstest.Options{HTTP: client, Direct: true,
+		Pacers: pace.NewGroup(runtime.GOMAXPROCS(0), clock.New(), 20*time.Millisecond, time.Millisecond)}
+}
+
+// placeRooms runs one step of n browser calls on t in this process: mark
+// runs as the window opens (false) and closes (true).
+func placeRooms(ctx context.Context, t RoomsTarget, callers roomstest.Options, n, rate int, hold time.Duration, mark func(end bool)) roomsCallerStep {
+	var f callerFigures
+	var mu sync.Mutex
+	var ids []string
+	runCallers(ctx, n, rate, hold, &f.join, mark, func(ctx context.Context, w stepWindow) error {
+		if t.Bare != "" {
+			return bareCall(ctx, w, t.Base, t.Bare, callers, &f)
+		}
+		id, err := benchCall(ctx, w, t.Base, t.Key, callers, &f)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		ids = append(ids, id)
+		mu.Unlock()
+		return nil
+	})
+	return roomsCallerStep{Join: f.join.figures("join", t.Bare != ""), Jitter: f.jitter.figures("jitter", t.Bare != ""),
+		WireToWire: f.w2w.figures("w2w", false), Packets: f.packets.Load(), Lost: f.lost.Load(), CallIDs: ids}
+}
+
+// RunRoomsCaller places one step of browser calls (as bench rooms' callers
+// do) and writes JSON lines to out: {"window":"start"} and
+// {"window":"end"} as the measurement window opens and closes, then
+// {"step":...}.
+func RunRoomsCaller(ctx context.Context, cfg RoomsCallerConfig, out io.Writer) error {
+	enc := json.NewEncoder(out)
+	var mu sync.Mutex
+	emit := func(l roomsCallerLine) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = enc.Encode(l)
+	}
+	if cfg.Calls <= 0 || cfg.Rate <= 0 || cfg.Hold <= 0 {
+		err := fmt.Errorf("bench caller: --calls, --rate and --hold must be positive")
+		emit(roomsCallerLine{Error: err.Error()})
+		return err
+	}
+	if cfg.Realtime {
+		if release, err := realtime.Hold(); err == nil {
+			defer release()
+		}
+	}
+	step := placeRooms(ctx, cfg.Target, newRoomsCallers(cfg.Calls), cfg.Calls, cfg.Rate, cfg.Hold, func(end bool) {
+		w := "start"
+		if end {
+			w = "end"
+		}
+		emit(roomsCallerLine{Window: w})
+	})
+	emit(roomsCallerLine{Step: &step})
+	return nil
+}
+
+// remoteRooms runs one step of browser calls in a `stackbone bench caller
+// --rooms` process (this executable); window is called as the process
+// reports the window opening and closing.
+func remoteRooms(ctx context.Context, t RoomsTarget, n, rate int, hold time.Duration, rt bool, window func(end bool)) (roomsCallerStep, error) {
+	var step roomsCallerStep
+	exe, err := os.Executable()
+	if err != nil {
+		return step, err
+	}
+	cmd := exec.CommandContext(ctx, exe, "bench", "caller", "--rooms", "--base", t.Base, "--key", t.Key, "--bare", t.Bare,
+		"--calls", strconv.Itoa(n), "--rate", strconv.Itoa(rate), "--hold", hold.String(), "--realtime="+strconv.FormatBool(rt))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return step, err
+	}
+	if err := cmd.Start(); err != nil {
+		return step, fmt.Errorf("bench caller: %w", err)
+	}
+	var cpu0 time.Duration
+	var opened time.Time
+	var got *roomsCallerStep
+	var failed string
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var l roomsCallerLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		switch {
+		case l.Window == "start":
+			cpu0, opened = pidCPU(cmd.Process.Pid), time.Now()
+			window(false)
+		case l.Window == "end":
+			cpu1 := pidCPU(cmd.Process.Pid)
+			window(true)
+			if s := time.Since(opened).Seconds(); s > 0 && cpu0 >= 0 && cpu1 >= 0 {
+				step.cpu = (cpu1 - cpu0).Seconds() / s
+			}
+		case l.Step != nil:
+			got = l.Step
+		case l.Error != "":
+			failed = l.Error
+		}
+	}
+	werr := cmd.Wait()
+	if got == nil {
+		if failed == "" && werr != nil {
+			failed = werr.Error()
+		}
+		return step, fmt.Errorf("bench caller: %s", failed)
+	}
+	got.cpu = step.cpu
+	return *got, nil
+}
