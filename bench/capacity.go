@@ -25,7 +25,10 @@ type CapacityConfig struct {
 	Caller string
 	// Scheduling is the box's media.scheduling (CallsConfig.Scheduling).
 	Scheduling string
-	Logger     *slog.Logger
+	// Media is what the climb carries: "sip" (the default) or "rooms",
+	// browser calls on the embedded WebRTC peer (bench rooms' load).
+	Media  string
+	Logger *slog.Logger
 }
 
 // CapacityClimb is one media path's climb.
@@ -41,6 +44,11 @@ type CapacityReport struct {
 	Setup  []string
 	Procs  int
 	Climbs []CapacityClimb
+	// Rooms is the browser climb (Media "rooms"): its steps, each with
+	// the bare PeerConnections' baseline, and the largest step the box
+	// held.
+	Rooms        []RoomsStep
+	RoomsLargest int
 }
 
 // Capacity climbs concurrent SIP calls (each with a speaking caller and
@@ -67,6 +75,12 @@ func Capacity(ctx context.Context, cfg CapacityConfig) (CapacityReport, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Media == "rooms" {
+		return roomsCapacity(ctx, cfg)
+	}
+	if cfg.Media != "" && cfg.Media != "sip" {
+		return CapacityReport{}, fmt.Errorf("bench capacity: media %q: want sip or rooms", cfg.Media)
 	}
 	rep := CapacityReport{Procs: runtimeProcs(), Climbs: []CapacityClimb{
 		{Name: "port per call (before)", RTPPort: -1},
@@ -102,8 +116,38 @@ func Capacity(ctx context.Context, cfg CapacityConfig) (CapacityReport, error) {
 	return rep, nil
 }
 
+// roomsCapacity climbs browser calls on the embedded peer (bench rooms'
+// load, the callers and the scripted model in processes of their own)
+// until the box's pacing p99 passes 5 ms or a packet is lost, each step
+// followed by the same callers against bare pion PeerConnections.
+func roomsCapacity(ctx context.Context, cfg CapacityConfig) (CapacityReport, error) {
+	var steps []int
+	for n := cfg.From; n <= cfg.Max; n += cfg.Step {
+		steps = append(steps, n)
+	}
+	rep, st, err := Rooms(ctx, RoomsConfig{AdminURL: cfg.AdminURL, Steps: steps, Hold: cfg.Hold, Rate: cfg.Rate,
+		JitterLimit: 5 * time.Millisecond, Scheduling: cfg.Scheduling, Caller: cfg.Caller, ByBox: true, Logger: cfg.Logger})
+	out := CapacityReport{Procs: runtimeProcs(), Rooms: st}
+	for _, s := range rep.Setup {
+		if !strings.Contains(s, " calls: ") && !strings.Contains(s, " calls, ") && !strings.HasPrefix(s, "largest") {
+			out.Setup = append(out.Setup, s)
+		}
+	}
+	for _, s := range st {
+		if s.Lost > 0 || s.Join.Errors > 0 || s.BoxPacing.N == 0 || s.BoxPacing.P99 >= 5*time.Millisecond {
+			break
+		}
+		out.RoomsLargest = s.N
+	}
+	return out, err
+}
+
 // Print writes the climbs and the capacity they found.
 func (r CapacityReport) Print(w io.Writer) {
+	if r.Rooms != nil {
+		r.printRooms(w)
+		return
+	}
 	fmt.Fprintln(w, "Capacity: concurrent SIP calls until box pacing p99 passes 5 ms or a frame is lost")
 	for _, s := range r.Setup {
 		if strings.HasPrefix(s, "the box's RTP:") {
@@ -135,4 +179,28 @@ func (r CapacityReport) Print(w io.Writer) {
 		fmt.Fprintf(w, "%s: %d calls held on %d processors, %.0f calls per core, %d KB of heap and stacks per call\n",
 			c.Name, c.Largest, r.Procs, float64(c.Largest)/float64(max(r.Procs, 1)), kb)
 	}
+}
+
+// printRooms writes the browser climb.
+func (r CapacityReport) printRooms(w io.Writer) {
+	fmt.Fprintln(w, "Capacity: concurrent browser calls on the embedded WebRTC peer until box pacing p99 passes 5 ms or a packet is lost")
+	for _, s := range r.Setup {
+		fmt.Fprintln(w, "  "+s)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "calls	joined	errors	join p95 ms	pacing p99 ms	pacing max ms	callers' jitter p99 ms	lost	cpu %/call	caller cpu %	model cpu %	PostgreSQL cpu %	KB/call	bare pacing p99 ms	bare cpu %/call	")
+	for _, s := range r.Rooms {
+		fmt.Fprintf(tw, "%d	%d	%d	%.1f	%.1f	%.1f	%.1f	%d	%.2f	%.0f	%.0f	%.0f	%d	%.1f	%.2f	\n", s.N, s.Join.N, s.Join.Errors,
+			ms(s.Join.P95), ms(s.BoxPacing.P99), ms(s.BoxPacing.Max), ms(s.Jitter.P99), s.Lost, 100*s.CPUPerCall, 100*s.CallerCPU, 100*s.ModelCPU,
+			100*max(s.CPU.DB, 0), s.MemPerCall/1024, ms(s.Bare.Pacing.P99), 100*s.Bare.CPUPerCall)
+	}
+	tw.Flush()
+	var kb int64
+	for _, s := range r.Rooms {
+		if s.N == r.RoomsLargest {
+			kb = s.MemPerCall / 1024
+		}
+	}
+	fmt.Fprintf(w, "embedded peer: %d calls held on %d processors, %.0f calls per core, %d KB resident per call\n",
+		r.RoomsLargest, r.Procs, float64(r.RoomsLargest)/float64(max(r.Procs, 1)), kb)
 }

@@ -27,7 +27,12 @@ load generator in processes of their own on loopback, each call a speaking calle
 answering agent) at --from, --from+--step, ... calls until box pacing p99 passes 5 ms, a frame is
 lost or dropped or a call fails, once with the box's shared RTP port and once with a
 port per call (the media path before it), taking turns at each step. It prints each
-step and the calls per core and memory per call each path held.`,
+step and the calls per core and memory per call each path held.
+
+With --media rooms it climbs browser calls on the embedded WebRTC peer instead (see bench
+rooms: the callers in a stackbone bench caller --rooms process, the scripted model in a
+stackbone bench model one) until the box's pacing p99 passes 5 ms or a packet is lost,
+each step followed by the same callers against bare pion PeerConnections.`,
 		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.CapacityReport, error) {
 			cfg.AdminURL, cfg.Logger = admin, log
 			return bench.Capacity(ctx, cfg)
@@ -40,6 +45,7 @@ step and the calls per core and memory per call each path held.`,
 	cmd.Flags().IntVar(&cfg.Rate, "rate", 50, "calls started per second")
 	cmd.Flags().StringVar(&cfg.STT, "stt", "http", "how the agent listens: http, realtime or deepgram")
 	cmd.Flags().StringVar(&cfg.Caller, "caller", "process", "process: the calls come from a separate `stackbone bench caller` process; empty: a generator inside the box's process")
+	cmd.Flags().StringVar(&cfg.Media, "media", "sip", "what the calls carry: sip (G.711 over RTP) or rooms (browser calls on the embedded WebRTC peer)")
 	cmd.Flags().StringVar(&cfg.Scheduling, "scheduling", config.SchedulingRealtime, "the box's media.scheduling: realtime (as the shipped configurations) or normal")
 	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "where the private PostgreSQL cluster lives")
 	return cmd
