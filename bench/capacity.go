@@ -25,10 +25,13 @@ type CapacityConfig struct {
 	Caller string
 	// Scheduling is the box's media.scheduling (CallsConfig.Scheduling).
 	Scheduling string
-	// Media is what the climb carries: "sip" (the default) or "rooms",
-	// browser calls on the embedded WebRTC peer (bench rooms' load).
-	Media  string
-	Logger *slog.Logger
+	// Media is what the climb carries: "sip" (the default), "rooms",
+	// browser calls on the embedded WebRTC peer (bench rooms' load), or
+	// "mix": half of each on one box, beside text turns at TextRate.
+	Media string
+	// TextRate is the mixed climb's streaming text turns a second.
+	TextRate int
+	Logger   *slog.Logger
 }
 
 // CapacityClimb is one media path's climb.
@@ -49,6 +52,9 @@ type CapacityReport struct {
 	// held.
 	Rooms        []RoomsStep
 	RoomsLargest int
+	// Mixed is the mixed climb (Media "mix").
+	Mixed        []MixStep
+	MixedLargest int
 }
 
 // Capacity climbs concurrent SIP calls (each with a speaking caller and
@@ -79,8 +85,11 @@ func Capacity(ctx context.Context, cfg CapacityConfig) (CapacityReport, error) {
 	if cfg.Media == "rooms" {
 		return roomsCapacity(ctx, cfg)
 	}
+	if cfg.Media == "mix" {
+		return mixCapacity(ctx, cfg)
+	}
 	if cfg.Media != "" && cfg.Media != "sip" {
-		return CapacityReport{}, fmt.Errorf("bench capacity: media %q: want sip or rooms", cfg.Media)
+		return CapacityReport{}, fmt.Errorf("bench capacity: media %q: want sip, rooms or mix", cfg.Media)
 	}
 	rep := CapacityReport{Procs: runtimeProcs(), Climbs: []CapacityClimb{
 		{Name: "port per call (before)", RTPPort: -1},
@@ -127,7 +136,7 @@ func roomsCapacity(ctx context.Context, cfg CapacityConfig) (CapacityReport, err
 	}
 	rep, st, err := Rooms(ctx, RoomsConfig{AdminURL: cfg.AdminURL, Steps: steps, Hold: cfg.Hold, Rate: cfg.Rate,
 		JitterLimit: 5 * time.Millisecond, Scheduling: cfg.Scheduling, Caller: cfg.Caller, ByBox: true, Logger: cfg.Logger})
-	out := CapacityReport{Procs: runtimeProcs(), Rooms: st}
+	out := CapacityReport{Procs: runtimeProcs(), Rooms: append([]RoomsStep{}, st...)}
 	for _, s := range rep.Setup {
 		if !strings.Contains(s, " calls: ") && !strings.Contains(s, " calls, ") && !strings.HasPrefix(s, "largest") {
 			out.Setup = append(out.Setup, s)
@@ -146,6 +155,10 @@ func roomsCapacity(ctx context.Context, cfg CapacityConfig) (CapacityReport, err
 func (r CapacityReport) Print(w io.Writer) {
 	if r.Rooms != nil {
 		r.printRooms(w)
+		return
+	}
+	if r.Mixed != nil {
+		r.printMixed(w)
 		return
 	}
 	fmt.Fprintln(w, "Capacity: concurrent SIP calls until box pacing p99 passes 5 ms or a frame is lost")
@@ -203,4 +216,34 @@ func (r CapacityReport) printRooms(w io.Writer) {
 	}
 	fmt.Fprintf(w, "embedded peer: %d calls held on %d processors, %.0f calls per core, %d KB resident per call\n",
 		r.RoomsLargest, r.Procs, float64(r.RoomsLargest)/float64(max(r.Procs, 1)), kb)
+}
+
+// printMixed writes the mixed climb.
+func (r CapacityReport) printMixed(w io.Writer) {
+	fmt.Fprintln(w, "Capacity: concurrent calls, half SIP and half browser, with text turns, until box pacing p99 passes 5 ms or a frame is lost")
+	for _, s := range r.Setup {
+		fmt.Fprintln(w, "  "+s)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "calls\tSIP up\tfailed\tSIP pacing p99 ms\tlost\tdropped\tbrowser up\tfailed\tbrowser pacing p99 ms\tlost\ttext turns\terrors\tfirst token p95 ms\tcpu %/call\tcallers cpu %\tmodel cpu %\tPostgreSQL cpu %\theap KB/call\t")
+	for _, s := range r.Mixed {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%d\t%d\t%d\t%d\t%.1f\t%d\t%d\t%d\t%.1f\t%.2f\t%.0f\t%.0f\t%.0f\t%d\t\n", s.Calls,
+			s.SIP.Up, s.SIP.Failed, ms(s.SIP.Pacing.P99), s.SIP.Lost, s.SIP.Dropped,
+			s.Rooms.Up, s.Rooms.Failed, ms(s.Rooms.Pacing.P99), s.Rooms.Lost,
+			s.Text.N, s.Text.Errors, ms(s.Text.P95), 100*s.CPUPerCall, 100*s.CallerCPU, 100*s.ModelCPU, 100*max(s.CPU.DB, 0), s.HeapPerCall/1024)
+	}
+	tw.Flush()
+	for _, s := range r.Mixed {
+		if s.Text.FirstError != "" {
+			fmt.Fprintf(w, "  %d calls: first of %d text turn errors: %s\n", s.Calls, s.Text.Errors, s.Text.FirstError)
+		}
+	}
+	var kb int64
+	for _, s := range r.Mixed {
+		if s.Calls == r.MixedLargest {
+			kb = s.HeapPerCall / 1024
+		}
+	}
+	fmt.Fprintf(w, "mixed: %d calls held on %d processors, %.0f calls per core, %d KB of heap and stacks per call\n",
+		r.MixedLargest, r.Procs, float64(r.MixedLargest)/float64(max(r.Procs, 1)), kb)
 }

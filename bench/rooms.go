@@ -628,9 +628,14 @@ func runCallers(ctx context.Context, n, rate int, hold time.Duration, join *reco
 
 // benchCall is one caller: open a room, join, speak every turnCycle and
 // hear the answers until the window ends, hang up.
-func benchCall(ctx context.Context, w stepWindow, base, key string, callers roomstest.Options, f *callerFigures) (string, error) {
+func benchCall(ctx context.Context, w stepWindow, t RoomsTarget, callers roomstest.Options, f *callerFigures) (string, error) {
 	start := time.Now()
-	body, _ := json.Marshal(map[string]string{"agent": "support"})
+	agent := t.Agent
+	if agent == "" {
+		agent = "support"
+	}
+	base, key := t.Base, t.Key
+	body, _ := json.Marshal(map[string]string{"agent": agent})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/voice/rooms", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")

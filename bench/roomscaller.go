@@ -22,11 +22,12 @@ import (
 )
 
 // RoomsTarget is where browser callers join: the box's rooms (opened with
-// POST /api/voice/rooms on Base with Key) or, when Bare is set, the bare
-// PeerConnections of the baseline at that offer URL.
+// POST /api/voice/rooms on Base with Key, for Agent: default "support") or,
+// when Bare is set, the bare PeerConnections of the baseline at that offer
+// URL.
 type RoomsTarget struct {
-	Base, Key string
-	Bare      string
+	Base, Key, Agent string
+	Bare             string
 }
 
 // RoomsCallerConfig is one step of browser calls that `stackbone bench
@@ -77,7 +78,7 @@ func placeRooms(ctx context.Context, t RoomsTarget, callers roomstest.Options, n
 		if t.Bare != "" {
 			return bareCall(ctx, w, t.Base, t.Bare, callers, &f)
 		}
-		id, err := benchCall(ctx, w, t.Base, t.Key, callers, &f)
+		id, err := benchCall(ctx, w, t, callers, &f)
 		if err != nil {
 			return err
 		}
@@ -132,7 +133,7 @@ func remoteRooms(ctx context.Context, t RoomsTarget, n, rate int, hold time.Dura
 	if err != nil {
 		return step, err
 	}
-	cmd := exec.CommandContext(ctx, exe, "bench", "caller", "--rooms", "--base", t.Base, "--key", t.Key, "--bare", t.Bare,
+	cmd := exec.CommandContext(ctx, exe, "bench", "caller", "--rooms", "--base", t.Base, "--key", t.Key, "--agent", t.Agent, "--bare", t.Bare,
 		"--calls", strconv.Itoa(n), "--rate", strconv.Itoa(rate), "--hold", hold.String(), "--realtime="+strconv.FormatBool(rt))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

@@ -50,6 +50,7 @@ each a Go WebRTC caller speaking 1.2 s every 3.5 s; bench rooms --caller process
 	cmd.Flags().BoolVar(&browser, "rooms", false, "join browser rooms (WebRTC) instead of placing SIP calls")
 	cmd.Flags().StringVar(&rooms.Target.Base, "base", "", "with --rooms: the box's HTTP address (http://127.0.0.1:PORT)")
 	cmd.Flags().StringVar(&rooms.Target.Key, "key", "", "with --rooms: an API key with the voice scope")
+	cmd.Flags().StringVar(&rooms.Target.Agent, "agent", "support", "with --rooms: the agent the rooms are opened for")
 	cmd.Flags().StringVar(&rooms.Target.Bare, "bare", "", "with --rooms: join the bare PeerConnections at this offer route of --base instead of the box's rooms")
 	return cmd
 }

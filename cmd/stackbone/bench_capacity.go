@@ -32,7 +32,10 @@ step and the calls per core and memory per call each path held.
 With --media rooms it climbs browser calls on the embedded WebRTC peer instead (see bench
 rooms: the callers in a stackbone bench caller --rooms process, the scripted model in a
 stackbone bench model one) until the box's pacing p99 passes 5 ms or a packet is lost,
-each step followed by the same callers against bare pion PeerConnections.`,
+each step followed by the same callers against bare pion PeerConnections. With --media mix
+each step carries half its calls over SIP and half from browsers on one box, beside
+--text-rate streaming text turns a second on the OpenAI wire, until either kind's pacing
+p99 passes 5 ms, a frame is lost or dropped, or a turn fails.`,
 		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.CapacityReport, error) {
 			cfg.AdminURL, cfg.Logger = admin, log
 			return bench.Capacity(ctx, cfg)
@@ -45,7 +48,8 @@ each step followed by the same callers against bare pion PeerConnections.`,
 	cmd.Flags().IntVar(&cfg.Rate, "rate", 50, "calls started per second")
 	cmd.Flags().StringVar(&cfg.STT, "stt", "http", "how the agent listens: http, realtime or deepgram")
 	cmd.Flags().StringVar(&cfg.Caller, "caller", "process", "process: the calls come from a separate `stackbone bench caller` process; empty: a generator inside the box's process")
-	cmd.Flags().StringVar(&cfg.Media, "media", "sip", "what the calls carry: sip (G.711 over RTP) or rooms (browser calls on the embedded WebRTC peer)")
+	cmd.Flags().StringVar(&cfg.Media, "media", "sip", "what the calls carry: sip (G.711 over RTP), rooms (browser calls on the embedded WebRTC peer) or mix (half of each, beside text turns)")
+	cmd.Flags().IntVar(&cfg.TextRate, "text-rate", 10, "with --media mix: streaming text turns a second")
 	cmd.Flags().StringVar(&cfg.Scheduling, "scheduling", config.SchedulingRealtime, "the box's media.scheduling: realtime (as the shipped configurations) or normal")
 	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "where the private PostgreSQL cluster lives")
 	return cmd
