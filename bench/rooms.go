@@ -19,6 +19,7 @@ import (
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/realtime"
+	"github.com/stackbone/box/internal/rtpmux"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/rooms/roomstest"
 	"github.com/stackbone/box/voice"
@@ -107,6 +108,10 @@ type RoomsStep struct {
 	// they run in this one).
 	CPU                 cpuShares
 	CallerCPU, ModelCPU float64
+	// Sends are the window's agent packets sent in batches on the one UDP
+	// port and the system calls that sent them (zero with a port per
+	// room).
+	Sends rtpmux.SenderStats
 	// Bare is the in-run baseline: the same callers against bare
 	// peers (barePeers) right after the box's step.
 	Bare BareStep
@@ -243,6 +248,10 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		steps = append(steps, st)
 		line := fmt.Sprintf("%d calls: %d agent packets received, %d lost; cpu %%/call %.2f, KB/call %d; goroutines once its calls ended: %d",
 			n, st.Packets, st.Lost, 100*st.CPUPerCall, st.MemPerCall/1024, runtime.NumGoroutine())
+		if st.Sends.Sent > 0 {
+			line += fmt.Sprintf("; %.3f sendmmsg per agent packet sent on the one port (%d packets, %d system calls, %d failed)",
+				float64(st.Sends.SendCalls)/float64(st.Sends.Sent), st.Sends.Sent, st.Sends.SendCalls, st.Sends.Failures)
+		}
 		machine := fmt.Sprintf("%d calls, the machine's CPU in the window, of one core: box %s%s", n, st.CPU, loadShares(st.CallerCPU, st.ModelCPU))
 		if bare != nil {
 			st.Bare.Jitter.Name, st.Bare.Pacing.Name = label+"bare PeerConnection: jitter at the callers", label+"bare PeerConnection: pacing at the peer"
@@ -444,6 +453,7 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, 
 	var waits0 schedWaits
 	var runnable Figures
 	var pacing0 voice.PacingCounts
+	var sends0 rtpmux.SenderStats
 	st := RoomsStep{N: n}
 	meter := stepMeter{load: newLoadMeter(pool, n, cfg.Hold), model: load.model}
 	stopTicker := make(chan struct{})
@@ -451,7 +461,7 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, 
 	cs, err := load.place(ctx, cfg, t, n, func(end bool) {
 		if !end {
 			meter.open(ctx)
-			waits0, pacing0 = readSchedWaits(), rms.Pacing()
+			waits0, pacing0, sends0 = readSchedWaits(), rms.Pacing(), rms.SharedSends()
 			go func() { // the baseline, through the window
 				defer close(tickDone)
 				t := time.NewTicker(20 * time.Millisecond)
@@ -471,6 +481,8 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, 
 		}
 		meter.close(ctx)
 		st.BoxPacing = pacingFigures("", rms.Pacing().Sub(pacing0))
+		sends := rms.SharedSends()
+		st.Sends = rtpmux.SenderStats{Sent: sends.Sent - sends0.Sent, SendCalls: sends.SendCalls - sends0.SendCalls, Failures: sends.Failures - sends0.Failures}
 		runnable = readSchedWaits().figures(waits0, "runnable")
 		close(stopTicker)
 	})

@@ -27,6 +27,8 @@ import (
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/companding"
+	"github.com/stackbone/box/internal/pace"
+	"github.com/stackbone/box/internal/rtpmux"
 	"github.com/stackbone/box/rooms/internal/srtpconn"
 	"github.com/stackbone/box/voice"
 )
@@ -214,6 +216,12 @@ type embeddedPeer struct {
 	offered bool
 	ready   bool        // SRTP keyed: agent audio goes out
 	down    atomic.Bool // the browser left (ICE failed or closed, DTLS closed)
+	// snd, on the shared port, sends the agent's packets to the caller
+	// at to with the other calls' due at the same moment (one system
+	// call), when the pacer's round ends; nil: each goes out through the
+	// ICE connection.
+	snd *rtpmux.Sender
+	to  netip.AddrPort
 
 	smu       sync.Mutex // the sending side
 	enc       *srtp.Context
@@ -296,6 +304,7 @@ func (e *embedded) open(ctx context.Context, r *room) (Join, error) {
 	p.pkt.Timestamp = rand.Uint32()
 	r.media = newPeerMedia(p.send)
 	r.media.mark = p.markTalkspurt
+	r.media.batch = p.batch
 	r.answer = p.answer
 	r.teardown = p.close
 	return Join{OfferURL: "/api/voice/rooms/" + r.id + "/offer"}, nil
@@ -308,7 +317,7 @@ func (e *embedded) open(ctx context.Context, r *room) (Join, error) {
 // browser's jitter buffer sees a new talkspurt on time, not a packet early.
 func (p *embeddedPeer) send(pcm []int16) error {
 	p.mu.Lock()
-	conn, ready := p.conn, p.ready
+	conn, ready, snd, to := p.conn, p.ready, p.snd, p.to
 	p.mu.Unlock()
 	if !ready {
 		return nil
@@ -338,7 +347,12 @@ func (p *embeddedPeer) send(pcm []int16) error {
 	if err != nil {
 		return err
 	}
-	if _, err := conn.Write(out); err != nil {
+	if snd != nil {
+		err = snd.Queue(out, to)
+	} else {
+		_, err = conn.Write(out)
+	}
+	if err != nil {
 		if p.down.Load() {
 			return nil // the browser left; its hang-up ends the call
 		}
@@ -351,6 +365,17 @@ func (p *embeddedPeer) send(pcm []int16) error {
 		p.report(conn, now)
 	}
 	return nil
+}
+
+// batch is what the agent's packets are queued in (voice.Batcher): the
+// shared port's sender once the call is keyed there, else nil.
+func (p *embeddedPeer) batch() pace.Flusher {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.snd == nil {
+		return nil
+	}
+	return p.snd
 }
 
 // report sends an RTCP sender report (with the reception report of the
@@ -662,6 +687,9 @@ func (p *embeddedPeer) connect(o offered, cert tls.Certificate, client bool) {
 	if tap {
 		p.untap = p.net.Tap(remote, p.in.handle)
 	}
+	if remote.IsValid() && p.e.mux != nil {
+		p.snd, p.to = p.net.Sender(p.localAddr(agent)), remote
+	}
 	p.mu.Unlock()
 	go func() { // the browser's close_notify: a hang-up
 		buf := make([]byte, 1500)
@@ -733,10 +761,24 @@ func (p *embeddedPeer) tapFrom(agent *ice.Agent) (netip.AddrPort, bool) {
 	return netip.AddrPortFrom(ip, uint16(pair.Remote.Port())), true
 }
 
+// localAddr is the selected candidate pair's local address (the zero
+// AddrPort when it is not known as an IP).
+func (p *embeddedPeer) localAddr(agent *ice.Agent) netip.AddrPort {
+	pair, err := agent.GetSelectedCandidatePair()
+	if err != nil || pair == nil {
+		return netip.AddrPort{}
+	}
+	ip, err := netip.ParseAddr(pair.Local.Address())
+	if err != nil || pair.Local.Port() <= 0 || pair.Local.Port() > 65535 {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(ip, uint16(pair.Local.Port()))
+}
+
 func (p *embeddedPeer) close() {
 	p.mu.Lock()
 	agent, d, untap := p.agent, p.dtls, p.untap
-	p.done, p.ready, p.untap = true, false, nil
+	p.done, p.ready, p.untap, p.snd = true, false, nil, nil
 	p.mu.Unlock()
 	p.stop()
 	if untap != nil {

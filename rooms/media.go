@@ -3,6 +3,8 @@ package rooms
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/stackbone/box/internal/pace"
 )
 
 // peerMedia is the agent's side of a room's audio, common to both
@@ -16,6 +18,10 @@ type peerMedia struct {
 	// starts a talkspurt (voice.Talkspurter); nil where the backend's
 	// track keeps the time (LiveKit).
 	mark func()
+	// batch, when the backend queues its packets for the pacer's round,
+	// is what flushes them (voice.Batcher); nil where each goes out as it
+	// is written.
+	batch func() pace.Flusher
 
 	stopped  chan struct{}
 	stopOnce sync.Once

@@ -18,6 +18,8 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/fault"
 	"github.com/stackbone/box/identity"
+	"github.com/stackbone/box/internal/pace"
+	"github.com/stackbone/box/internal/rtpmux"
 	"github.com/stackbone/box/voice"
 )
 
@@ -132,6 +134,16 @@ func (s *Service) Pacing() voice.PacingCounts {
 		return e.pacing.Counts()
 	}
 	return voice.PacingCounts{}
+}
+
+// SharedSends counts the agent packets the embedded peer sent in batches
+// on its one UDP port (rooms.embedded.udpPort) and the system calls that
+// sent them; zero with a port per room.
+func (s *Service) SharedSends() rtpmux.SenderStats {
+	if e, ok := s.backend.(*embedded); ok && e.muxNet != nil {
+		return e.muxNet.SenderStats()
+	}
+	return rtpmux.SenderStats{}
 }
 
 // Register mounts the rooms routes and the call page on srv.
@@ -386,6 +398,15 @@ func (r *room) hangup() {
 
 // WriteFrame sends agent audio to the browser (voice.Transport).
 func (r *room) WriteFrame(pcm []int16) error { return r.media.WriteFrame(pcm) }
+
+// Batch is what the agent's frames are queued in (voice.Batcher), nil
+// when each goes out as it is written.
+func (r *room) Batch() pace.Flusher {
+	if r.media == nil || r.media.batch == nil {
+		return nil
+	}
+	return r.media.batch()
+}
 
 // Talkspurt says the next frame starts a talkspurt (voice.Talkspurter).
 func (r *room) Talkspurt() {

@@ -168,6 +168,12 @@ func goCallerEmbedded(t *testing.T, direct bool, cfg config.Rooms) {
 	if n, got := b.rooms.Pacing().N(), int64(len(c.Arrivals())); n < got/2 {
 		t.Fatalf("the embedded peer's pacing histogram counted %d packets, the caller received %d", n, got)
 	}
+	// On the one UDP port the agent's packets went out in the pacer's
+	// batches; on a port per room through the call's ICE connection.
+	if sent := b.rooms.SharedSends(); cfg.Embedded.UDPPort != 0 && (sent.Sent < int64(len(c.Arrivals()))/2 || sent.SendCalls == 0) ||
+		cfg.Embedded.UDPPort == 0 && sent.Sent != 0 {
+		t.Fatalf("shared port sends %+v, the caller received %d packets", sent, len(c.Arrivals()))
+	}
 	if st, code := b.do("DELETE", "/api/voice/rooms/"+room.ID, nil, nil); st != 202 {
 		t.Fatalf("end: %d %s", st, code)
 	}

@@ -94,7 +94,7 @@ func (o *outBatch) reset() { o.n = 0 }
 
 // sendBatch sends the batch's packets from the from'th on, as many as
 // one sendmmsg takes.
-func (s *socket) sendBatch(o *outBatch, from int) (int, error) {
+func (s *Sender) sendBatch(o *outBatch, from int) (int, error) {
 	o.from = from
 	if err := s.io.raw.Write(o.sendFn); err != nil {
 		return 0, err

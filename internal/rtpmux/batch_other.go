@@ -47,7 +47,7 @@ func (o *outBatch) reset() {
 
 // sendBatch sends the batch's packets from the from'th on, as many as
 // one system call takes.
-func (s *socket) sendBatch(o *outBatch, from int) (int, error) {
+func (s *Sender) sendBatch(o *outBatch, from int) (int, error) {
 	return s.io.pc.WriteBatch(o.out[from:], 0)
 }
 

@@ -97,19 +97,7 @@ type socket struct {
 	m    *Mux
 	conn *net.UDPConn
 	io   batchIO
-
-	// Writers fill one batch under mu while the other goes out under
-	// sendMu, so queueing a packet never waits for a system call (a
-	// sendmmsg can take milliseconds on a loaded machine).
-	mu      sync.Mutex
-	batches [2]*outBatch
-	cur     int  // the batch being filled (under mu)
-	armed   bool // the backstop timer is set (under mu)
-	timer   *time.Timer
-	sendMu  sync.Mutex
-	pending atomic.Int32 // packets in the batch being filled
-
-	sent, sendCalls, failures atomic.Int64
+	*Sender
 }
 
 // Listen opens the shared port on ip: port 0 takes a free pair. n is how
@@ -159,17 +147,16 @@ func listen(ip net.IP, port, n int, log *slog.Logger) (*Mux, error) {
 		_ = conn.SetReadBuffer(sockBuf)
 		_ = conn.SetWriteBuffer(sockBuf)
 		bio, err := newBatchIO(conn)
+		var snd *Sender
+		if err == nil {
+			snd, err = NewSender(conn)
+		}
 		if err != nil {
 			conn.Close()
 			m.closeSockets()
 			return nil, fmt.Errorf("rtpmux: %w", err)
 		}
-		s := &socket{m: m, conn: conn, io: bio}
-		for i := range s.batches {
-			s.batches[i] = newOutBatch()
-		}
-		s.timer = time.AfterFunc(time.Hour, s.Flush)
-		s.timer.Stop()
+		s := &socket{m: m, conn: conn, io: bio, Sender: snd}
 		m.socks = append(m.socks, s)
 		if i == 0 {
 			m.addr = conn.LocalAddr().(*net.UDPAddr)
@@ -237,7 +224,7 @@ func (m *Mux) Close() error {
 
 func (m *Mux) closeSockets() {
 	for _, s := range m.socks {
-		s.timer.Stop()
+		s.Stop()
 		s.conn.Close()
 	}
 	if m.rtcp != nil {
@@ -332,7 +319,7 @@ func (r *Route) WriteRTP(p *rtp.Packet) error {
 	}
 	n, err := p.MarshalTo(r.buf)
 	if err == nil {
-		err = r.s.queue(r.buf[:n], r.key)
+		err = r.s.Queue(r.buf[:n], r.key)
 	}
 	r.mu.Unlock()
 	return err
@@ -340,82 +327,6 @@ func (r *Route) WriteRTP(p *rtp.Packet) error {
 
 // Batch is what flushes the route's packets (pace.Flusher).
 func (r *Route) Batch() interface{ Flush() } { return r.s }
-
-// queue copies b into the socket's next slot; a full batch goes out at
-// once.
-func (s *socket) queue(b []byte, to netip.AddrPort) error {
-	if len(b) > slot {
-		return fmt.Errorf("rtpmux: a %d-byte packet is over %d", len(b), slot)
-	}
-	s.mu.Lock()
-	for s.batches[s.cur].len() == batch {
-		// Full: send it here, after the send in progress if any.
-		s.mu.Unlock()
-		s.sendMu.Lock()
-		s.mu.Lock()
-		full := s.batches[s.cur].len() == batch
-		s.mu.Unlock()
-		if full {
-			s.send()
-		}
-		s.sendMu.Unlock()
-		s.mu.Lock()
-	}
-	s.batches[s.cur].add(b, to)
-	s.pending.Add(1)
-	if !s.armed {
-		s.armed = true
-		s.timer.Reset(backstop)
-	}
-	s.mu.Unlock()
-	return nil
-}
-
-// Flush sends the packets queued on the socket (pace.Flusher). When
-// another goroutine is sending, it returns at once: that one sends what
-// was queued meanwhile once its batch is out (or the backstop does).
-func (s *socket) Flush() {
-	if s.pending.Load() == 0 || !s.sendMu.TryLock() {
-		return
-	}
-	for s.pending.Load() > 0 {
-		s.send()
-	}
-	s.sendMu.Unlock()
-}
-
-// send (under sendMu) sends the batch being filled.
-func (s *socket) send() {
-	s.mu.Lock()
-	o := s.batches[s.cur]
-	// The other batch is empty: only a holder of sendMu sends, and it
-	// empties what it sent before it lets go.
-	s.cur ^= 1
-	s.pending.Store(0)
-	if s.armed {
-		s.armed = false
-		s.timer.Stop()
-	}
-	s.mu.Unlock()
-	for i := 0; i < o.len(); {
-		n, err := s.sendBatch(o, i)
-		s.sendCalls.Add(1)
-		if n > 0 {
-			s.sent.Add(int64(n))
-			i += n
-			continue
-		}
-		// The first packet could not go (its peer unreachable, say): drop
-		// it and send the rest.
-		s.failures.Add(1)
-		if errors.Is(err, net.ErrClosed) {
-			s.failures.Add(int64(o.len() - i - 1))
-			break
-		}
-		i++
-	}
-	o.reset()
-}
 
 // read hands the socket's packets to their routes, a batch per system
 // call, until the socket closes.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/pion/transport/v4"
 	"github.com/pion/transport/v4/stdnet"
+
+	"github.com/stackbone/box/internal/rtpmux"
 )
 
 // Net is the transport.Net of ICE agents (and of a UDP mux) whose sockets
@@ -33,6 +35,48 @@ func NewNet() (*Net, error) {
 		return nil, err
 	}
 	return &Net{Net: std}, nil
+}
+
+// Sender is what sends in batches on the socket n opened at local (an
+// IPv4 address): the packets of every call on it queued and sent together
+// when the pacer's round ends (rtpmux.Sender). Nil when no such socket is
+// open, or when it is not IPv4.
+func (n *Net) Sender(local netip.AddrPort) *rtpmux.Sender {
+	local = unmap(local)
+	if !local.Addr().Is4() {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range n.conns {
+		a, ok := c.LocalAddr().(*net.UDPAddr)
+		if !ok || unmap(a.AddrPort()) != local {
+			continue
+		}
+		if c.sender == nil {
+			s, err := rtpmux.NewSender(c.UDPConn)
+			if err != nil {
+				return nil
+			}
+			c.sender = s
+		}
+		return c.sender
+	}
+	return nil
+}
+
+// SenderStats sums what the senders of n's sockets sent.
+func (n *Net) SenderStats() rtpmux.SenderStats {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var st rtpmux.SenderStats
+	for _, c := range n.conns {
+		if c.sender != nil {
+			s := c.sender.Stats()
+			st.Sent, st.SendCalls, st.Failures = st.Sent+s.Sent, st.SendCalls+s.SendCalls, st.Failures+s.Failures
+		}
+	}
+	return st
 }
 
 // mdnsPort is multicast DNS's: an agent's mDNS socket is never tapped (a
@@ -89,6 +133,8 @@ type tapConn struct {
 
 	mu   sync.Mutex // serializes changes; readers load taps
 	taps atomic.Pointer[map[netip.AddrPort]func([]byte)]
+
+	sender *rtpmux.Sender // made by Net.Sender (under Net's mu)
 }
 
 func (c *tapConn) set(remote netip.AddrPort, h func([]byte)) {
