@@ -1,6 +1,7 @@
 package srtpconn
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -53,14 +54,7 @@ func (n *Net) Sender(local netip.AddrPort) *rtpmux.Sender {
 		if !ok || unmap(a.AddrPort()) != local {
 			continue
 		}
-		if c.sender == nil {
-			s, err := rtpmux.NewSender(c.UDPConn)
-			if err != nil {
-				return nil
-			}
-			c.sender = s
-		}
-		return c.sender
+		return c.batchSender()
 	}
 	return nil
 }
@@ -71,10 +65,8 @@ func (n *Net) SenderStats() rtpmux.SenderStats {
 	defer n.mu.Unlock()
 	var st rtpmux.SenderStats
 	for _, c := range n.conns {
-		if c.sender != nil {
-			s := c.sender.Stats()
-			st.Sent, st.SendCalls, st.Failures = st.Sent+s.Sent, st.SendCalls+s.SendCalls, st.Failures+s.Failures
-		}
+		s := c.stats()
+		st.Sent, st.SendCalls, st.Failures = st.Sent+s.Sent, st.SendCalls+s.SendCalls, st.Failures+s.Failures
 	}
 	return st
 }
@@ -131,10 +123,74 @@ func unmap(a netip.AddrPort) netip.AddrPort {
 type tapConn struct {
 	*net.UDPConn
 
-	mu   sync.Mutex // serializes changes; readers load taps
+	mu   sync.Mutex // serializes changes (taps, sender); readers load taps
 	taps atomic.Pointer[map[netip.AddrPort]func([]byte)]
 
-	sender *rtpmux.Sender // made by Net.Sender (under Net's mu)
+	sender *rtpmux.Sender // made on first use (under mu)
+	own    *net.UDPConn   // the sender's descriptor
+}
+
+// dupConn is another connection on c's socket, with deadlines of its own.
+func dupConn(c *net.UDPConn) (*net.UDPConn, error) {
+	f, err := c.File()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fc, err := net.FileConn(f)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := fc.(*net.UDPConn)
+	if !ok {
+		fc.Close()
+		return nil, fmt.Errorf("srtpconn: %T is not a UDP connection", fc)
+	}
+	return u, nil
+}
+
+// batchSender is the socket's sender, made on first use.
+func (c *tapConn) batchSender() *rtpmux.Sender {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sender == nil {
+		// The sender writes through a descriptor of its own on the same
+		// socket: the UDP mux of pion's ICE aborts a write by setting a
+		// deadline of now on its connection, which would fail a batch
+		// that met it.
+		own, err := dupConn(c.UDPConn)
+		if err != nil {
+			return nil
+		}
+		s, err := rtpmux.NewSender(own)
+		if err != nil {
+			own.Close()
+			return nil
+		}
+		c.sender, c.own = s, own
+	}
+	return c.sender
+}
+
+// stats is what the socket's sender sent.
+func (c *tapConn) stats() rtpmux.SenderStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sender == nil {
+		return rtpmux.SenderStats{}
+	}
+	return c.sender.Stats()
+}
+
+// Close closes the socket and the sender's descriptor.
+func (c *tapConn) Close() error {
+	c.mu.Lock()
+	if c.sender != nil {
+		c.sender.Stop()
+		c.own.Close()
+	}
+	c.mu.Unlock()
+	return c.UDPConn.Close()
 }
 
 func (c *tapConn) set(remote netip.AddrPort, h func([]byte)) {

@@ -100,3 +100,57 @@ func listen(t *testing.T) *net.UDPConn {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// The sender of a socket sends the packets queued for many peers at a
+// flush, in one system call, from the socket's own address; a write
+// deadline of now on the socket (how pion's UDP mux aborts a write) does
+// not fail it. It closes with the socket.
+func TestSenderBatchesOnTheSocketsAddress(t *testing.T) {
+	n, err := NewNet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc, err := n.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := uc.(*tapConn)
+	local := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	if n.Sender(netip.MustParseAddrPort("127.0.0.1:9")) != nil {
+		t.Fatal("a sender for an address no socket is bound to")
+	}
+	s := n.Sender(local)
+	if s == nil || n.Sender(local) != s {
+		t.Fatal("no sender, or a second one, for the socket's address")
+	}
+	peers := []*net.UDPConn{listen(t), listen(t), listen(t)}
+	_ = conn.SetWriteDeadline(time.Now())
+	for i, p := range peers {
+		if err := s.Queue([]byte{0x80, 0, byte(i)}, p.LocalAddr().(*net.UDPAddr).AddrPort()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Flush()
+	for i, p := range peers {
+		buf := make([]byte, 64)
+		_ = p.SetReadDeadline(time.Now().Add(5 * time.Second))
+		k, from, err := p.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf[:k], []byte{0x80, 0, byte(i)}) || from != local {
+			t.Fatalf("peer %d got % x from %v, want its packet from %v", i, buf[:k], from, local)
+		}
+	}
+	if st := n.SenderStats(); st.Sent != 3 || st.SendCalls != 1 || st.Failures != 0 {
+		t.Fatalf("stats %+v, want 3 packets in one system call", st)
+	}
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Queue([]byte{0x80, 0, 9}, peers[0].LocalAddr().(*net.UDPAddr).AddrPort())
+	s.Flush()
+	if st := n.SenderStats(); st.Failures != 1 {
+		t.Fatalf("stats %+v after the socket closed, want the packet failed", st)
+	}
+}
