@@ -112,6 +112,9 @@ type RoomsStep struct {
 	// port and the system calls that sent them (zero with a port per
 	// room).
 	Sends rtpmux.SenderStats
+	// ReadPackets and Reads are the window's packets read on the one UDP
+	// port and the system calls that read them.
+	ReadPackets, Reads int64
 	// Bare is the in-run baseline: the same callers against bare
 	// peers (barePeers) right after the box's step.
 	Bare BareStep
@@ -251,6 +254,9 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		if st.Sends.Sent > 0 {
 			line += fmt.Sprintf("; %.3f sendmmsg per agent packet sent on the one port (%d packets, %d system calls, %d failed)",
 				float64(st.Sends.SendCalls)/float64(st.Sends.Sent), st.Sends.Sent, st.Sends.SendCalls, st.Sends.Failures)
+		}
+		if st.ReadPackets > 0 {
+			line += fmt.Sprintf("; %.3f recvmmsg per packet read on it (%d packets)", float64(st.Reads)/float64(st.ReadPackets), st.ReadPackets)
 		}
 		machine := fmt.Sprintf("%d calls, the machine's CPU in the window, of one core: box %s%s", n, st.CPU, loadShares(st.CallerCPU, st.ModelCPU))
 		if bare != nil {
@@ -454,6 +460,7 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, 
 	var runnable Figures
 	var pacing0 voice.PacingCounts
 	var sends0 rtpmux.SenderStats
+	var readPackets0, reads0 int64
 	st := RoomsStep{N: n}
 	meter := stepMeter{load: newLoadMeter(pool, n, cfg.Hold), model: load.model}
 	stopTicker := make(chan struct{})
@@ -462,6 +469,7 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, 
 		if !end {
 			meter.open(ctx)
 			waits0, pacing0, sends0 = readSchedWaits(), rms.Pacing(), rms.SharedSends()
+			readPackets0, reads0 = rms.SharedReads()
 			go func() { // the baseline, through the window
 				defer close(tickDone)
 				t := time.NewTicker(20 * time.Millisecond)
@@ -483,6 +491,8 @@ func roomsStep(ctx context.Context, n int, cfg RoomsConfig, pool *pgxpool.Pool, 
 		st.BoxPacing = pacingFigures("", rms.Pacing().Sub(pacing0))
 		sends := rms.SharedSends()
 		st.Sends = rtpmux.SenderStats{Sent: sends.Sent - sends0.Sent, SendCalls: sends.SendCalls - sends0.SendCalls, Failures: sends.Failures - sends0.Failures}
+		readPackets, reads := rms.SharedReads()
+		st.ReadPackets, st.Reads = readPackets-readPackets0, reads-reads0
 		runnable = readSchedWaits().figures(waits0, "runnable")
 		close(stopTicker)
 	})

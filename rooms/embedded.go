@@ -73,6 +73,9 @@ func newEmbedded(cfg config.EmbeddedRooms, log *slog.Logger) (*embedded, error) 
 		if e.muxNet, err = srtpconn.NewNet(); err != nil {
 			return nil, err
 		}
+		// One reader takes every caller's packets: a batch per system
+		// call.
+		e.muxNet.BatchReads()
 		opts = append(opts, ice.UDPMuxFromPortWithNet(e.muxNet))
 		mux, err := ice.NewMultiUDPMuxFromPort(cfg.UDPPort, opts...)
 		if err != nil {

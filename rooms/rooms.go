@@ -136,6 +136,15 @@ func (s *Service) Pacing() voice.PacingCounts {
 	return voice.PacingCounts{}
 }
 
+// SharedReads counts the packets the embedded peer read on its one UDP
+// port and the system calls that read them; zero with a port per room.
+func (s *Service) SharedReads() (packets, reads int64) {
+	if e, ok := s.backend.(*embedded); ok && e.muxNet != nil {
+		return e.muxNet.ReadStats()
+	}
+	return 0, 0
+}
+
 // SharedSends counts the agent packets the embedded peer sent in batches
 // on its one UDP port (rooms.embedded.udpPort) and the system calls that
 // sent them; zero with a port per room.

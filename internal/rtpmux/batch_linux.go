@@ -146,11 +146,11 @@ func newInBatch() *inBatch {
 }
 
 // readBatch reads the packets waiting on the socket, at least one.
-func (s *socket) readBatch(in *inBatch) (int, error) {
+func (b batchIO) readBatch(in *inBatch) (int, error) {
 	for i := range in.hdrs {
 		in.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet4
 	}
-	if err := s.io.raw.Read(in.readFn); err != nil {
+	if err := b.raw.Read(in.readFn); err != nil {
 		return 0, err
 	}
 	if in.errno != 0 {

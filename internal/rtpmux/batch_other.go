@@ -63,8 +63,8 @@ func newInBatch() *inBatch {
 }
 
 // readBatch reads the packets waiting on the socket, at least one.
-func (s *socket) readBatch(in *inBatch) (int, error) {
-	return s.io.pc.ReadBatch(in.ms, 0)
+func (b batchIO) readBatch(in *inBatch) (int, error) {
+	return b.pc.ReadBatch(in.ms, 0)
 }
 
 // packet is the i'th packet read and where it came from.

@@ -335,7 +335,7 @@ func (s *socket) read() {
 	m := s.m
 	in := newInBatch()
 	for {
-		n, err := s.readBatch(in)
+		n, err := s.io.readBatch(in)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return

@@ -27,6 +27,17 @@ type Net struct {
 
 	mu    sync.Mutex
 	conns []*tapConn
+	batch bool // IPv4 sockets opened from now on read in batches
+}
+
+// BatchReads has the IPv4 sockets n opens from now on read in batches, as
+// many packets as one system call takes (rtpmux.Reader): for a socket that
+// carries many calls (a UDP mux's), whose one reader then hands each
+// batch's SRTP to the calls' taps.
+func (n *Net) BatchReads() {
+	n.mu.Lock()
+	n.batch = true
+	n.mu.Unlock()
 }
 
 // NewNet returns a Net over the machine's network.
@@ -71,6 +82,18 @@ func (n *Net) SenderStats() rtpmux.SenderStats {
 	return st
 }
 
+// ReadStats counts the packets n's batch-read sockets read and the system
+// calls that read them.
+func (n *Net) ReadStats() (packets, reads int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range n.conns {
+		packets += c.packets.Load()
+		reads += c.reads.Load()
+	}
+	return packets, reads
+}
+
 // mdnsPort is multicast DNS's: an agent's mDNS socket is never tapped (a
 // DNS message can begin with an RTP-range byte).
 const mdnsPort = 5353
@@ -86,8 +109,14 @@ func (n *Net) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPConn, 
 	}
 	t := &tapConn{UDPConn: c}
 	n.mu.Lock()
+	defer n.mu.Unlock()
+	if a, ok := c.LocalAddr().(*net.UDPAddr); n.batch && ok && a.IP.To4() != nil {
+		if t.rd, err = rtpmux.NewReader(c); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	n.conns = append(n.conns, t)
-	n.mu.Unlock()
 	return t, nil
 }
 
@@ -128,6 +157,13 @@ type tapConn struct {
 
 	sender *rtpmux.Sender // made on first use (under mu)
 	own    *net.UDPConn   // the sender's descriptor
+
+	// rd reads the socket in batches (nil: a packet per read); got and
+	// next are the last batch's size and its next packet to look at
+	// (the reader's own).
+	rd             *rtpmux.Reader
+	got, next      int
+	reads, packets atomic.Int64
 }
 
 // dupConn is another connection on c's socket, with deadlines of its own.
@@ -212,23 +248,59 @@ func (c *tapConn) set(remote netip.AddrPort, h func([]byte)) {
 
 // ReadFromAddrPort returns the next packet that is not tapped.
 func (c *tapConn) ReadFromAddrPort(b []byte) (int, netip.AddrPort, error) {
+	if c.rd != nil {
+		return c.readBatched(b)
+	}
 	for {
 		n, from, err := c.UDPConn.ReadFromUDPAddrPort(b)
 		if err != nil {
 			return n, from, err
 		}
-		if m := c.taps.Load(); m != nil && len(*m) > 0 && IsRTP(b[:n]) {
-			h, ok := (*m)[unmap(from)]
-			if !ok {
-				h, ok = (*m)[netip.AddrPort{}]
-			}
-			if ok {
-				h(b[:n])
+		if !c.tapped(b[:n], from) {
+			return n, from, nil
+		}
+	}
+}
+
+// readBatched is ReadFromAddrPort on a socket read in batches: the
+// packets of a batch that no tap takes are returned one by one, copied
+// into b, before the next batch is read.
+func (c *tapConn) readBatched(b []byte) (int, netip.AddrPort, error) {
+	for {
+		for c.next < c.got {
+			p, from := c.rd.Packet(c.next)
+			c.next++
+			if p == nil || c.tapped(p, from) {
 				continue
 			}
+			return copy(b, p), from, nil
 		}
-		return n, from, nil
+		n, err := c.rd.Read()
+		if err != nil {
+			c.got, c.next = 0, 0
+			return 0, netip.AddrPort{}, err
+		}
+		c.reads.Add(1)
+		c.packets.Add(int64(n))
+		c.got, c.next = n, 0
 	}
+}
+
+// tapped hands p to the tap of its address, if any, and says whether one
+// took it.
+func (c *tapConn) tapped(p []byte, from netip.AddrPort) bool {
+	m := c.taps.Load()
+	if m == nil || len(*m) == 0 || !IsRTP(p) {
+		return false
+	}
+	h, ok := (*m)[unmap(from)]
+	if !ok {
+		h, ok = (*m)[netip.AddrPort{}]
+	}
+	if ok {
+		h(p)
+	}
+	return ok
 }
 
 func (c *tapConn) WriteToAddrPort(b []byte, to netip.AddrPort) (int, error) {

@@ -11,11 +11,24 @@ import (
 
 // A tap takes the SRTP-range packets of its address, in the socket's
 // reader; everything else (STUN, DTLS, other addresses, anything once
-// untapped) is read as before. The wildcard takes any address's.
+// untapped) is read as before. The wildcard takes any address's. So it
+// is on a socket read in batches (a UDP mux's), whose packets no tap takes
+// are read one by one.
 func TestTapTakesTheRTPOfItsAddress(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		t.Run(map[bool]string{false: "a packet per read", true: "batches"}[batched], func(t *testing.T) {
+			tapTakesTheRTPOfItsAddress(t, batched)
+		})
+	}
+}
+
+func tapTakesTheRTPOfItsAddress(t *testing.T, batched bool) {
 	n, err := NewNet()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if batched {
+		n.BatchReads()
 	}
 	uc, err := n.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -23,6 +36,9 @@ func TestTapTakesTheRTPOfItsAddress(t *testing.T) {
 	}
 	defer uc.Close()
 	conn := uc.(*tapConn)
+	if (conn.rd != nil) != batched {
+		t.Fatalf("batch reader %v, want %v", conn.rd != nil, batched)
+	}
 	to := conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	caller, other := listen(t), listen(t)
 
@@ -90,6 +106,9 @@ func TestTapTakesTheRTPOfItsAddress(t *testing.T) {
 	}
 	mu.Unlock()
 	untap()
+	if packets, reads := n.ReadStats(); batched && (packets != 8 || reads == 0 || reads > packets) || !batched && packets != 0 {
+		t.Fatalf("batch reads: %d packets in %d system calls", packets, reads)
+	}
 }
 
 func listen(t *testing.T) *net.UDPConn {
