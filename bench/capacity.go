@@ -31,7 +31,9 @@ type CapacityConfig struct {
 	Media string
 	// TextRate is the mixed climb's streaming text turns a second.
 	TextRate int
-	Logger   *slog.Logger
+	// RoomsPort is the browser climb's one UDP port (default 40000).
+	RoomsPort int
+	Logger    *slog.Logger
 }
 
 // CapacityClimb is one media path's climb.
@@ -42,16 +44,21 @@ type CapacityClimb struct {
 	Largest int // the largest step that held (0: none)
 }
 
+// RoomsClimb is one media path's browser climb.
+type RoomsClimb struct {
+	Name    string
+	UDPPort int // rooms.embedded.udpPort (0: a port per room)
+	Steps   []RoomsStep
+	Largest int
+}
+
 // CapacityReport is the result of a capacity run.
 type CapacityReport struct {
 	Setup  []string
 	Procs  int
 	Climbs []CapacityClimb
-	// Rooms is the browser climb (Media "rooms"): its steps, each with
-	// the bare PeerConnections' baseline, and the largest step the box
-	// held.
-	Rooms        []RoomsStep
-	RoomsLargest int
+	// RoomsClimbs are the browser climbs (Media "rooms").
+	RoomsClimbs []RoomsClimb
 	// Mixed is the mixed climb (Media "mix").
 	Mixed        []MixStep
 	MixedLargest int
@@ -127,33 +134,58 @@ func Capacity(ctx context.Context, cfg CapacityConfig) (CapacityReport, error) {
 
 // roomsCapacity climbs browser calls on the embedded peer (bench rooms'
 // load, the callers and the scripted model in processes of their own)
-// until the box's pacing p99 passes 5 ms or a packet is lost, each step
-// followed by the same callers against bare pion PeerConnections.
+// until the box's pacing p99 passes 5 ms or a packet is lost, on one UDP
+// port for every room (read and sent in batches) and, taking turns at
+// each step, a port per room (a packet per system call: the media path
+// before the batches).
 func roomsCapacity(ctx context.Context, cfg CapacityConfig) (CapacityReport, error) {
-	var steps []int
-	for n := cfg.From; n <= cfg.Max; n += cfg.Step {
-		steps = append(steps, n)
+	if cfg.RoomsPort == 0 {
+		cfg.RoomsPort = 40000
 	}
-	rep, st, err := Rooms(ctx, RoomsConfig{AdminURL: cfg.AdminURL, Steps: steps, Hold: cfg.Hold, Rate: cfg.Rate,
-		JitterLimit: 5 * time.Millisecond, Scheduling: cfg.Scheduling, Caller: cfg.Caller, ByBox: true, Logger: cfg.Logger})
-	out := CapacityReport{Procs: runtimeProcs(), Rooms: append([]RoomsStep{}, st...)}
-	for _, s := range rep.Setup {
-		if !strings.Contains(s, " calls: ") && !strings.Contains(s, " calls, ") && !strings.HasPrefix(s, "largest") {
-			out.Setup = append(out.Setup, s)
+	out := CapacityReport{Procs: runtimeProcs(), RoomsClimbs: []RoomsClimb{
+		{Name: "port per room (before)"},
+		{Name: "one port", UDPPort: cfg.RoomsPort},
+	}}
+	climbing := []bool{true, true}
+	for n := cfg.From; n <= cfg.Max && (climbing[0] || climbing[1]); n += cfg.Step {
+		for i := range out.RoomsClimbs {
+			if !climbing[i] {
+				continue
+			}
+			c := &out.RoomsClimbs[i]
+			cfg.Logger.Info("bench capacity: browser step", "media", c.Name, "calls", n)
+			rep, st, err := Rooms(ctx, RoomsConfig{AdminURL: cfg.AdminURL, Steps: []int{n}, Hold: cfg.Hold, Rate: cfg.Rate,
+				JitterLimit: 5 * time.Millisecond, Scheduling: cfg.Scheduling, Caller: cfg.Caller, NoBare: true, ByBox: true,
+				UDPPort: c.UDPPort, Logger: cfg.Logger})
+			if err != nil {
+				return out, err
+			}
+			if out.Setup == nil {
+				for _, s := range rep.Setup {
+					if !strings.Contains(s, " calls: ") && !strings.Contains(s, " calls, ") && !strings.HasPrefix(s, "largest") &&
+						!strings.HasPrefix(s, "the box's media") {
+						out.Setup = append(out.Setup, s)
+					}
+				}
+			}
+			if len(st) == 0 {
+				return out, fmt.Errorf("bench capacity: the %d-call browser step measured nothing", n)
+			}
+			s := st[0]
+			c.Steps = append(c.Steps, s)
+			if s.Lost > 0 || s.Join.Errors > 0 || s.BoxPacing.N == 0 || s.BoxPacing.P99 >= 5*time.Millisecond {
+				climbing[i] = false
+			} else {
+				c.Largest = n
+			}
 		}
 	}
-	for _, s := range st {
-		if s.Lost > 0 || s.Join.Errors > 0 || s.BoxPacing.N == 0 || s.BoxPacing.P99 >= 5*time.Millisecond {
-			break
-		}
-		out.RoomsLargest = s.N
-	}
-	return out, err
+	return out, nil
 }
 
 // Print writes the climbs and the capacity they found.
 func (r CapacityReport) Print(w io.Writer) {
-	if r.Rooms != nil {
+	if r.RoomsClimbs != nil {
 		r.printRooms(w)
 		return
 	}
@@ -194,28 +226,39 @@ func (r CapacityReport) Print(w io.Writer) {
 	}
 }
 
-// printRooms writes the browser climb.
+// printRooms writes the browser climbs.
 func (r CapacityReport) printRooms(w io.Writer) {
 	fmt.Fprintln(w, "Capacity: concurrent browser calls on the embedded WebRTC peer until box pacing p99 passes 5 ms or a packet is lost")
 	for _, s := range r.Setup {
 		fmt.Fprintln(w, "  "+s)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "calls	joined	errors	join p95 ms	pacing p99 ms	pacing max ms	callers' jitter p99 ms	lost	cpu %/call	caller cpu %	model cpu %	PostgreSQL cpu %	KB/call	bare pacing p99 ms	bare cpu %/call	")
-	for _, s := range r.Rooms {
-		fmt.Fprintf(tw, "%d	%d	%d	%.1f	%.1f	%.1f	%.1f	%d	%.2f	%.0f	%.0f	%.0f	%d	%.1f	%.2f	\n", s.N, s.Join.N, s.Join.Errors,
-			ms(s.Join.P95), ms(s.BoxPacing.P99), ms(s.BoxPacing.Max), ms(s.Jitter.P99), s.Lost, 100*s.CPUPerCall, 100*s.CallerCPU, 100*s.ModelCPU,
-			100*max(s.CPU.DB, 0), s.MemPerCall/1024, ms(s.Bare.Pacing.P99), 100*s.Bare.CPUPerCall)
-	}
-	tw.Flush()
-	var kb int64
-	for _, s := range r.Rooms {
-		if s.N == r.RoomsLargest {
-			kb = s.MemPerCall / 1024
+	fmt.Fprintln(tw, "media\tcalls\tjoined\terrors\tjoin p95 ms\tpacing p99 ms\tpacing max ms\tcallers' jitter p99 ms\tlost\tcpu %/call\tcaller cpu %\tmodel cpu %\tPostgreSQL cpu %\tKB/call\tsendmmsg/packet\trecvmmsg/packet\t")
+	for _, c := range r.RoomsClimbs {
+		for _, s := range c.Steps {
+			tx, rx := "-", "-"
+			if s.Sends.Sent > 0 {
+				tx = fmt.Sprintf("%.3f", float64(s.Sends.SendCalls)/float64(s.Sends.Sent))
+			}
+			if s.ReadPackets > 0 {
+				rx = fmt.Sprintf("%.3f", float64(s.Reads)/float64(s.ReadPackets))
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.2f\t%.0f\t%.0f\t%.0f\t%d\t%s\t%s\t\n", c.Name, s.N, s.Join.N, s.Join.Errors,
+				ms(s.Join.P95), ms(s.BoxPacing.P99), ms(s.BoxPacing.Max), ms(s.Jitter.P99), s.Lost, 100*s.CPUPerCall, 100*s.CallerCPU, 100*s.ModelCPU,
+				100*max(s.CPU.DB, 0), s.MemPerCall/1024, tx, rx)
 		}
 	}
-	fmt.Fprintf(w, "embedded peer: %d calls held on %d processors, %.0f calls per core, %d KB resident per call\n",
-		r.RoomsLargest, r.Procs, float64(r.RoomsLargest)/float64(max(r.Procs, 1)), kb)
+	tw.Flush()
+	for _, c := range r.RoomsClimbs {
+		var kb int64
+		for _, s := range c.Steps {
+			if s.N == c.Largest {
+				kb = s.MemPerCall / 1024
+			}
+		}
+		fmt.Fprintf(w, "%s: %d calls held on %d processors, %.0f calls per core, %d KB resident per call\n",
+			c.Name, c.Largest, r.Procs, float64(c.Largest)/float64(max(r.Procs, 1)), kb)
+	}
 }
 
 // printMixed writes the mixed climb.

@@ -69,10 +69,13 @@ const mixAgents = benchCallAgents
 // fails, a frame is lost or dropped, a text turn fails, or the box's
 // pacing p99 of either kind passes 5 ms.
 func mixCapacity(ctx context.Context, cfg CapacityConfig) (CapacityReport, error) {
+	if cfg.RoomsPort == 0 {
+		cfg.RoomsPort = 40000
+	}
 	rep := CapacityReport{Procs: runtimeProcs(), Mixed: []MixStep{}}
 	rt := (config.Media{Scheduling: cfg.Scheduling}).Realtime()
 	rep.Setup = []string{
-		fmt.Sprintf("each step: half the calls over SIP (G.711, the shared RTP port), half from browsers (the embedded WebRTC peer), started at %d/s each, held %s once up; %d streaming text turns a second on the OpenAI wire through the window, sessions of five turns", cfg.Rate, cfg.Hold, cfg.TextRate),
+		fmt.Sprintf("each step: half the calls over SIP (G.711, the shared RTP port), half from browsers (the embedded WebRTC peer, every room on UDP port %d), started at %d/s each, held %s once up; %d streaming text turns a second on the OpenAI wire through the window, sessions of five turns", cfg.RoomsPort, cfg.Rate, cfg.Hold, cfg.TextRate),
 		"one box in this process; the SIP callers in a `stackbone bench caller` process, the browser callers in a `stackbone bench caller --rooms` one, the scripted model in a `stackbone bench model` one; the text client in this process (its CPU counts as the box's)",
 		"pacing: the box's own, where each agent packet is handed to the network (100 µs buckets, to the upper edge); text: time to the first token at the client",
 		schedulingNote(config.Media{Scheduling: cfg.Scheduling}),
@@ -118,7 +121,7 @@ func mixStep(ctx context.Context, cfg CapacityConfig, n int, rt bool) (MixStep, 
 	c.SIP = config.SIP{Addr: "127.0.0.1:0", MaxCalls: n + 10,
 		Trunks: config.Trunks{Inbound: []config.InboundTrunk{{Name: "bench", Sources: []string{"127.0.0.1"},
 			Routes: []config.Route{{Number: "*", Agent: "receptionist"}}}}}}
-	c.Rooms = config.Rooms{MaxRooms: n}
+	c.Rooms = config.Rooms{MaxRooms: n, Embedded: config.EmbeddedRooms{IPs: []string{"127.0.0.1"}, UDPPort: cfg.RoomsPort}}
 	served, stopBox, err := StartBox(ctx, pool, c, "bench-mix-key", box.Options{})
 	if err != nil {
 		return st, err

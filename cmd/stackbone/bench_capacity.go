@@ -31,8 +31,9 @@ step and the calls per core and memory per call each path held.
 
 With --media rooms it climbs browser calls on the embedded WebRTC peer instead (see bench
 rooms: the callers in a stackbone bench caller --rooms process, the scripted model in a
-stackbone bench model one) until the box's pacing p99 passes 5 ms or a packet is lost,
-each step followed by the same callers against bare pion PeerConnections. With --media mix
+stackbone bench model one) until the box's pacing p99 passes 5 ms or a packet is lost, on
+one UDP port for every room (--rooms-port, read and sent in batches) and a port per room,
+taking turns at each step. With --media mix
 each step carries half its calls over SIP and half from browsers on one box, beside
 --text-rate streaming text turns a second on the OpenAI wire, until either kind's pacing
 p99 passes 5 ms, a frame is lost or dropped, or a turn fails.`,
@@ -49,6 +50,7 @@ p99 passes 5 ms, a frame is lost or dropped, or a turn fails.`,
 	cmd.Flags().StringVar(&cfg.STT, "stt", "http", "how the agent listens: http, realtime or deepgram")
 	cmd.Flags().StringVar(&cfg.Caller, "caller", "process", "process: the calls come from a separate `stackbone bench caller` process; empty: a generator inside the box's process")
 	cmd.Flags().StringVar(&cfg.Media, "media", "sip", "what the calls carry: sip (G.711 over RTP), rooms (browser calls on the embedded WebRTC peer) or mix (half of each, beside text turns)")
+	cmd.Flags().IntVar(&cfg.RoomsPort, "rooms-port", 40000, "with --media rooms or mix: the browser calls' one UDP port")
 	cmd.Flags().IntVar(&cfg.TextRate, "text-rate", 10, "with --media mix: streaming text turns a second")
 	cmd.Flags().StringVar(&cfg.Scheduling, "scheduling", config.SchedulingRealtime, "the box's media.scheduling: realtime (as the shipped configurations) or normal")
 	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "where the private PostgreSQL cluster lives")
