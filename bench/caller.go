@@ -31,11 +31,12 @@ type CallerConfig struct {
 }
 
 // callerLine is one line the caller process writes: the window opening or
-// closing, then the step it measured.
-type callerLine struct {
-	Window string    `json:"window,omitempty"` // "start" or "end"
-	Step   *CallStep `json:"step,omitempty"`
-	Error  string    `json:"error,omitempty"`
+// closing, then the step it measured (a CallStep, or a roomsCallerStep
+// for browser calls).
+type callerLine[T any] struct {
+	Window string `json:"window,omitempty"` // "start" or "end"
+	Step   *T     `json:"step,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // RunCaller places one step of calls on the box (as Calls' generator does:
@@ -46,7 +47,7 @@ type callerLine struct {
 func RunCaller(ctx context.Context, cfg CallerConfig, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	var mu sync.Mutex
-	emit := func(l callerLine) {
+	emit := func(l callerLine[CallStep]) {
 		mu.Lock()
 		defer mu.Unlock()
 		_ = enc.Encode(l)
@@ -58,7 +59,7 @@ func RunCaller(ctx context.Context, cfg CallerConfig, out io.Writer) error {
 	}
 	gen, err := newFleet(ctx)
 	if err != nil {
-		emit(callerLine{Error: err.Error()})
+		emit(callerLine[CallStep]{Error: err.Error()})
 		return err
 	}
 	defer gen.close()
@@ -68,13 +69,13 @@ func RunCaller(ctx context.Context, cfg CallerConfig, out io.Writer) error {
 		if end {
 			w = "end"
 		}
-		emit(callerLine{Window: w})
+		emit(callerLine[CallStep]{Window: w})
 	})
 	if err != nil {
-		emit(callerLine{Error: err.Error()})
+		emit(callerLine[CallStep]{Error: err.Error()})
 		return err
 	}
-	emit(callerLine{Step: &step})
+	emit(callerLine[CallStep]{Step: &step})
 	return nil
 }
 
@@ -82,12 +83,22 @@ func RunCaller(ctx context.Context, cfg CallerConfig, out io.Writer) error {
 // executable): window is called as the process reports the window opening
 // and closing; cpu is the process's CPU time in the window, in cores.
 func remoteStep(ctx context.Context, boxAddr string, n int, number *int, rate int, hold time.Duration, rt bool, window func(end bool)) (step CallStep, cpu float64, err error) {
+	first := *number
+	*number += n
+	return callerProcess[CallStep](ctx, []string{"--box", boxAddr, "--calls", strconv.Itoa(n), "--first", strconv.Itoa(first),
+		"--rate", strconv.Itoa(rate), "--hold", hold.String(), "--realtime=" + strconv.FormatBool(rt)}, window)
+}
+
+// callerProcess runs `stackbone bench caller` (this executable) with args
+// and returns the step it measured: window is called as the process
+// reports the window opening and closing; cpu is the process's CPU time in
+// the window, in cores.
+func callerProcess[T any](ctx context.Context, args []string, window func(end bool)) (step T, cpu float64, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return step, 0, err
 	}
-	cmd := exec.CommandContext(ctx, exe, "bench", "caller", "--box", boxAddr, "--calls", strconv.Itoa(n),
-		"--first", strconv.Itoa(*number), "--rate", strconv.Itoa(rate), "--hold", hold.String(), "--realtime="+strconv.FormatBool(rt))
+	cmd := exec.CommandContext(ctx, exe, append([]string{"bench", "caller"}, args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -96,15 +107,14 @@ func remoteStep(ctx context.Context, boxAddr string, n int, number *int, rate in
 	if err := cmd.Start(); err != nil {
 		return step, 0, fmt.Errorf("bench caller: %w", err)
 	}
-	*number += n
-	var cpu0, cpu1 time.Duration
+	var cpu0 time.Duration
 	var opened time.Time
-	var got *CallStep
+	var got *T
 	var failed string
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
-		var l callerLine
+		var l callerLine[T]
 		if json.Unmarshal(sc.Bytes(), &l) != nil {
 			continue
 		}
@@ -113,7 +123,7 @@ func remoteStep(ctx context.Context, boxAddr string, n int, number *int, rate in
 			cpu0, opened = pidCPU(cmd.Process.Pid), time.Now()
 			window(false)
 		case l.Window == "end":
-			cpu1 = pidCPU(cmd.Process.Pid)
+			cpu1 := pidCPU(cmd.Process.Pid)
 			window(true)
 			if s := time.Since(opened).Seconds(); s > 0 && cpu0 >= 0 && cpu1 >= 0 {
 				cpu = (cpu1 - cpu0).Seconds() / s

@@ -194,8 +194,8 @@ func mixStep(ctx context.Context, cfg CapacityConfig, n int, rt bool) (MixStep, 
 }
 
 // textTurns asks streaming text turns of the receptionist at rate a second
-// until stop, each session five turns long, recording each turn's time to
-// its first token (or its error).
+// until stop, each session five turns long and its turns one after the
+// other, recording each turn's time to its first token (or its error).
 func textTurns(ctx context.Context, base, key string, rate int, stop <-chan struct{}, rec *recorder) {
 	if rate <= 0 {
 		return
@@ -205,6 +205,7 @@ func textTurns(ctx context.Context, base, key string, rate int, stop <-chan stru
 	defer wg.Wait()
 	t := time.NewTicker(time.Second / time.Duration(rate))
 	defer t.Stop()
+	slots := make([]sync.Mutex, 2*rate)
 	for i := 0; ; i++ {
 		select {
 		case <-stop:
@@ -213,10 +214,16 @@ func textTurns(ctx context.Context, base, key string, rate int, stop <-chan stru
 			return
 		case <-t.C:
 		}
-		session := "mix-" + strconv.Itoa(i/5)
+		// Ticks take the sessions in turn, each one's turns two seconds
+		// apart and one at a time (a session takes one turn at once), a
+		// new session every five.
+		slot, use := i%len(slots), i/len(slots)
+		session := "mix-" + strconv.Itoa(slot) + "-" + strconv.Itoa(use/5)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			slots[slot].Lock()
+			defer slots[slot].Unlock()
 			d, err := textTurn(ctx, client, base, key, session)
 			rec.add(d, err)
 		}()

@@ -1,14 +1,11 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"sync"
@@ -52,12 +49,6 @@ type roomsCallerStep struct {
 	cpu float64
 }
 
-type roomsCallerLine struct {
-	Window string           `json:"window,omitempty"`
-	Step   *roomsCallerStep `json:"step,omitempty"`
-	Error  string           `json:"error,omitempty"`
-}
-
 // newRoomsCallers is how a load's browser callers join: Direct (pion's
 // ICE, DTLS and SRTP without a PeerConnection) with their frames on shared
 // pacers, as the box's own go out (one wake-up for the frames of many
@@ -98,14 +89,14 @@ func placeRooms(ctx context.Context, t RoomsTarget, callers roomstest.Options, n
 func RunRoomsCaller(ctx context.Context, cfg RoomsCallerConfig, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	var mu sync.Mutex
-	emit := func(l roomsCallerLine) {
+	emit := func(l callerLine[roomsCallerStep]) {
 		mu.Lock()
 		defer mu.Unlock()
 		_ = enc.Encode(l)
 	}
 	if cfg.Calls <= 0 || cfg.Rate <= 0 || cfg.Hold <= 0 {
 		err := fmt.Errorf("bench caller: --calls, --rate and --hold must be positive")
-		emit(roomsCallerLine{Error: err.Error()})
+		emit(callerLine[roomsCallerStep]{Error: err.Error()})
 		return err
 	}
 	if cfg.Realtime {
@@ -118,9 +109,9 @@ func RunRoomsCaller(ctx context.Context, cfg RoomsCallerConfig, out io.Writer) e
 		if end {
 			w = "end"
 		}
-		emit(roomsCallerLine{Window: w})
+		emit(callerLine[roomsCallerStep]{Window: w})
 	})
-	emit(roomsCallerLine{Step: &step})
+	emit(callerLine[roomsCallerStep]{Step: &step})
 	return nil
 }
 
@@ -128,55 +119,9 @@ func RunRoomsCaller(ctx context.Context, cfg RoomsCallerConfig, out io.Writer) e
 // --rooms` process (this executable); window is called as the process
 // reports the window opening and closing.
 func remoteRooms(ctx context.Context, t RoomsTarget, n, rate int, hold time.Duration, rt bool, window func(end bool)) (roomsCallerStep, error) {
-	var step roomsCallerStep
-	exe, err := os.Executable()
-	if err != nil {
-		return step, err
-	}
-	cmd := exec.CommandContext(ctx, exe, "bench", "caller", "--rooms", "--base", t.Base, "--key", t.Key, "--agent", t.Agent, "--bare", t.Bare,
-		"--calls", strconv.Itoa(n), "--rate", strconv.Itoa(rate), "--hold", hold.String(), "--realtime="+strconv.FormatBool(rt))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return step, err
-	}
-	if err := cmd.Start(); err != nil {
-		return step, fmt.Errorf("bench caller: %w", err)
-	}
-	var cpu0 time.Duration
-	var opened time.Time
-	var got *roomsCallerStep
-	var failed string
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var l roomsCallerLine
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
-		switch {
-		case l.Window == "start":
-			cpu0, opened = pidCPU(cmd.Process.Pid), time.Now()
-			window(false)
-		case l.Window == "end":
-			cpu1 := pidCPU(cmd.Process.Pid)
-			window(true)
-			if s := time.Since(opened).Seconds(); s > 0 && cpu0 >= 0 && cpu1 >= 0 {
-				step.cpu = (cpu1 - cpu0).Seconds() / s
-			}
-		case l.Step != nil:
-			got = l.Step
-		case l.Error != "":
-			failed = l.Error
-		}
-	}
-	werr := cmd.Wait()
-	if got == nil {
-		if failed == "" && werr != nil {
-			failed = werr.Error()
-		}
-		return step, fmt.Errorf("bench caller: %s", failed)
-	}
-	got.cpu = step.cpu
-	return *got, nil
+	step, cpu, err := callerProcess[roomsCallerStep](ctx, []string{"--rooms", "--base", t.Base, "--key", t.Key, "--agent", t.Agent,
+		"--bare", t.Bare, "--calls", strconv.Itoa(n), "--rate", strconv.Itoa(rate), "--hold", hold.String(),
+		"--realtime=" + strconv.FormatBool(rt)}, window)
+	step.cpu = cpu
+	return step, err
 }

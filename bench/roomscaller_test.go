@@ -62,7 +62,7 @@ func TestRoomsCallerMeasuresBrowserCalls(t *testing.T) {
 		lines := bufio.NewScanner(out)
 		lines.Buffer(make([]byte, 1<<20), 1<<24)
 		for lines.Scan() {
-			var l roomsCallerLine
+			var l callerLine[roomsCallerStep]
 			if err := json.Unmarshal(lines.Bytes(), &l); err != nil {
 				t.Fatalf("line %q: %v", lines.Text(), err)
 			}
