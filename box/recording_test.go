@@ -228,12 +228,18 @@ func TestCallRecordingLinesUpAndSurvivesTheBox(t *testing.T) {
 	}
 	t.Logf("recording %s %d Hz %d ms; agent onsets %v; caller onsets %v; marks %+v", in.Format, in.SampleRate, in.DurationMs,
 		onsets(agentPCM, in.SampleRate), onsets(callerPCM, in.SampleRate), in.Marks)
-	// Each mark's start is where its channel's speech starts (the end of
-	// the mark before when they touch, or a frame or two apart: no
-	// silence to start from), within 40 ms.
+	// Each mark's start is where its channel's speech starts, within 40
+	// ms. Where the mark before on the same channel ends less than the
+	// onset detector's 300 ms of silence earlier (two sentences of the
+	// agent back to back), the speech must follow the mark and, where they
+	// leave a gap, not run into it.
 	starts := func(pcm []int16, m recordings.Mark, prev *recordings.Mark) (int64, bool) {
-		if prev != nil && m.StartMs-prev.EndMs <= 40 && prev.Role == m.Role {
-			return m.StartMs, voicedAt(pcm, in.SampleRate, m.StartMs+20)
+		if prev != nil && m.StartMs-prev.EndMs < 300 && prev.Role == m.Role {
+			ok := voicedAt(pcm, in.SampleRate, m.StartMs+20)
+			if m.StartMs-prev.EndMs > 40 {
+				ok = ok && !voicedAt(pcm, in.SampleRate, m.StartMs-40)
+			}
+			return m.StartMs, ok
 		}
 		for _, x := range onsets(pcm, in.SampleRate) {
 			if math.Abs(float64(x-m.StartMs)) <= 40 {
