@@ -45,13 +45,7 @@ type callerLine[T any] struct {
 // {"window":"end"} as the measurement window opens and closes, then
 // {"step":...}.
 func RunCaller(ctx context.Context, cfg CallerConfig, out io.Writer) error {
-	enc := json.NewEncoder(out)
-	var mu sync.Mutex
-	emit := func(l callerLine[CallStep]) {
-		mu.Lock()
-		defer mu.Unlock()
-		_ = enc.Encode(l)
-	}
+	emit := lineWriter[CallStep](out)
 	if cfg.Realtime {
 		if release, err := realtime.Hold(); err == nil {
 			defer release()
@@ -64,19 +58,35 @@ func RunCaller(ctx context.Context, cfg CallerConfig, out io.Writer) error {
 	}
 	defer gen.close()
 	number := cfg.First
-	step, err := gen.step(ctx, cfg.Box, cfg.Calls, &number, max(cfg.Rate, 1), cfg.Hold, func(end bool) {
-		w := "start"
-		if end {
-			w = "end"
-		}
-		emit(callerLine[CallStep]{Window: w})
-	})
+	step, err := gen.step(ctx, cfg.Box, cfg.Calls, &number, max(cfg.Rate, 1), cfg.Hold, windowLines(emit))
 	if err != nil {
 		emit(callerLine[CallStep]{Error: err.Error()})
 		return err
 	}
 	emit(callerLine[CallStep]{Step: &step})
 	return nil
+}
+
+// lineWriter writes a caller process's lines to out, from any goroutine.
+func lineWriter[T any](out io.Writer) func(callerLine[T]) {
+	enc := json.NewEncoder(out)
+	var mu sync.Mutex
+	return func(l callerLine[T]) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = enc.Encode(l)
+	}
+}
+
+// windowLines reports the measurement window opening and closing.
+func windowLines[T any](emit func(callerLine[T])) func(end bool) {
+	return func(end bool) {
+		w := "start"
+		if end {
+			w = "end"
+		}
+		emit(callerLine[T]{Window: w})
+	}
 }
 
 // remoteStep runs one step in a `stackbone bench caller` process (this

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -87,13 +86,7 @@ func placeRooms(ctx context.Context, t RoomsTarget, callers roomstest.Options, n
 // {"window":"end"} as the measurement window opens and closes, then
 // {"step":...}.
 func RunRoomsCaller(ctx context.Context, cfg RoomsCallerConfig, out io.Writer) error {
-	enc := json.NewEncoder(out)
-	var mu sync.Mutex
-	emit := func(l callerLine[roomsCallerStep]) {
-		mu.Lock()
-		defer mu.Unlock()
-		_ = enc.Encode(l)
-	}
+	emit := lineWriter[roomsCallerStep](out)
 	if cfg.Calls <= 0 || cfg.Rate <= 0 || cfg.Hold <= 0 {
 		err := fmt.Errorf("bench caller: --calls, --rate and --hold must be positive")
 		emit(callerLine[roomsCallerStep]{Error: err.Error()})
@@ -104,13 +97,7 @@ func RunRoomsCaller(ctx context.Context, cfg RoomsCallerConfig, out io.Writer) e
 			defer release()
 		}
 	}
-	step := placeRooms(ctx, cfg.Target, newRoomsCallers(cfg.Calls), cfg.Calls, cfg.Rate, cfg.Hold, func(end bool) {
-		w := "start"
-		if end {
-			w = "end"
-		}
-		emit(callerLine[roomsCallerStep]{Window: w})
-	})
+	step := placeRooms(ctx, cfg.Target, newRoomsCallers(cfg.Calls), cfg.Calls, cfg.Rate, cfg.Hold, windowLines(emit))
 	emit(callerLine[roomsCallerStep]{Step: &step})
 	return nil
 }

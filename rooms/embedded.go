@@ -679,7 +679,7 @@ func (p *embeddedPeer) connect(o offered, cert tls.Certificate, client bool) {
 	p.smu.Lock()
 	p.enc = enc
 	p.smu.Unlock()
-	remote, tap := p.tapFrom(agent)
+	remote, local, tap := p.tapFrom(agent)
 	p.mu.Lock()
 	if p.done { // the room ended during the handshake
 		p.mu.Unlock()
@@ -690,8 +690,8 @@ func (p *embeddedPeer) connect(o offered, cert tls.Certificate, client bool) {
 	if tap {
 		p.untap = p.net.Tap(remote, p.in.handle)
 	}
-	if remote.IsValid() && p.e.mux != nil {
-		p.snd, p.to = p.net.Sender(p.localAddr(agent)), remote
+	if tap && local.IsValid() {
+		p.snd, p.to = p.net.Sender(local), remote
 	}
 	p.mu.Unlock()
 	go func() { // the browser's close_notify: a hang-up
@@ -748,34 +748,29 @@ func (p *embeddedPeer) read(conn *ice.Conn, pipe *srtpconn.Pipe) {
 // address on the call's own sockets, the selected candidate pair's remote
 // address on the shared port; none when that address is not known as an
 // IP (a browser's mDNS name), and the caller's packets go on through the
-// ICE connection.
-func (p *embeddedPeer) tapFrom(agent *ice.Agent) (netip.AddrPort, bool) {
+// ICE connection. local is the pair's local address on the shared port
+// (the socket the call's batches go out on), zero elsewhere.
+func (p *embeddedPeer) tapFrom(agent *ice.Agent) (remote, local netip.AddrPort, ok bool) {
 	if p.e.mux == nil {
-		return netip.AddrPort{}, true
+		return netip.AddrPort{}, netip.AddrPort{}, true
 	}
 	pair, err := agent.GetSelectedCandidatePair()
 	if err != nil || pair == nil {
-		return netip.AddrPort{}, false
+		return netip.AddrPort{}, netip.AddrPort{}, false
 	}
-	ip, err := netip.ParseAddr(pair.Remote.Address())
-	if err != nil || pair.Remote.Port() <= 0 || pair.Remote.Port() > 65535 {
-		return netip.AddrPort{}, false
-	}
-	return netip.AddrPortFrom(ip, uint16(pair.Remote.Port())), true
+	remote, ok = candidateAddr(pair.Remote)
+	local, _ = candidateAddr(pair.Local)
+	return remote, local, ok
 }
 
-// localAddr is the selected candidate pair's local address (the zero
-// AddrPort when it is not known as an IP).
-func (p *embeddedPeer) localAddr(agent *ice.Agent) netip.AddrPort {
-	pair, err := agent.GetSelectedCandidatePair()
-	if err != nil || pair == nil {
-		return netip.AddrPort{}
+// candidateAddr is a candidate's address and port; false when the address
+// is not an IP.
+func candidateAddr(c ice.Candidate) (netip.AddrPort, bool) {
+	ip, err := netip.ParseAddr(c.Address())
+	if err != nil || c.Port() <= 0 || c.Port() > 65535 {
+		return netip.AddrPort{}, false
 	}
-	ip, err := netip.ParseAddr(pair.Local.Address())
-	if err != nil || pair.Local.Port() <= 0 || pair.Local.Port() > 65535 {
-		return netip.AddrPort{}
-	}
-	return netip.AddrPortFrom(ip, uint16(pair.Local.Port()))
+	return netip.AddrPortFrom(ip, uint16(c.Port())), true
 }
 
 func (p *embeddedPeer) close() {
