@@ -679,6 +679,9 @@ func (p *embeddedPeer) connect(o offered, cert tls.Certificate, client bool) {
 	p.smu.Lock()
 	p.enc = enc
 	p.smu.Unlock()
+	// The browser, controlling, may nominate another pair later: the
+	// shared port's tap and sender follow it.
+	_ = agent.OnSelectedCandidatePairChange(p.follow)
 	remote, local, tap := p.tapFrom(agent)
 	p.mu.Lock()
 	if p.done { // the room ended during the handshake
@@ -761,6 +764,34 @@ func (p *embeddedPeer) tapFrom(agent *ice.Agent) (remote, local netip.AddrPort, 
 	remote, ok = candidateAddr(pair.Remote)
 	local, _ = candidateAddr(pair.Local)
 	return remote, local, ok
+}
+
+// follow moves the shared port's tap and sender to the pair the browser
+// selected since the call was keyed; the ICE connection carries what
+// neither takes (a pair on an mDNS name, or an IPv6 one for the sender).
+func (p *embeddedPeer) follow(lc, rc ice.Candidate) {
+	if p.e.mux == nil {
+		return
+	}
+	remote, ok := candidateAddr(rc)
+	local, _ := candidateAddr(lc)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done || !p.ready {
+		return // keyed later: connect reads the pair selected then
+	}
+	if p.untap != nil {
+		p.untap()
+		p.untap = nil
+	}
+	p.snd = nil
+	if !ok {
+		return
+	}
+	p.untap = p.net.Tap(remote, p.in.handle)
+	if local.IsValid() {
+		p.snd, p.to = p.net.Sender(local), remote
+	}
 }
 
 // candidateAddr is a candidate's address and port; false when the address
