@@ -36,8 +36,20 @@ func TestCallLifecycleSavesWhatWasHeardAndRecallsIt(t *testing.T) {
 	r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
 	r.say(1200)
 	r.stepUntil("the answer to play through", 1000, func() bool { return len(r.call.Entries()) == 3 })
+	// While the call is up each entry is written once, as its own row,
+	// and the record reads them; the end folds them into the record.
+	poll.Until(t, "the heard turns to be persisted", 20*time.Second, func() bool {
+		live, _ := e.mgr.Get(ctx, r.call.ID())
+		return len(live.Transcript) == 3
+	})
+	if folded, rows := e.stored(r.call.ID()); folded != 0 || rows != 3 {
+		t.Fatalf("during the call: %d entries in the record, %d rows (seq 0-2 once each), want 0 and 3", folded, rows)
+	}
 	r.call.End(OutcomeCallerHangup, "")
 	rec := r.end()
+	if folded, rows := e.stored(r.call.ID()); folded != 3 || rows != 0 {
+		t.Fatalf("after the end: %d entries in the record, %d rows left, want 3 and 0", folded, rows)
+	}
 	if rec.Status != "ended" || *rec.Outcome != OutcomeCallerHangup || rec.DurationSeconds == nil || *rec.DurationSeconds < 1 {
 		t.Fatalf("call record: %+v", rec)
 	}
@@ -356,6 +368,9 @@ func TestLostCallIsRecoveredOnceByAnotherBox(t *testing.T) {
 		go func() { defer wg.Done(); b.recoverLost(ctx) }()
 	}
 	wg.Wait()
+	if folded, rows := e.stored(r.call.ID()); folded != 3 || rows != 0 {
+		t.Fatalf("after the recovery: %d entries in the record, %d rows left, want 3 and 0", folded, rows)
+	}
 	rec, err := e.mgr.Get(ctx, r.call.ID())
 	if err != nil {
 		t.Fatal(err)
@@ -436,4 +451,19 @@ func TestDrainEndsCallsAsShutdownAndSavesThem(t *testing.T) {
 	if rec.Status != "ended" || *rec.Outcome != OutcomeShutdown || !rec.Memory.Saved || e.extractions() != 1 {
 		t.Fatalf("after the drain: %+v %+v", rec, rec.Memory)
 	}
+}
+
+// stored reads how a call's heard transcript is kept: the entries folded
+// into its record, and the entry rows written since (counted only when
+// their seq run 0, 1, ... without a gap).
+func (e *env) stored(id string) (folded, rows int) {
+	e.t.Helper()
+	err := e.mgr.cfg.Pool.QueryRow(context.Background(), `SELECT jsonb_array_length(transcript),
+		(SELECT CASE WHEN count(*) = coalesce(max(seq) + 1, 0) AND coalesce(min(seq), 0) = 0 THEN count(*) ELSE -1 END
+			FROM stackbone_platform.voice_call_entries WHERE call_id = $1)
+		FROM stackbone_platform.voice_calls WHERE id = $1`, id).Scan(&folded, &rows)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return folded, rows
 }

@@ -47,7 +47,8 @@ func (c *Call) complete(end End) {
 	// Who answered goes in again with the end: its own write runs beside
 	// the call and may not have landed yet.
 	tag, err := c.m.execEvent(ctx, eventEnded, func() any { return c.endedEvent(ended, duration, len(entries)) },
-		map[string]any{"transcript": orNone(entries)}, `UPDATE stackbone_platform.voice_calls SET status = 'ended', ended_at = $2, outcome = $3,
+		map[string]any{"transcript": orNone(entries)}, `WITH gone AS (DELETE FROM stackbone_platform.voice_call_entries WHERE call_id = $1)
+		UPDATE stackbone_platform.voice_calls SET status = 'ended', ended_at = $2, outcome = $3,
 		duration_seconds = $4, transcript = $5, memory = $6, metrics = $7, end_reason = NULLIF($8, ''),
 		answered_by = COALESCE(NULLIF($9, ''), answered_by), answer_decision_ms = COALESCE(answer_decision_ms, NULLIF($10, 0)),
 		usage = $11, cost = $12

@@ -23,10 +23,12 @@ type snapshot struct {
 // boxLostReason is the end reason of a call closed because its box died.
 const boxLostReason = "the box carrying the call stopped without ending it"
 
-// persist keeps the heard transcript in the call's record as it grows, so
-// a crash loses at most the turn being committed. One goroutine per call
-// writes the latest transcript; it stops (flushing) before the call's
-// final record is written.
+// persist keeps the heard transcript in the database as it grows, so a
+// crash loses at most the turn being committed. One goroutine per call
+// writes each entry once, as a row of voice_call_entries (a turn costs its
+// own entry, however long the call), with what the call has used so far;
+// the call's end folds the entries into its record. It stops (flushing)
+// before the call's final record is written.
 func (c *Call) persist() {
 	defer close(c.persisted)
 	written := 0
@@ -40,10 +42,16 @@ func (c *Call) persist() {
 		if len(entries) == written {
 			continue
 		}
-		tr, _ := json.Marshal(entries)
+		fresh, _ := json.Marshal(entries[written:])
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := c.m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET transcript = $2, usage = $3 WHERE id = $1 AND status <> 'ended'`,
-			c.info.ID, tr, c.usageJSON())
+		// The call's row is locked first: once another box closed the call
+		// as lost (and folded what it found), nothing more is added.
+		_, err := c.m.cfg.Pool.Exec(ctx, `WITH c AS (UPDATE stackbone_platform.voice_calls SET usage = $3
+				WHERE id = $1 AND status <> 'ended' RETURNING id)
+			INSERT INTO stackbone_platform.voice_call_entries (call_id, seq, entry)
+			SELECT c.id, $4 + e.n - 1, e.v FROM c, jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(v, n)
+			ON CONFLICT DO NOTHING`,
+			c.info.ID, fresh, c.usageJSON(), written)
 		cancel()
 		if err != nil {
 			c.m.log.Warn("voice: persist heard transcript", "call", c.info.ID, "error", err)
@@ -123,9 +131,10 @@ func (m *Manager) recoverLost(ctx context.Context) {
 // errNotLost: another box closed the call first, or its box renewed it.
 var errNotLost = errors.New("voice: the call is not lost")
 
-// recoverCall claims a lost call in one statement (of boxes racing, one
-// gets the row): it ends the record as box_lost with its save pending and
-// takes the call's lease for the save. It then saves the persisted heard
+// recoverCall claims a lost call in one transaction (of boxes racing, one
+// gets the row): it ends the record as box_lost with its save pending,
+// folds the persisted entries into it and takes the call's lease for the
+// save. It then saves the persisted heard
 // transcript once, renewing that lease meanwhile, and clears the pending
 // save with what memory did. A box that dies between the two leaves the
 // save pending under a lease that runs out: the next box claims it again
@@ -142,18 +151,30 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 		ev      callEvent
 	)
 	ttl := m.cfg.LeaseTTL.Seconds()
-	err := m.cfg.Pool.QueryRow(ctx, `UPDATE stackbone_platform.voice_calls c SET status = 'ended', outcome = 'box_lost',
+	err := pgx.BeginFunc(ctx, m.cfg.Pool, func(tx pgx.Tx) error {
+		// The row is locked before the entries are read: an entry its box
+		// was adding is either in (it committed first) or refused (it
+		// finds the call ended).
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM stackbone_platform.voice_calls
+			WHERE id = $1 AND (status <> 'ended' OR save_pending) AND lease_until < now() FOR UPDATE`, id).Scan(&one); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `WITH e AS (DELETE FROM stackbone_platform.voice_call_entries WHERE call_id = $1 RETURNING seq, entry)
+		UPDATE stackbone_platform.voice_calls c SET status = 'ended', outcome = 'box_lost',
 		save_pending = true, lease_until = now() + make_interval(secs => $3),
+		transcript = c.transcript || coalesce((SELECT jsonb_agg(e.entry ORDER BY e.seq) FROM e), '[]'),
 		memory = jsonb_set(coalesce(c.memory, '{}'), '{savePending}', 'true'),
 		end_reason = CASE WHEN c.status = 'ended' THEN c.end_reason ELSE $2 END,
 		ended_at = CASE WHEN c.status = 'ended' THEN c.ended_at
 			ELSE greatest(c.lease_until - make_interval(secs => $3), c.started_at) END,
 		duration_seconds = CASE WHEN c.status = 'ended' THEN c.duration_seconds
 			ELSE extract(epoch FROM greatest(c.lease_until - make_interval(secs => $3), c.started_at) - c.started_at) END
-		WHERE id = $1 AND (status <> 'ended' OR save_pending) AND lease_until < now()
+		WHERE id = $1
 		RETURNING agent_id, started_at, ended_at, transcript, memory, snapshot, direction, coalesce(phone_number, ''),
 		  coalesce(trunk, ''), answered_at, usage`, id, boxLostReason, ttl).
-		Scan(&agentID, &started, &lastAt, &tr, &mem, &snapRaw, &ev.Direction, &ev.PhoneNumber, &ev.Trunk, &ev.AnsweredAt, &usedRaw)
+			Scan(&agentID, &started, &lastAt, &tr, &mem, &snapRaw, &ev.Direction, &ev.PhoneNumber, &ev.Trunk, &ev.AnsweredAt, &usedRaw)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errNotLost
 	}
