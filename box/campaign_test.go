@@ -95,7 +95,7 @@ sip:
 		sc.Talk(1)
 		poll.Until(t, "the answer heard through", 30*time.Second, func() bool {
 			var heard bool
-			err := b.Pool.QueryRow(ctx, `SELECT stackbone_platform.heard_transcript(id, transcript) @> '[{"role":"assistant","text":"Thanks, I will note that."}]'
+			err := b.Pool.QueryRow(ctx, `SELECT stackbone_platform.heard_transcript(voice_calls) @> '[{"role":"assistant","text":"Thanks, I will note that."}]'
 				FROM stackbone_platform.voice_calls WHERE phone_number = $1`, number).Scan(&heard)
 			return err == nil && heard
 		})

@@ -296,7 +296,7 @@ func TestPhoneCallsGoOnWhenAProviderFails(t *testing.T) {
 		})
 		poll.Until(t, "the answer to be heard through", 30*time.Second, func() bool {
 			var n int
-			err := l.b.Pool.QueryRow(ctx, `SELECT jsonb_array_length(stackbone_platform.heard_transcript(id, transcript)) FROM stackbone_platform.voice_calls
+			err := l.b.Pool.QueryRow(ctx, `SELECT jsonb_array_length(stackbone_platform.heard_transcript(voice_calls)) FROM stackbone_platform.voice_calls
 				WHERE phone_number = $1`, number).Scan(&n)
 			return err == nil && n >= 3
 		})
@@ -372,7 +372,7 @@ func TestBaresipCallsGoOnWhenAProviderFails(t *testing.T) {
 		// asks its extraction model (the primary's chat endpoint).
 		poll.Until(t, "the answer to be heard through", 30*time.Second, func() bool {
 			var n int
-			err := l.b.Pool.QueryRow(t.Context(), `SELECT jsonb_array_length(stackbone_platform.heard_transcript(id, transcript)) FROM stackbone_platform.voice_calls
+			err := l.b.Pool.QueryRow(t.Context(), `SELECT jsonb_array_length(stackbone_platform.heard_transcript(voice_calls)) FROM stackbone_platform.voice_calls
 				WHERE phone_number = $1`, number).Scan(&n)
 			return err == nil && n >= 3
 		})

@@ -87,7 +87,7 @@ func TestHangupFromOutside(t *testing.T) {
 	}
 	poll.Until(t, "the greeting to be heard through", 20*time.Second, func() bool {
 		var n int
-		err := b.Pool.QueryRow(context.Background(), `SELECT jsonb_array_length(stackbone_platform.heard_transcript(id, transcript)) FROM stackbone_platform.voice_calls WHERE id = $1`, id).Scan(&n)
+		err := b.Pool.QueryRow(context.Background(), `SELECT jsonb_array_length(stackbone_platform.heard_transcript(voice_calls)) FROM stackbone_platform.voice_calls WHERE id = $1`, id).Scan(&n)
 		return err == nil && n >= 1 && call.Voiced() > 20
 	})
 	c.want(boxtest.Key, "POST", "/api/voice/calls/"+id+"/hangup", "", nil, 202)

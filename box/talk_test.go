@@ -20,7 +20,7 @@ func talkOnce(t *testing.T, b *boxtest.Box, c *siptest.Call, number string) {
 	c.Talk(1)
 	poll.Until(t, "the answer heard through", 30*time.Second, func() bool {
 		var n int
-		err := b.Pool.QueryRow(ctx, `SELECT jsonb_array_length(stackbone_platform.heard_transcript(id, transcript)) FROM stackbone_platform.voice_calls WHERE phone_number = $1`, number).Scan(&n)
+		err := b.Pool.QueryRow(ctx, `SELECT jsonb_array_length(stackbone_platform.heard_transcript(voice_calls)) FROM stackbone_platform.voice_calls WHERE phone_number = $1`, number).Scan(&n)
 		return err == nil && n >= 3
 	})
 	if err := c.Hangup(ctx); err != nil {

@@ -172,7 +172,7 @@ func TestWarmTransferNoAnswerComesBack(t *testing.T) {
 	call.Talk(1)
 	poll.Until(t, "the agent's sentence after no answer", 30*time.Second, func() bool {
 		var transcript string
-		_ = b.Pool.QueryRow(ctx, `SELECT stackbone_platform.heard_transcript(id, transcript)::text FROM stackbone_platform.voice_calls WHERE phone_number = $1`, number).Scan(&transcript)
+		_ = b.Pool.QueryRow(ctx, `SELECT stackbone_platform.heard_transcript(voice_calls)::text FROM stackbone_platform.voice_calls WHERE phone_number = $1`, number).Scan(&transcript)
 		return strings.Contains(transcript, "Sorry, nobody in billing is answering right now.")
 	})
 	if person.Rang() != 1 {

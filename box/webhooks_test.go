@@ -179,7 +179,7 @@ sip:
 		setup := time.Since(start)
 		poll.Until(t, "the greeting to be heard through", 20*time.Second, func() bool {
 			var n int
-			err := b.Pool.QueryRow(ctx, `SELECT jsonb_array_length(stackbone_platform.heard_transcript(id, transcript)) FROM stackbone_platform.voice_calls WHERE id = $1`, out.Data.CallID).Scan(&n)
+			err := b.Pool.QueryRow(ctx, `SELECT jsonb_array_length(stackbone_platform.heard_transcript(voice_calls)) FROM stackbone_platform.voice_calls WHERE id = $1`, out.Data.CallID).Scan(&n)
 			return err == nil && n >= 1 && sc.Voiced() > 20
 		})
 		c.want(boxtest.Key, "POST", "/api/voice/calls/"+out.Data.CallID+"/hangup", "", nil, 202)

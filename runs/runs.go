@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stackbone/box/fault"
+	"github.com/stackbone/box/internal/groupcommit"
 )
 
 // Errors returned by the store.
@@ -67,11 +69,21 @@ type Run struct {
 
 // Store reads and writes run history.
 type Store struct {
-	pool *pgxpool.Pool
+	pool   *pgxpool.Pool
+	merges *groupcommit.Group[merge]
+}
+
+type merge struct {
+	id   uuid.UUID
+	meta map[string]any
 }
 
 // NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func NewStore(pool *pgxpool.Pool) *Store {
+	s := &Store{pool: pool}
+	s.merges = groupcommit.New(MaxGroup, s.mergeGroup)
+	return s
+}
 
 // Insert writes a run, usually once it has finished. Metadata must hold ids,
 // counts and codes only, never prompt or response text.
@@ -212,14 +224,40 @@ func (s *Store) Cancel(ctx context.Context, id uuid.UUID, m map[string]any) erro
 }
 
 // MergeMetadata adds keys to a run's metadata (per-turn voice metrics known
-// only once audio played). It never holds content.
+// only once audio played). It never holds content. Concurrent merges go in
+// one statement (group commit), and like the runs themselves the commit
+// does not wait for the disk: they are history.
 func (s *Store) MergeMetadata(ctx context.Context, id uuid.UUID, m map[string]any) error {
-	b, err := json.Marshal(m)
-	if err != nil {
+	if _, err := json.Marshal(m); err != nil {
 		return fmt.Errorf("runs: metadata: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE stackbone_platform.runs SET metadata = metadata || $2 WHERE id = $1`, id, b); err != nil {
+	if err := s.merges.Do(ctx, merge{id: id, meta: m}); err != nil {
 		return fmt.Errorf("runs: merge metadata: %w", err)
 	}
 	return nil
+}
+
+func (s *Store) mergeGroup(ctx context.Context, group []merge) error {
+	// A run merged twice in one group takes its merges in order, as one.
+	var ids []uuid.UUID
+	byID := map[uuid.UUID]map[string]any{}
+	for _, m := range group {
+		into, ok := byID[m.id]
+		if !ok {
+			into = map[string]any{}
+			byID[m.id] = into
+			ids = append(ids, m.id)
+		}
+		maps.Copy(into, m.meta)
+	}
+	metas := make([]string, len(ids))
+	for i, id := range ids {
+		b, _ := json.Marshal(byID[id])
+		metas[i] = string(b)
+	}
+	var b pgx.Batch
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	b.Queue(`UPDATE stackbone_platform.runs r SET metadata = r.metadata || g.meta::jsonb
+		FROM unnest($1::uuid[], $2::text[]) AS g(id, meta) WHERE r.id = g.id`, ids, metas)
+	return s.pool.SendBatch(ctx, &b).Close()
 }

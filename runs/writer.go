@@ -4,47 +4,45 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stackbone/box/internal/groupcommit"
 )
 
 // MaxGroup is the most runs one group commit writes.
 const MaxGroup = 256
 
-// Writer writes runs by group commit: runs handed to Write while a group
-// is being written wait and go together in the next one, as one statement
-// in one transaction, so concurrent turns share a round trip and a commit
-// instead of paying one each. Write returns once its run committed, so a
-// caller that answers after Write loses nothing if the box then crashes.
-// The commit does not wait for the disk (synchronous_commit off): a crash
-// of PostgreSQL itself can lose the runs of its last moments (at most three
-// times wal_writer_delay, 600 ms by default), which are history, never a
-// conversation's state. At most one group is in flight; with one writer
-// at a time a group is one run and costs what an insert costs.
-//
-// A Writer is safe for concurrent use and holds no goroutine between
-// groups: the writer whose run opens a group writes it, and hands the next
-// to a new goroutine only when runs are waiting.
+// Writer writes runs by group commit (internal/groupcommit): runs handed
+// to Write while a group is being written wait and go together in the next
+// one, as one statement in one transaction, so concurrent turns share a
+// round trip and a commit instead of paying one each. Write returns once
+// its run committed, so a caller that answers after Write loses nothing if
+// the box then crashes. The commit does not wait for the disk
+// (synchronous_commit off): a crash of PostgreSQL itself can lose the runs
+// of its last moments (at most three times wal_writer_delay, 600 ms by
+// default), which are history, never a conversation's state. At most one
+// group is in flight; with one writer at a time a group is one run and
+// costs what an insert costs. A Writer is safe for concurrent use.
 type Writer struct {
-	pool *pgxpool.Pool
-
-	mu      sync.Mutex
-	queue   []*queued
-	writing bool
+	pool  *pgxpool.Pool
+	group *groupcommit.Group[queued]
 }
 
 type queued struct {
 	run  Run
 	meta []byte
-	done chan error
 }
 
 // NewWriter returns a Writer on pool.
-func NewWriter(pool *pgxpool.Pool) *Writer { return &Writer{pool: pool} }
+func NewWriter(pool *pgxpool.Pool) *Writer {
+	w := &Writer{pool: pool}
+	w.group = groupcommit.New(MaxGroup, w.insert)
+	return w
+}
 
 // Write writes r in the next group and returns once it committed.
 // Metadata must hold ids, counts and codes only. The write is not
@@ -58,37 +56,7 @@ func (w *Writer) Write(ctx context.Context, r Run) error {
 	if err != nil {
 		return fmt.Errorf("runs: metadata: %w", err)
 	}
-	q := &queued{run: r, meta: meta, done: make(chan error, 1)}
-	w.mu.Lock()
-	w.queue = append(w.queue, q)
-	lead := !w.writing
-	w.writing = true
-	w.mu.Unlock()
-	if lead {
-		w.writeGroup(context.WithoutCancel(ctx))
-	}
-	return <-q.done
-}
-
-// writeGroup writes the waiting runs (at most MaxGroup), then passes the
-// lead on if more arrived meanwhile.
-func (w *Writer) writeGroup(ctx context.Context) {
-	w.mu.Lock()
-	n := min(len(w.queue), MaxGroup)
-	group := w.queue[:n:n]
-	w.queue = w.queue[n:]
-	w.mu.Unlock()
-	err := w.insert(ctx, group)
-	for _, q := range group {
-		q.done <- err
-	}
-	w.mu.Lock()
-	more := len(w.queue) > 0
-	w.writing = more
-	w.mu.Unlock()
-	if more {
-		go w.writeGroup(ctx)
-	}
+	return w.group.Do(ctx, queued{run: r, meta: meta})
 }
 
 // insertGroupSQL writes a group as one statement over column arrays, the
@@ -104,7 +72,7 @@ const insertGroupSQL = `
 	  AS g(id, kind, agent_id, status, model, input_tokens, output_tokens, cost_usd, error_code,
 	   started_at, finished_at, duration_ms, metadata)`
 
-func (w *Writer) insert(ctx context.Context, group []*queued) error {
+func (w *Writer) insert(ctx context.Context, group []queued) error {
 	n := len(group)
 	if n == 1 {
 		// Alone: the plain statement, cheaper to encode than arrays.

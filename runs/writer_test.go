@@ -73,3 +73,55 @@ func TestWriterGroupsConcurrentRuns(t *testing.T) {
 		t.Fatalf("%d runs in the table, want %d", count, n)
 	}
 }
+
+// Metadata merged into many runs at once, twice into each, is in its run
+// the moment its merge returns, beside the keys the run had and the other
+// merge's.
+func TestMergesOfManyRunsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	w := runs.NewWriter(pool)
+	store := runs.NewStore(pool)
+	const n = 100
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		ids[i] = uuid.New()
+		if err := w.Write(ctx, runs.Run{ID: ids[i], Kind: "agent_turn", Status: runs.StatusSucceeded, StartedAt: time.Now(),
+			Metadata: map[string]any{"i": i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := 0; i < 2*n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			id := ids[i%n]
+			if err := store.MergeMetadata(ctx, id, map[string]any{fmt.Sprintf("k%d", i/n): i}); err != nil {
+				errs <- err
+				return
+			}
+			got, err := store.Get(ctx, id)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if got.Metadata[fmt.Sprintf("k%d", i/n)] != float64(i) || got.Metadata["i"] != float64(i%n) {
+				errs <- fmt.Errorf("run %d after merge %d: %v", i%n, i, got.Metadata)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i, id := range ids {
+		got, _ := store.Get(ctx, id)
+		if got.Metadata["k0"] != float64(i) || got.Metadata["k1"] != float64(i+n) || got.Metadata["i"] != float64(i) {
+			t.Fatalf("run %d: %v, want both merges and its own key", i, got.Metadata)
+		}
+	}
+}

@@ -162,8 +162,10 @@ func (m *Manager) Get(ctx context.Context, id string) (CallRecord, error) {
 	var c CallRecord
 	var tr, mem, met []byte
 	err := m.cfg.Pool.QueryRow(ctx, `SELECT id, direction, agent_id, phone_number, trunk, status, started_at, answered_at,
-		ended_at, outcome, duration_seconds, stackbone_platform.heard_transcript(id, transcript), memory, metrics, end_reason,
-		answered_by, answer_decision_ms, analysis, usage, cost
+		ended_at, outcome, duration_seconds, stackbone_platform.heard_transcript(voice_calls), memory, metrics, end_reason,
+		answered_by, answer_decision_ms, analysis,
+		CASE WHEN status = 'ended' THEN usage ELSE coalesce((SELECT e.usage FROM stackbone_platform.voice_call_entries e
+			WHERE e.call_id = voice_calls.id AND e.usage IS NOT NULL ORDER BY e.seq DESC LIMIT 1), usage) END, cost
 		FROM stackbone_platform.voice_calls WHERE id = $1`, id).
 		Scan(&c.ID, &c.Direction, &c.Agent, &c.PhoneNumber, &c.Trunk, &c.Status, &c.StartedAt, &c.AnsweredAt, &c.EndedAt,
 			&c.Outcome, &c.DurationSeconds, &tr, &mem, &met, &c.EndReason, &c.AnsweredBy, &c.AnswerDecisionMs, &c.Analysis,

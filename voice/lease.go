@@ -26,9 +26,10 @@ const boxLostReason = "the box carrying the call stopped without ending it"
 // persist keeps the heard transcript in the database as it grows, so a
 // crash loses at most the turn being committed. One goroutine per call
 // writes each entry once, as a row of voice_call_entries (a turn costs its
-// own entry, however long the call), with what the call has used so far;
-// the call's end folds the entries into its record. It stops (flushing)
-// before the call's final record is written.
+// own entry, however long the call, and the call's row is not rewritten),
+// with what the call has used so far; the calls' writes that meet go in
+// one statement. The call's end folds the entries into its record. It
+// stops (flushing) before the call's final record is written.
 func (c *Call) persist() {
 	defer close(c.persisted)
 	written := 0
@@ -42,16 +43,13 @@ func (c *Call) persist() {
 		if len(entries) == written {
 			continue
 		}
-		fresh, _ := json.Marshal(entries[written:])
+		w := heardWrite{call: c.info.ID, seq: written, usage: string(c.usageJSON())}
+		for _, e := range entries[written:] {
+			b, _ := json.Marshal(e)
+			w.entries = append(w.entries, string(b))
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		// The call's row is locked first: once another box closed the call
-		// as lost (and folded what it found), nothing more is added.
-		_, err := c.m.cfg.Pool.Exec(ctx, `WITH c AS (UPDATE stackbone_platform.voice_calls SET usage = $3
-				WHERE id = $1 AND status <> 'ended' RETURNING id)
-			INSERT INTO stackbone_platform.voice_call_entries (call_id, seq, entry)
-			SELECT c.id, $4 + e.n - 1, e.v FROM c, jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(v, n)
-			ON CONFLICT DO NOTHING`,
-			c.info.ID, fresh, c.usageJSON(), written)
+		err := c.m.heard.Do(ctx, w)
 		cancel()
 		if err != nil {
 			c.m.log.Warn("voice: persist heard transcript", "call", c.info.ID, "error", err)
@@ -59,6 +57,44 @@ func (c *Call) persist() {
 		}
 		written = len(entries)
 	}
+}
+
+// heardWrite is one call's entries committed since its last write, the
+// first numbered seq, and its usage by then.
+type heardWrite struct {
+	call    string
+	seq     int
+	entries []string
+	usage   string
+}
+
+// writeHeard writes the calls' entries in one statement. A call already
+// ended (another box closed it as lost and folded what it found) takes no
+// more; a write repeated after a lost reply adds nothing twice.
+func (m *Manager) writeHeard(ctx context.Context, group []heardWrite) error {
+	var (
+		calls, entries []string
+		seqs           []int32
+		usages         []*string
+	)
+	for _, w := range group {
+		for i, e := range w.entries {
+			calls, seqs, entries = append(calls, w.call), append(seqs, int32(w.seq+i)), append(entries, e)
+			var u *string
+			if i == len(w.entries)-1 {
+				u = &w.usage
+			}
+			usages = append(usages, u)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := m.cfg.Pool.Exec(ctx, `INSERT INTO stackbone_platform.voice_call_entries (call_id, seq, entry, usage)
+		SELECT g.call_id, g.seq, g.entry::jsonb, g.usage::jsonb
+		FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS g(call_id, seq, entry, usage)
+		WHERE EXISTS (SELECT 1 FROM stackbone_platform.voice_calls c WHERE c.id = g.call_id AND c.status <> 'ended')
+		ON CONFLICT DO NOTHING`, calls, seqs, entries, usages)
+	return err
 }
 
 // turnCommitted wakes the persister; a wake already pending covers this
@@ -160,10 +196,11 @@ func (m *Manager) recoverCall(ctx context.Context, id string) error {
 			WHERE id = $1 AND (status <> 'ended' OR save_pending) AND lease_until < now() FOR UPDATE`, id).Scan(&one); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `WITH e AS (DELETE FROM stackbone_platform.voice_call_entries WHERE call_id = $1 RETURNING seq, entry)
+		return tx.QueryRow(ctx, `WITH e AS (DELETE FROM stackbone_platform.voice_call_entries WHERE call_id = $1 RETURNING seq, entry, usage)
 		UPDATE stackbone_platform.voice_calls c SET status = 'ended', outcome = 'box_lost',
 		save_pending = true, lease_until = now() + make_interval(secs => $3),
 		transcript = c.transcript || coalesce((SELECT jsonb_agg(e.entry ORDER BY e.seq) FROM e), '[]'),
+		usage = coalesce((SELECT e.usage FROM e WHERE e.usage IS NOT NULL ORDER BY e.seq DESC LIMIT 1), c.usage),
 		memory = jsonb_set(coalesce(c.memory, '{}'), '{savePending}', 'true'),
 		end_reason = CASE WHEN c.status = 'ended' THEN c.end_reason ELSE $2 END,
 		ended_at = CASE WHEN c.status = 'ended' THEN c.ended_at

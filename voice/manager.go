@@ -23,6 +23,7 @@ import (
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/costs"
 	"github.com/stackbone/box/identity"
+	"github.com/stackbone/box/internal/groupcommit"
 	"github.com/stackbone/box/internal/pace"
 	"github.com/stackbone/box/internal/realtime"
 	"github.com/stackbone/box/memory"
@@ -117,6 +118,9 @@ type Manager struct {
 	// pacers play the calls' audio (one per processor, calls spread over
 	// them in turn).
 	pacers *pace.Group
+	// heard writes the calls' heard entries as they commit, the calls'
+	// writes that meet in one statement (see Call.persist).
+	heard *groupcommit.Group[heardWrite]
 
 	// realtime is held while calls are in progress (Config.Realtime); the
 	// first raise and a refusal are logged once.
@@ -169,6 +173,7 @@ func NewManager(cfg Config) *Manager {
 		m.prices = costs.NewTable(&config.Config{})
 	}
 	m.pacers = pace.NewGroup(runtime.GOMAXPROCS(0), cfg.Clock, FrameDuration, playEarly)
+	m.heard = groupcommit.New(256, m.writeHeard)
 	return m
 }
 

@@ -95,7 +95,7 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 		// Kill A once it carries a call whose caller was heard.
 		var heard int
 		pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls
-			WHERE box_id = $1 AND status = 'active' AND stackbone_platform.heard_transcript(id, transcript) @> '[{"role":"user"}]'`, idA).Scan(&heard)
+			WHERE box_id = $1 AND status = 'active' AND stackbone_platform.heard_transcript(voice_calls) @> '[{"role":"user"}]'`, idA).Scan(&heard)
 		if heard > 0 && idB != "" {
 			boxA.cmd.Process.Signal(syscall.SIGKILL)
 			boxA.wait(t, 10*time.Second)
@@ -168,7 +168,7 @@ func TestTwoBoxesBehindKamailio(t *testing.T) {
 		// caller has not spoken yet).
 		var carried int
 		pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls WHERE box_id = $1 AND status = 'active'
-			AND NOT stackbone_platform.heard_transcript(id, transcript) @> '[{"role":"user"}]'`, idC).Scan(&carried)
+			AND NOT stackbone_platform.heard_transcript(voice_calls) @> '[{"role":"user"}]'`, idC).Scan(&carried)
 		if carried > 0 {
 			downs := proxy.downs(boxC.sipAddr)
 			boxC.cmd.Process.Signal(syscall.SIGTERM)

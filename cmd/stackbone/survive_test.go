@@ -192,7 +192,7 @@ func heardCall(t *testing.T, box *runningBox, pool *pgxpool.Pool, number string)
 	var callID string
 	poll.Until(t, "the caller's turn and the answer to be heard and persisted", 60*time.Second, func() bool {
 		var n int
-		err := pool.QueryRow(context.Background(), `SELECT id, jsonb_array_length(stackbone_platform.heard_transcript(id, transcript)) FROM stackbone_platform.voice_calls
+		err := pool.QueryRow(context.Background(), `SELECT id, jsonb_array_length(stackbone_platform.heard_transcript(voice_calls)) FROM stackbone_platform.voice_calls
 			WHERE status = 'active'`).Scan(&callID, &n)
 		return err == nil && n >= 3
 	})
