@@ -69,6 +69,11 @@ type CallsConfig struct {
 	// RTPPort is the box's sip.rtpPort: 0 the shared port, -1 a port
 	// per call.
 	RTPPort int
+	// BurstCalls, when above 0, are placed by SIPp at BurstRate a second
+	// (each held BurstHold) once a step's calls are all up, as a
+	// carrier's burst: the step reports their setup (CallStep.Burst).
+	BurstCalls, BurstRate int
+	BurstHold             time.Duration
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -125,6 +130,9 @@ type CallStep struct {
 	// Shared is the window's packets and system calls on the shared RTP
 	// port (zero with a port per call).
 	Shared rtpmux.Stats
+	// Burst is the SIPp burst placed while the step's calls were held
+	// (nil without one).
+	Burst *Burst
 }
 
 // CallsReport is the result of a calls load run.
@@ -183,6 +191,13 @@ func (r CallsReport) Print(w io.Writer) {
 			caller += fmt.Sprintf(", the model process %.0f %%", 100*s.ModelCPU)
 		}
 		fmt.Fprintf(w, "%d calls%s, the machine's CPU in the window, of one core: %s%s\n", s.Calls, hog, s.CPU, caller)
+	}
+	for _, s := range r.Steps {
+		if b := s.Burst; b != nil {
+			fmt.Fprintf(w, "%d calls held, a burst of %d calls at %d/s from SIPp (each up %s): box setup p50 %.0f, p95 %.0f, p99 %.0f, max %.0f ms; at SIPp p50 %.1f, p95 %.1f, max %.1f ms; %d calls succeeded, %d failed\n",
+				s.Calls, b.Calls, b.Rate, b.Hold, ms(b.BoxSetup.P50), ms(b.BoxSetup.P95), ms(b.BoxSetup.P99), ms(b.BoxSetup.Max),
+				ms(b.Setup.P50), ms(b.Setup.P95), ms(b.Setup.Max), b.Succeeded, b.Failed)
+		}
 	}
 	fmt.Fprintf(w, "largest step with pacing jitter p99 < 5 ms, no loss: %d calls\n", r.Largest())
 }
@@ -269,7 +284,13 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	if backup != nil {
 		c.Memory.Model = "backup/extractor" // the saves are not what this run measures
 	}
-	c.SIP = config.SIP{Addr: "127.0.0.1:0", MaxCalls: slices.Max(cfg.Steps) + 10, RTPPort: cfg.RTPPort,
+	if cfg.BurstHold <= 0 {
+		cfg.BurstHold = 2 * time.Second
+	}
+	if cfg.BurstRate <= 0 {
+		cfg.BurstRate = 50
+	}
+	c.SIP = config.SIP{Addr: "127.0.0.1:0", MaxCalls: slices.Max(cfg.Steps) + max(cfg.BurstCalls, 0) + 10, RTPPort: cfg.RTPPort,
 		Trunks: config.Trunks{Inbound: []config.InboundTrunk{{Name: "bench", Sources: []string{"127.0.0.1"},
 			Routes: []config.Route{{Number: "*", Agent: "receptionist"}}}}}}
 	served, stopBox, err := StartBox(ctx, pool, c, "bench-calls-key", box.Options{})
@@ -333,6 +354,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			var rss1 int64
 			var model0, model1 time.Duration
 			var opened, closed time.Time
+			burst, burstStarted := make(chan burstResult, 1), false
 			snapshot := func(end bool) {
 				if end {
 					w1, cpu1, rss1, heap1 = srv.Stats(), readCPU(ctx, pool), residentBytes(), heapInUse()
@@ -343,6 +365,13 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 					w0, cpu0 = srv.Stats(), readCPU(ctx, pool)
 					if remote != nil {
 						model0, opened = remote.cpu(), time.Now()
+					}
+					if cfg.BurstCalls > 0 {
+						burstStarted = true
+						go func() {
+							b, err := runBurst(ctx, srv.Addr(), srv.Stats, cfg.BurstCalls, cfg.BurstRate, cfg.BurstHold)
+							burst <- burstResult{b, err}
+						}()
 					}
 				}
 			}
@@ -356,6 +385,13 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			stopHog()
 			if err != nil {
 				return rep, err
+			}
+			if burstStarted {
+				r := <-burst
+				if r.err != nil {
+					return rep, fmt.Errorf("the burst: %w", r.err)
+				}
+				step.Burst = &r.Burst
 			}
 			step.Hog = hog
 			win := w1.Sub(w0)
@@ -408,6 +444,11 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		rep.Setup = append(rep.Setup, fmt.Sprintf("live transcription: %d streams opened, %d final transcripts sent", served0.Streams, served0.Finals))
 	}
 	return rep, nil
+}
+
+type burstResult struct {
+	Burst
+	err error
 }
 
 // startHog runs a busy loop in its own process (one core at most) until the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,15 +17,21 @@ import (
 // TestCallsLoadCarriesMediaBothWays runs a small step of the calls load
 // with the fleet generator against the whole box: every call is answered,
 // the box's packets arrive without a gap in their sequence, and the box
-// heard the callers (their turns were answered and recorded).
+// heard the callers (their turns were answered and recorded). While they
+// are held SIPp places a burst of calls, each answered and hung up, whose
+// setup the box and SIPp both measured.
 func TestCallsLoadCarriesMediaBothWays(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the whole box and real-time calls: not in -short")
 	}
+	if _, err := exec.LookPath("sipp"); err != nil {
+		t.Skip("sipp is not installed (Debian package sip-tester; scripts/test installs it)")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	const calls, hold = 4, 5 * time.Second
-	rep, err := Calls(ctx, CallsConfig{AdminURL: pgtest.URL(t), Steps: []int{calls}, Hold: hold, Rate: 20, NoHog: true})
+	const calls, hold, burst = 4, 5 * time.Second, 6
+	rep, err := Calls(ctx, CallsConfig{AdminURL: pgtest.URL(t), Steps: []int{calls}, Hold: hold, Rate: 20, NoHog: true,
+		BurstCalls: burst, BurstRate: 10, BurstHold: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +55,9 @@ func TestCallsLoadCarriesMediaBothWays(t *testing.T) {
 	}
 	if s.Jitter.N == 0 {
 		t.Fatal("no arrival intervals measured")
+	}
+	if b := s.Burst; b == nil || b.Succeeded != burst || b.Failed != 0 || b.Setup.N != burst || b.BoxSetup.P50 <= 0 || b.BoxSetup.Max < b.BoxSetup.P50 {
+		t.Fatalf("the burst: %+v, want %d calls answered and hung up, each setup measured by SIPp and the box", s.Burst, burst)
 	}
 }
 

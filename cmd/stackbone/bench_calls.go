@@ -30,7 +30,8 @@ per processor) in the same process, or with --caller process the generator in a
 stackbone bench caller process and the scripted provider in a stackbone bench model
 process. At each step the generator places that many calls, streams speech-like audio
 (1 s of tone, 2.5 s of quiet) at real time on each, and measures the box's packets; the
-box answers every turn.`,
+box answers every turn. With --burst, SIPp places a burst of new calls while each step's
+calls are held, and the step reports their setup as the box and SIPp measured it.`,
 		RunE: benchRunE(&dataDir, func(ctx context.Context, admin string, log *slog.Logger) (bench.CallsReport, error) {
 			cfg.AdminURL, cfg.Logger = admin, log
 			return bench.Calls(ctx, cfg)
@@ -45,6 +46,9 @@ box answers every turn.`,
 	cmd.Flags().StringVar(&cfg.Caller, "caller", "", "process: place the calls from a separate `stackbone bench caller` process; empty: a generator in this process")
 	cmd.Flags().BoolVar(&cfg.NoHog, "no-hog", false, "skip each step's second run beside a CPU hog")
 	cmd.Flags().IntVar(&cfg.RTPPort, "rtp-port", 0, "the box's sip.rtpPort: 0 one shared port read and sent in batches, -1 a port per call")
+	cmd.Flags().IntVar(&cfg.BurstCalls, "burst", 0, "N > 0: once each step's calls are up, SIPp places N more calls at --burst-rate, as a carrier's burst, and the step reports their setup")
+	cmd.Flags().IntVar(&cfg.BurstRate, "burst-rate", 50, "calls a second of the burst")
+	cmd.Flags().DurationVar(&cfg.BurstHold, "burst-hold", 2*time.Second, "how long each call of the burst stays up")
 	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "where the private PostgreSQL cluster lives")
 	return cmd
 }
