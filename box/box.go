@@ -222,6 +222,7 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 		TurnTaking: voice.TurnTakingOf(voice.VADConfig{}), Logger: log})
 	b.listener.Subscribe(agent.NotifyChains, b.Chains.Invalidate)
 	b.Stores.Subscribe(b.listener)
+	b.Webhooks.Subscribe(b.listener)
 	// HTTP and MCP tools (Start lists the MCP servers; one that is down
 	// does not stop the box: its tools are left out until it is back).
 	b.Tools, err = tools.New(tools.Config{Agents: cfg.Agents, Logger: log, Getenv: opt.Getenv})

@@ -15,6 +15,9 @@ type Events interface {
 	// transcript) only for those that asked for them. An error leaves tx
 	// usable; the call goes on and the error is logged.
 	Emit(ctx context.Context, tx pgx.Tx, typ string, data, content any) error
+	// Wanted reports whether anyone takes events of typ: when nobody
+	// does, the call's change is written alone, without a transaction.
+	Wanted(ctx context.Context, typ string) bool
 }
 
 // Call event types.
@@ -66,11 +69,13 @@ func (c *Call) event() callEvent {
 }
 
 // execEvent runs one statement on the calls table and, when it changed a
-// row and events are wired, records the event typ in the same
-// transaction, so an event exists exactly when its change does.
+// row and someone takes events of typ, records the event in the same
+// transaction, so an event exists exactly when its change does. When
+// nobody does the statement runs alone: one round trip, where a
+// transaction with its event takes four (a call's setup waits on it).
 func (m *Manager) execEvent(ctx context.Context, typ string, data func() any, content any, sql string, args ...any) (pgconn.CommandTag, error) {
 	ended := typ == eventEnded && m.cfg.Ended != nil
-	if m.cfg.Events == nil && !ended {
+	if (m.cfg.Events == nil || !m.cfg.Events.Wanted(ctx, typ)) && !ended {
 		return m.cfg.Pool.Exec(ctx, sql, args...)
 	}
 	var tag pgconn.CommandTag

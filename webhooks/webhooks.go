@@ -84,6 +84,7 @@ type Service struct {
 	cfg    Config
 	log    *slog.Logger
 	insert *river.Client[pgx.Tx]
+	wanted wantedTypes
 }
 
 // New returns the service. It can record events at once; deliveries are
@@ -131,6 +132,9 @@ func New(cfg Config) (*Service, error) {
 // a savepoint) and is returned for the caller to log: an event never
 // stops the change it reports.
 func (s *Service) Emit(ctx context.Context, tx pgx.Tx, typ string, data, content any) error {
+	if !s.Wanted(ctx, typ) {
+		return nil
+	}
 	if tx == nil {
 		return pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error { return s.emit(ctx, tx, typ, data, content, true) })
 	}
@@ -265,6 +269,7 @@ func (s *Service) Create(ctx context.Context, n NewSubscription, by string) (Sub
 	sub, err := scanSubscription(s.cfg.Pool.QueryRow(ctx, `INSERT INTO stackbone_platform.webhook_subscriptions
 		(id, url, events, secret, include_transcript, description, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7)
 		RETURNING `+subscriptionColumns, "whk_"+uuid.NewString(), n.URL, n.Events, secret, n.IncludeTranscript, n.Description, by))
+	s.wanted.invalidate() // at once on this box; the others hear the trigger's notification
 	if err != nil {
 		return Subscription{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -313,6 +318,7 @@ func (s *Service) Get(ctx context.Context, id string) (Subscription, error) {
 // deliveries still queued are dropped. Errors: ErrNotFound, ErrUnavailable.
 func (s *Service) Delete(ctx context.Context, id, by string) error {
 	tag, err := s.cfg.Pool.Exec(ctx, `DELETE FROM stackbone_platform.webhook_subscriptions WHERE id = $1`, id)
+	s.wanted.invalidate()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

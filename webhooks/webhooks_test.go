@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stackbone/box/internal/poll"
+	"github.com/stackbone/box/postgres/notify"
 	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/webhooks"
 )
@@ -167,4 +169,61 @@ func BenchmarkEmit(b *testing.B) {
 		}
 	}
 	b.Run("subscribers=2", run)
+}
+
+// A box keeps which event types anyone takes: an event nobody takes writes
+// nothing, a subscription made on another box is heard of through the
+// database's notification (and one made here at once), and a deletion
+// likewise; an event of a type taken is recorded again.
+func TestWantedFollowsSubscriptionsOnEveryBox(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pool := pgtest.Pool(t)
+	here, err := webhooks.New(webhooks.Config{Pool: pool, Logger: pgtest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := webhooks.New(webhooks.Config{Pool: pool, Logger: pgtest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := notify.New(pool, pgtest.Logger(t))
+	here.Subscribe(l)
+	go l.Run(ctx)
+	events := func() int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.webhook_events`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if here.Wanted(ctx, webhooks.CallStarted) {
+		t.Fatal("call.started wanted with no subscription")
+	}
+	if err := here.Emit(ctx, nil, webhooks.CallStarted, map[string]string{"callId": "c1"}, nil); err != nil || events() != 0 {
+		t.Fatalf("an event nobody takes: %v, %d events written", err, events())
+	}
+	sub, err := other.Create(ctx, webhooks.NewSubscription{URL: "http://127.0.0.1:9/a", Events: []string{webhooks.CallStarted}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the other box's subscription to be heard of", 10*time.Second, func() bool { return here.Wanted(ctx, webhooks.CallStarted) })
+	if here.Wanted(ctx, webhooks.CallEnded) {
+		t.Fatal("call.ended wanted: only call.started was subscribed to")
+	}
+	if err := here.Emit(ctx, nil, webhooks.CallStarted, map[string]string{"callId": "c2"}, nil); err != nil || events() != 1 {
+		t.Fatalf("an event taken: %v, %d events written", err, events())
+	}
+	if err := other.Delete(ctx, sub.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the deletion to be heard of", 10*time.Second, func() bool { return !here.Wanted(ctx, webhooks.CallStarted) })
+	// Made on this box, a subscription counts at once.
+	if _, err := here.Create(ctx, webhooks.NewSubscription{URL: "http://127.0.0.1:9/b", Events: []string{webhooks.CallEnded}}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if !here.Wanted(ctx, webhooks.CallEnded) {
+		t.Fatal("a subscription made on this box is not wanted at once")
+	}
 }
