@@ -56,29 +56,39 @@ func runBurst(ctx context.Context, addr string, stats func() sip.Stats, calls, r
 	if err := os.WriteFile(sf, burstScenario, 0o600); err != nil {
 		return b, err
 	}
-	sigPort, err := freeUDPPort()
-	if err != nil {
-		return b, err
-	}
-	mediaPort, err := freeUDPPort()
-	if err != nil {
-		return b, err
-	}
-	before := stats()
-	cmd := exec.CommandContext(ctx, bin, addr, "-sf", sf, "-s", "100", "-i", "127.0.0.1",
-		"-p", strconv.Itoa(sigPort), "-mp", strconv.Itoa(mediaPort), "-m", strconv.Itoa(calls),
-		"-r", strconv.Itoa(rate), "-rp", "1000", "-l", strconv.Itoa(calls), "-set", "hold", strconv.Itoa(int(hold.Milliseconds())),
-		"-trace_rtt", "-rtt_freq", "1", "-trace_stat", "-fd", "1", "-nostdin",
-		"-timeout", strconv.Itoa(int((time.Duration(calls/max(rate, 1))*time.Second+hold+time.Minute).Seconds()))+"s", "-timeout_error")
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	after := stats()
-	if err != nil {
+	var before, after sip.Stats
+	// SIPp binds its media port and the three above it: a port free a
+	// moment ago may be taken by then, and SIPp then stops at once (exit
+	// 254, no call placed): tried again on other ports.
+	for attempt := 0; ; attempt++ {
+		sigPort, err := freeUDPPort()
+		if err != nil {
+			return b, err
+		}
+		mediaPort, err := freeUDPPort()
+		if err != nil {
+			return b, err
+		}
+		before = stats()
+		cmd := exec.CommandContext(ctx, bin, addr, "-sf", sf, "-s", "100", "-i", "127.0.0.1",
+			"-p", strconv.Itoa(sigPort), "-mp", strconv.Itoa(mediaPort), "-m", strconv.Itoa(calls),
+			"-r", strconv.Itoa(rate), "-rp", "1000", "-l", strconv.Itoa(calls), "-set", "hold", strconv.Itoa(int(hold.Milliseconds())),
+			"-trace_rtt", "-rtt_freq", "1", "-trace_stat", "-fd", "1", "-nostdin",
+			"-timeout", strconv.Itoa(int((time.Duration(calls/max(rate, 1))*time.Second+hold+time.Minute).Seconds()))+"s", "-timeout_error")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		after = stats()
 		var exit *exec.ExitError
-		// SIPp exits 1 when some call failed: counted below.
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		switch {
+		case err == nil:
+		case errors.As(err, &exit) && exit.ExitCode() == 1:
+			// Some call failed: counted below.
+		case errors.As(err, &exit) && exit.ExitCode() == 254 && attempt < 3:
+			continue
+		default:
 			return b, fmt.Errorf("sipp: %v: %s", err, tail(out))
 		}
+		break
 	}
 	win := after.Sub(before)
 	b.BoxSetup = Figures{Name: "box setup", P50: win.SetupTime(50), P95: win.SetupTime(95), P99: win.SetupTime(99), Max: win.SetupTime(100)}
