@@ -198,7 +198,14 @@ func New(ctx context.Context, cfg *config.Config, opt Options) (*Box, error) {
 		Pool: pool, Models: b.Models, Logger: log, Metrics: metrics, Events: b.Webhooks,
 		FallbackModel: cfg.Memory.Model, FallbackReasoningEffort: cfg.Memory.ReasoningEffort,
 		Erase: func(ctx context.Context, tx pgx.Tx, agentID, userID string) error {
-			return errors.Join(b.Recordings.EraseTx(ctx, tx, agentID, userID), campaigns.EraseTx(ctx, tx, agentID, userID))
+			if err := errors.Join(b.Recordings.EraseTx(ctx, tx, agentID, userID), campaigns.EraseTx(ctx, tx, agentID, userID)); err != nil {
+				return err
+			}
+			calls, err := b.Calls.EraseTx(ctx, tx, agentID, userID)
+			if err != nil {
+				return err
+			}
+			return b.Webhooks.EraseCallsTx(ctx, tx, calls)
 		},
 	})
 	b.Settings = memory.NewSettings(pool, memory.AgentsFromConfig(cfg), log)

@@ -294,8 +294,20 @@ func TestCallRecordingLinesUpAndSurvivesTheBox(t *testing.T) {
 	if code, _ := download(t, srv.URL, id); code != http.StatusNotFound {
 		t.Fatalf("the erased recording answers %d", code)
 	}
-	if callRecord(t, b.URL, number, &id).Recording != nil {
+	// The call's record keeps how it went and what it cost, and nothing of
+	// the person: no transcript, number, identities or analysis.
+	erased := callRecord(t, b.URL, number, &id)
+	if erased.Recording != nil {
 		t.Fatal("the erased recording is still on the call record")
+	}
+	if len(erased.Transcript) != 0 || erased.PhoneNumber != nil || erased.Memory.Identity != "" || erased.Status != "ended" ||
+		erased.DurationSeconds == nil {
+		t.Fatalf("the erased person's call record: %+v", erased)
+	}
+	var left int
+	if err := b.Pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.voice_calls WHERE id = $1 AND identities = '{}'
+		AND snapshot->>'userId' IS NULL AND erased_at IS NOT NULL`, id).Scan(&left); err != nil || left != 1 {
+		t.Fatalf("the erased call's row: %d (%v)", left, err)
 	}
 	poll.Until(t, "the erased recording's audio to be removed", 30*time.Second, func() bool {
 		var n int

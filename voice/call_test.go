@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/costs"
 	"github.com/stackbone/box/internal/poll"
@@ -466,4 +468,58 @@ func (e *env) stored(id string) (folded, rows int) {
 		e.t.Fatal(err)
 	}
 	return folded, rows
+}
+
+// The person is erased while their call goes on (memory's delete-all with
+// the calls' erasure in its transaction): the turns persisted so far go,
+// the call writes no more, and at its end keeps no transcript, saves
+// nothing and names nobody; its times and outcome stay.
+func TestErasureDuringACallKeepsNothingOfIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	number := "+34600777999"
+	e.model.ScriptTranscripts("I moved to Valencia last month.", "And I have a dog.")
+	e.model.Script(providertest.Reply{Content: "Thanks, noted."}, providertest.Reply{Content: "Lovely."},
+		providertest.Reply{Content: `{"operations":[{"op":"add","content":"Lives in Valencia."}],"summary":"Said they moved."}`})
+	r := e.start(CallInfo{Agent: "receptionist", PhoneNumber: number})
+	r.stepUntil("the greeting", 500, func() bool { return len(r.call.Entries()) == 1 })
+	r.say(800)
+	r.stepUntil("the answer", 1000, func() bool { return len(r.call.Entries()) == 3 })
+	poll.Until(t, "the heard turns to be persisted", 20*time.Second, func() bool {
+		_, rows := e.stored(r.call.ID())
+		return rows == 3
+	})
+	if _, err := e.mem.DeleteAll(ctx, "receptionist", number); err != nil {
+		t.Fatal(err)
+	}
+	var erased []string
+	if err := pgx.BeginFunc(ctx, e.mgr.cfg.Pool, func(tx pgx.Tx) (err error) {
+		erased, err = e.mgr.EraseTx(ctx, tx, "receptionist", number)
+		return err
+	}); err != nil || len(erased) != 1 || erased[0] != r.call.ID() {
+		t.Fatalf("erased %v (%v)", erased, err)
+	}
+	if folded, rows := e.stored(r.call.ID()); folded != 0 || rows != 0 {
+		t.Fatalf("after the erasure: %d entries in the record, %d rows", folded, rows)
+	}
+	// The call goes on: a turn heard after the erasure is not written.
+	r.say(800)
+	r.stepUntil("the second answer", 1000, func() bool { return len(r.call.Entries()) == 5 })
+	r.call.End(OutcomeCallerHangup, "")
+	rec := r.end()
+	if _, rows := e.stored(r.call.ID()); rows != 0 {
+		t.Fatalf("%d entry rows written after the erasure", rows)
+	}
+	if rec.Status != "ended" || *rec.Outcome != OutcomeCallerHangup || len(rec.Transcript) != 0 || rec.PhoneNumber != nil ||
+		rec.Memory.Identity != "" || rec.Memory.Saved || rec.DurationSeconds == nil {
+		t.Fatalf("the erased person's call record: %+v, memory %+v", rec, rec.Memory)
+	}
+	if n := e.extractions(); n != 0 {
+		t.Fatalf("%d extractions: the erased person's call was saved", n)
+	}
+	facts, _ := e.mem.Recall(ctx, memory.RecallRequest{AgentID: "receptionist", UserID: number})
+	if len(facts.Facts) != 0 || len(facts.Calls) != 0 {
+		t.Fatalf("memory after the erasure and the call's end: %+v", facts)
+	}
 }

@@ -27,6 +27,16 @@ func (c *Call) complete(end End) {
 	close(c.stopPersist)
 	<-c.persisted
 	entries := c.transcript.Entries()
+	erased := c.erased(ctx)
+	if erased {
+		// The person was erased while the call went on: nothing heard is
+		// kept, saved or sent, and the call's end names nobody.
+		entries = nil
+		if r := c.rec.Swap(nil); r != nil {
+			r.take.Discard()
+		}
+		c.report.Off, c.report.Identity = "the person was erased during the call", ""
+	}
 	c.keepRecording(ctx, entries)
 	c.m.saveHeard(ctx, &c.report, c.info.Agent, snapshot{Instructions: c.view.Value.Instructions, UserID: c.sel.Value},
 		entries, c.started, duration, end.Outcome, c.info.ID)
@@ -46,10 +56,17 @@ func (c *Call) complete(end End) {
 	usageJSON, costJSON, cost := c.m.priced(usage)
 	// Who answered goes in again with the end: its own write runs beside
 	// the call and may not have landed yet.
-	tag, err := c.m.execEvent(ctx, eventEnded, func() any { return c.endedEvent(ended, duration, len(entries)) },
-		map[string]any{"transcript": orNone(entries)}, `WITH gone AS (DELETE FROM stackbone_platform.voice_call_entries WHERE call_id = $1)
+	event := func() any {
+		e := c.endedEvent(ended, duration, len(entries)).(callEvent)
+		if erased {
+			e.PhoneNumber = ""
+		}
+		return e
+	}
+	tag, err := c.m.execEvent(ctx, eventEnded, event, map[string]any{"transcript": orNone(entries)}, `WITH gone AS (DELETE FROM stackbone_platform.voice_call_entries WHERE call_id = $1)
 		UPDATE stackbone_platform.voice_calls SET status = 'ended', ended_at = $2, outcome = $3,
-		duration_seconds = $4, transcript = $5, memory = $6, metrics = $7, end_reason = NULLIF($8, ''),
+		duration_seconds = $4, transcript = CASE WHEN erased_at IS NULL THEN $5::jsonb ELSE '[]' END,
+		memory = CASE WHEN erased_at IS NULL THEN $6::jsonb ELSE $6::jsonb - 'identity' END, metrics = $7, end_reason = NULLIF($8, ''),
 		answered_by = COALESCE(NULLIF($9, ''), answered_by), answer_decision_ms = COALESCE(answer_decision_ms, NULLIF($10, 0)),
 		usage = $11, cost = $12
 		WHERE id = $1 AND status <> 'ended'`, // not if another box closed it as lost meanwhile
@@ -61,4 +78,12 @@ func (c *Call) complete(end End) {
 	}
 	c.m.log.Info("call ended", "call", c.info.ID, "agent", c.info.Agent, "outcome", end.Outcome, "turns", len(entries),
 		"saved", c.report.Saved, "save_error", c.report.SaveError)
+}
+
+// erased reports whether the call's person was erased while it went on
+// (memory's delete-all, on any box).
+func (c *Call) erased(ctx context.Context) bool {
+	var erased bool
+	_ = c.m.cfg.Pool.QueryRow(ctx, `SELECT erased_at IS NOT NULL FROM stackbone_platform.voice_calls WHERE id = $1`, c.info.ID).Scan(&erased)
+	return erased
 }

@@ -69,8 +69,9 @@ type heardWrite struct {
 }
 
 // writeHeard writes the calls' entries in one statement. A call already
-// ended (another box closed it as lost and folded what it found) takes no
-// more; a write repeated after a lost reply adds nothing twice.
+// ended (another box closed it as lost and folded what it found) or whose
+// person was erased takes no more; a write repeated after a lost reply
+// adds nothing twice.
 func (m *Manager) writeHeard(ctx context.Context, group []heardWrite) error {
 	var (
 		calls, entries []string
@@ -92,7 +93,8 @@ func (m *Manager) writeHeard(ctx context.Context, group []heardWrite) error {
 	_, err := m.cfg.Pool.Exec(ctx, `INSERT INTO stackbone_platform.voice_call_entries (call_id, seq, entry, usage)
 		SELECT g.call_id, g.seq, g.entry::jsonb, g.usage::jsonb
 		FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS g(call_id, seq, entry, usage)
-		WHERE EXISTS (SELECT 1 FROM stackbone_platform.voice_calls c WHERE c.id = g.call_id AND c.status <> 'ended')
+		WHERE EXISTS (SELECT 1 FROM stackbone_platform.voice_calls c WHERE c.id = g.call_id AND c.status <> 'ended'
+			AND c.erased_at IS NULL)
 		ON CONFLICT DO NOTHING`, calls, seqs, entries, usages)
 	return err
 }

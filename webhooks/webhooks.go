@@ -314,6 +314,19 @@ func (s *Service) Get(ctx context.Context, id string) (Subscription, error) {
 	return sub, nil
 }
 
+// EraseCallsTx removes, in tx (a person's erasure), the events recorded
+// for the calls ids, with their deliveries and their log: their data names
+// the caller and their content may hold the heard transcript.
+func (s *Service) EraseCallsTx(ctx context.Context, tx pgx.Tx, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM stackbone_platform.webhook_events WHERE data->>'callId' = ANY($1)`, ids); err != nil {
+		return fmt.Errorf("webhooks: erase: %w", err)
+	}
+	return nil
+}
+
 // Delete removes a subscription with its deliveries and their log;
 // deliveries still queued are dropped. Errors: ErrNotFound, ErrUnavailable.
 func (s *Service) Delete(ctx context.Context, id, by string) error {

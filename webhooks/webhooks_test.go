@@ -227,3 +227,36 @@ func TestWantedFollowsSubscriptionsOnEveryBox(t *testing.T) {
 		t.Fatal("a subscription made on this box is not wanted at once")
 	}
 }
+
+// A person's erasure removes the events of their calls with the
+// deliveries, and leaves every other call's.
+func TestEraseCallsRemovesTheirEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	svc, err := webhooks.New(webhooks.Config{Pool: pool, Logger: pgtest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(ctx, webhooks.NewSubscription{URL: "http://127.0.0.1:9/a", Events: []string{webhooks.CallEnded}}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"call_a", "call_b", "call_c"} {
+		if err := svc.Emit(ctx, nil, webhooks.CallEnded, map[string]string{"callId": id, "phoneNumber": "+34600000001"},
+			map[string]any{"transcript": []string{"heard"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return svc.EraseCallsTx(ctx, tx, []string{"call_a", "call_c"}) }); err != nil {
+		t.Fatal(err)
+	}
+	var events, deliveries int
+	var left string
+	if err := pool.QueryRow(ctx, `SELECT count(*), min(data->>'callId'), (SELECT count(*) FROM stackbone_platform.webhook_deliveries)
+		FROM stackbone_platform.webhook_events`).Scan(&events, &left, &deliveries); err != nil {
+		t.Fatal(err)
+	}
+	if events != 1 || left != "call_b" || deliveries != 1 {
+		t.Fatalf("after erasing calls a and c: %d events (%s), %d deliveries; want call_b's one", events, left, deliveries)
+	}
+}
