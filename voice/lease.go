@@ -172,9 +172,8 @@ var errNotLost = errors.New("voice: the call is not lost")
 // recoverCall claims a lost call in one transaction (of boxes racing, one
 // gets the row): it ends the record as box_lost with its save pending,
 // folds the persisted entries into it and takes the call's lease for the
-// save. It then saves the persisted heard
-// transcript once, renewing that lease meanwhile, and clears the pending
-// save with what memory did. A box that dies between the two leaves the
+// save. It then saves the persisted heard transcript once, renewing that
+// lease meanwhile, and clears the pending save with what memory did. A box that dies between the two leaves the
 // save pending under a lease that runs out: the next box claims it again
 // (the record's end stays as first recorded) and saves; the save's
 // idempotency key returns a save that had already happened.
