@@ -2,8 +2,10 @@ package rooms_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +35,36 @@ func (p pageState) has(role, text string) bool {
 		}
 	}
 	return false
+}
+
+// failures keeps a failed test's reason for the LiveKit server's cleanup
+// to say again after the server's long log, so the reason ends the
+// test's output.
+var failures sync.Map // *testing.T → string
+
+// fail fails the test at once with the reason, kept in failures.
+func fail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	failures.Store(t, msg)
+	t.Fatal(msg)
+}
+
+// waitPage polls cond until it holds or limit passes; a timeout fails the
+// test with the page's state and what speech-to-text and the speech
+// endpoint were sent by then.
+func (p *callPage) wait(b *box, what string, limit time.Duration, cond func() bool) {
+	p.t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			var s pageState
+			err := p.br.Eval(p.ctx, `window.stackboneCall`, &s)
+			fail(p.t, "timed out after %s waiting for %s; page %+v (%v); %d uploads to speech-to-text, %d speech requests",
+				limit, what, s, err, len(b.model.Uploads()), len(b.model.SpeechRequests()))
+		}
+		time.Sleep(poll.Every)
+	}
 }
 
 // callPage is the call page in headless Chromium, its microphone a
@@ -125,13 +157,13 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) (callID str
 	s := state()
 
 	// The agent heard the caller: the page shows the heard transcript.
-	poll.Until(t, "the caller's words in the page's transcript", 60*time.Second, func() bool {
+	p.wait(b, "the caller's words in the page's transcript", 60*time.Second, func() bool {
 		return state().has(voice.RoleUser, callerSays)
 	})
 
 	ups := b.model.Uploads()
 	if len(ups) == 0 {
-		t.Fatal("speech-to-text received no audio")
+		fail(t, "speech-to-text received no audio")
 	}
 	// The whole utterance: a speculative request at a pause in the speech
 	// carries only its start.
@@ -144,18 +176,18 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) (callID str
 	pcm, rate := wavPCM(t, longest)
 	secs := float64(len(pcm)) / float64(rate)
 	if lvl := voice.Level(pcm); lvl < -40 || secs < 1.5 {
-		t.Fatalf("speech-to-text got %.1f s at %.1f dBFS: not the recorded speech", secs, lvl)
+		fail(t, "speech-to-text got %.1f s at %.1f dBFS: not the recorded speech", secs, lvl)
 	}
 	t.Logf("speech-to-text received %.1f s of %d Hz audio at %.1f dBFS", secs, rate, voice.Level(pcm))
 
 	// The agent's answer plays through to the browser and commits as heard.
-	poll.Until(t, "the agent's answer to play and commit", 30*time.Second, func() bool {
+	p.wait(b, "the agent's answer to play and commit", 30*time.Second, func() bool {
 		return state().has(voice.RoleAssistant, agentSays)
 	})
 
 	s = state()
 	if s.LevelMax < 0.05 || s.VoicedMs < 500 {
-		t.Fatalf("the browser heard no agent audio: peak RMS %.3f, %d ms above -40 dBFS", s.LevelMax, s.VoicedMs)
+		fail(t, "the browser heard no agent audio: peak RMS %.3f, %d ms above -40 dBFS", s.LevelMax, s.VoicedMs)
 	}
 	t.Logf("the browser heard the agent: peak RMS %.3f, %d ms of sound", s.LevelMax, s.VoicedMs)
 
@@ -164,20 +196,27 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) (callID str
 		t.Fatal(err)
 	}
 	var rec voice.CallRecord
-	poll.Until(t, "the call to complete after the page left", 30*time.Second, func() bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		r, err := b.calls.Get(ctx, s.CallID)
 		rec = r
-		return err == nil && r.Status == "ended" && r.Memory != nil && (r.Memory.Saved || r.Memory.SaveError != "")
-	})
+		if err == nil && r.Status == "ended" && r.Memory != nil && (r.Memory.Saved || r.Memory.SaveError != "") {
+			break
+		}
+		if time.Now().After(deadline) {
+			fail(t, "timed out after 30s waiting for the call to complete after the page left: %+v memory %+v (%v)", r, r.Memory, err)
+		}
+		time.Sleep(poll.Every)
+	}
 
 	if rec.Direction != voice.Browser || rec.Outcome == nil || *rec.Outcome != voice.OutcomeCallerHangup || rec.PhoneNumber != nil {
-		t.Fatalf("call record: %+v outcome %v", rec, rec.Outcome)
+		fail(t, "call record: %+v outcome %v", rec, rec.Outcome)
 	}
 	if !rec.Memory.Saved || rec.Memory.IdentityKey != "phoneNumber" || rec.Memory.Identity != number {
-		t.Fatalf("memory report: %+v", rec.Memory)
+		fail(t, "memory report: %+v", rec.Memory)
 	}
 	if len(rec.Metrics) != 1 || rec.Metrics[0]["wireToWireMs"] == nil || rec.Metrics[0]["speechToTextMs"] == nil {
-		t.Fatalf("per-turn metrics: %+v", rec.Metrics)
+		fail(t, "per-turn metrics: %+v", rec.Metrics)
 	}
 	t.Logf("turn metrics: %v", rec.Metrics[0])
 	got, err := b.mem.Recall(ctx, memory.RecallRequest{AgentID: "frontdesk", UserID: number})
@@ -190,7 +229,7 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) (callID str
 	}
 	if strings.Join(facts, "|") != "Interested in the AI master.|Wants calls after 16:00." || len(got.Calls) != 1 ||
 		*got.Calls[0].Outcome != string(voice.OutcomeCallerHangup) {
-		t.Fatalf("saved memory: facts %q, calls %+v", facts, got.Calls)
+		fail(t, "saved memory: facts %q, calls %+v", facts, got.Calls)
 	}
 	// The API shows the ended room from the call's record.
 	var v struct {
@@ -198,7 +237,7 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) (callID str
 		Transcript []voice.Entry `json:"transcript"`
 	}
 	if st, code := b.do("GET", "/api/voice/rooms/"+s.RoomID, nil, &v); st != 200 || v.Status != "ended" || len(v.Transcript) != 2 {
-		t.Fatalf("GET room after the call: %d %s %+v", st, code, v)
+		fail(t, "GET room after the call: %d %s %+v", st, code, v)
 	}
 	return s.CallID
 }

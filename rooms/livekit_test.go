@@ -96,6 +96,9 @@ logging:
 			if b, err := os.ReadFile(logf.Name()); err == nil {
 				t.Logf("livekit-server log:\n%s", b)
 			}
+			if why, ok := failures.Load(t); ok {
+				t.Logf("failed: %s", why)
+			}
 		}
 	})
 	url := fmt.Sprintf("http://127.0.0.1:%d", httpPort)

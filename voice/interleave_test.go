@@ -172,6 +172,10 @@ func interleave(t *testing.T, seed uint64, streaming bool) {
 			time.Sleep(time.Duration(rng.IntN(400)) * time.Microsecond)
 		}
 	}
+	// The last words' transcription and the answer to them, however slow
+	// the machine: the provider's answers come in call time from here.
+	stepped := 0
+	r.stepPatiently("the last turn", 101, func() bool { stepped++; return stepped > 100 })
 	r.stepUntil("quiet", 2000, func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
