@@ -48,21 +48,34 @@ func (w *wantedTypes) invalidate() {
 	w.mu.Unlock()
 }
 
+// known reports whether some subscription takes events of typ, as far as
+// the types in memory say; known is false when they are not loaded (or
+// too old, or kept at all without Subscribe).
+func (w *wantedTypes) known(typ string) (wanted, known bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.on || w.types == nil || time.Since(w.at) >= wantedTTL {
+		return false, false
+	}
+	return w.types[typ], true
+}
+
 // Wanted reports whether some subscription takes events of typ, so a
 // caller can leave out what only the event needed (Emit itself writes
-// nothing then). Without Subscribe, or when the subscriptions cannot be
-// read, it answers true and Emit's own statement decides.
+// nothing then). It may read the subscriptions on a connection of the
+// pool: a caller must not hold one of its own meanwhile (in a transaction
+// Emit consults only the types already in memory). Without Subscribe, or
+// when the subscriptions cannot be read, it answers true and Emit's own
+// statement decides.
 func (s *Service) Wanted(ctx context.Context, typ string) bool {
 	w := &s.wanted
+	if wanted, known := w.known(typ); known {
+		return wanted
+	}
 	w.mu.Lock()
 	if !w.on {
 		w.mu.Unlock()
 		return true
-	}
-	if w.types != nil && time.Since(w.at) < wantedTTL {
-		ok := w.types[typ]
-		w.mu.Unlock()
-		return ok
 	}
 	gen := w.gen
 	w.mu.Unlock()

@@ -132,11 +132,19 @@ func New(cfg Config) (*Service, error) {
 // a savepoint) and is returned for the caller to log: an event never
 // stops the change it reports.
 func (s *Service) Emit(ctx context.Context, tx pgx.Tx, typ string, data, content any) error {
-	if !s.Wanted(ctx, typ) {
-		return nil
-	}
 	if tx == nil {
+		if !s.Wanted(ctx, typ) {
+			return nil
+		}
 		return pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error { return s.emit(ctx, tx, typ, data, content, true) })
+	}
+	// In the caller's transaction only the types already known are
+	// consulted: reading them takes a second connection while tx holds
+	// one, and callers holding every connection of the pool would each
+	// wait for another forever. When they are not known, emit's own
+	// statement finds the subscriptions.
+	if wanted, known := s.wanted.known(typ); known && !wanted {
+		return nil
 	}
 	return s.emit(ctx, tx, typ, data, content, true)
 }

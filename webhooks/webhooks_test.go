@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/internal/poll"
 	"github.com/stackbone/box/postgres/notify"
@@ -225,6 +227,60 @@ func TestWantedFollowsSubscriptionsOnEveryBox(t *testing.T) {
 	}
 	if !here.Wanted(ctx, webhooks.CallEnded) {
 		t.Fatal("a subscription made on this box is not wanted at once")
+	}
+}
+
+// Events emitted in transactions that hold every connection of the pool,
+// when the subscribed types are not in memory (a subscription changed
+// just before): each event is recorded in its transaction, and none
+// waits for a connection to read the types (they all would, forever).
+func TestEmitInTransactionsHoldingThePool(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const conns = 2
+	cfg.MaxConns = conns
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	svc, err := webhooks.New(webhooks.Config{Pool: pool, Logger: pgtest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Subscribe(notify.New(pool, pgtest.Logger(t))) // not run: nothing reloads the types meanwhile
+	if _, err := svc.Create(ctx, webhooks.NewSubscription{URL: "http://127.0.0.1:9/a", Events: []string{webhooks.CallEnded}}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	// Every connection in a transaction, all of them emitting at once.
+	var ready, wg sync.WaitGroup
+	ready.Add(conns)
+	errs := make([]error, conns)
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				ready.Done()
+				ready.Wait()
+				return svc.Emit(ctx, tx, webhooks.CallEnded, map[string]string{"callId": fmt.Sprint("c", i)}, nil)
+			})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("transaction %d: %v", i, err)
+		}
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM stackbone_platform.webhook_events`).Scan(&n); err != nil || n != conns {
+		t.Fatalf("%d events recorded (%v), want %d", n, err, conns)
 	}
 }
 
