@@ -121,6 +121,10 @@ type CallStep struct {
 	// the first playable audio after the endpoint: see boxShare).
 	Turns    int
 	Overhead Figures
+	// Unfinished is the calls still in progress two minutes after the
+	// step's calls hung up (their completion, the memory save included,
+	// had not happened): the turns and overhead then miss theirs.
+	Unfinished int
 	// CallerCPU is the caller process's CPU in the window, in cores (0
 	// with the generator inside the box's process).
 	CallerCPU float64
@@ -143,11 +147,12 @@ type CallsReport struct {
 
 // Largest is the largest step without the CPU hog whose box-side pacing
 // jitter p99 stayed under 5 ms with no packet lost or dropped and every
-// call established; 0 if none did.
+// call established and completed; 0 if none did.
 func (r CallsReport) Largest() int {
 	best := 0
 	for _, s := range r.Steps {
-		if !s.Hog && s.Failed == 0 && s.Established == s.Calls && s.Pacing.P99 < 5*time.Millisecond && s.Lost == 0 && s.Dropped == 0 && s.Calls > best {
+		if !s.Hog && s.Failed == 0 && s.Established == s.Calls && s.Pacing.P99 < 5*time.Millisecond && s.Lost == 0 && s.Dropped == 0 &&
+			s.Unfinished == 0 && s.Calls > best {
 			best = s.Calls
 		}
 	}
@@ -173,6 +178,9 @@ func (r CallsReport) Print(w io.Writer) {
 	}
 	tw.Flush()
 	for _, s := range r.Steps {
+		if s.Unfinished > 0 {
+			fmt.Fprintf(w, "%d calls: %d had not completed two minutes after their hang-up (turns and overhead leave them out)\n", s.Calls, s.Unfinished)
+		}
 		if st := s.Shared; st.Sent > 0 && st.Received > 0 {
 			fmt.Fprintf(w, "%d calls, shared RTP port: %.3f sendmmsg per packet sent (%d packets), %.3f recvmmsg per packet read (%d packets)\n",
 				s.Calls, float64(st.SendCalls)/float64(st.Sent), st.Sent, float64(st.ReadCalls)/float64(st.Received), st.Received)
@@ -417,6 +425,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			for (served.Calls.Active() > 0 || srv.Active() > 0) && time.Now().Before(deadline) {
 				time.Sleep(100 * time.Millisecond)
 			}
+			step.Unfinished = max(served.Calls.Active(), srv.Active())
 			after := srv.Stats()
 			step.Dropped = after.FramesDropped - before.FramesDropped
 			step.Turns, step.Overhead = overhead(ctx, pool, since)
