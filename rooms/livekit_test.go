@@ -144,8 +144,9 @@ func TestBrowserCallLiveKit(t *testing.T) {
 	// LiveKit (3.4 s once on a loaded machine) and the agent's subscription:
 	// the lead silence covers both, so the caller's words are not spoken to
 	// a room nobody listens to yet (7 s was not enough once with the whole
-	// suite building beside the test).
-	browserCall(t, b, rooms.BackendLiveKit, 10)
+	// suite building beside the test; 10 s, it seems, once with the whole
+	// suite running).
+	browserCall(t, b, rooms.BackendLiveKit, 15)
 }
 
 // The page's End button on LiveKit: the SDK leaves the LiveKit room and
