@@ -49,10 +49,10 @@ func TestCallsLoadCarriesMediaBothWays(t *testing.T) {
 	if s.Lost != 0 || s.Dropped != 0 {
 		t.Fatalf("lost %d, dropped %d", s.Lost, s.Dropped)
 	}
-	// The callers speak 1 s of each 3.5 s: every call has a turn answered.
 	if s.Unfinished != 0 {
 		t.Fatalf("%d calls had not completed two minutes after their hang-up", s.Unfinished)
 	}
+	// The callers speak 1 s of each 3.5 s: every call has a turn answered.
 	if s.Turns < calls {
 		t.Fatalf("%d turns answered with metrics, want at least %d", s.Turns, calls)
 	}
