@@ -188,6 +188,7 @@ type liveStream struct {
 	out     chan outMsg
 	results chan TranscriptEvent
 	done    chan struct{}
+	readEnd chan struct{} // closed when read returns
 
 	mu     sync.Mutex
 	err    error  // the failure that ended the stream
@@ -211,10 +212,11 @@ func newLiveStream(ctx context.Context, conn *websocket.Conn, proto liveProtocol
 	s := &liveStream{
 		conn: conn, proto: proto, opts: opts, rate: rate, wire: wire, ctx: ctx, cancel: cancel,
 		out: make(chan outMsg, opts.Queue), results: make(chan TranscriptEvent, 64), done: make(chan struct{}),
+		readEnd: make(chan struct{}),
 	}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); s.read() }()
+	go func() { defer wg.Done(); defer close(s.readEnd); s.read() }()
 	go func() { defer wg.Done(); s.write() }()
 	go func() {
 		// The stream ends when ctx does (Close, a failure, the caller's
@@ -431,7 +433,7 @@ func (s *liveStream) write() {
 			}
 			cancel()
 			if err != nil {
-				s.fail(s.wireError(err, "keep-alive"))
+				s.failWrite(err, "keep-alive")
 				return
 			}
 			s.keepAlives.Add(1)
@@ -442,7 +444,7 @@ func (s *liveStream) write() {
 		err := s.conn.Write(ctx, m.typ, m.data)
 		cancel()
 		if err != nil {
-			s.fail(s.wireError(err, "send"))
+			s.failWrite(err, "send")
 			return
 		}
 		if !idle.Stop() {
@@ -453,6 +455,25 @@ func (s *liveStream) write() {
 		}
 		idle.Reset(s.opts.KeepAlive)
 	}
+}
+
+// readGrace is how long a failed write waits for the reader's account of
+// the failure.
+const readGrace = time.Second
+
+// failWrite fails the stream on a write that failed (op), after the
+// reader had its moment: a provider that says why before it closes the
+// connection (an error message, a close code) is read, and its reason is
+// the stream's, not the dropped connection the writer met first.
+func (s *liveStream) failWrite(err error, op string) {
+	wrapped := s.wireError(err, op)
+	t := time.NewTimer(readGrace)
+	defer t.Stop()
+	select {
+	case <-s.readEnd:
+	case <-t.C:
+	}
+	s.fail(wrapped)
 }
 
 // read turns the provider's messages into events until the stream ends.
