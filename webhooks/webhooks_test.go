@@ -19,6 +19,24 @@ import (
 	"github.com/stackbone/box/webhooks"
 )
 
+// newService is the webhooks service on pool.
+func newService(t *testing.T, pool *pgxpool.Pool) *webhooks.Service {
+	t.Helper()
+	svc, err := webhooks.New(webhooks.Config{Pool: pool, Logger: pgtest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// subscribe subscribes a URL nobody listens on to events.
+func subscribe(t *testing.T, svc *webhooks.Service, events ...string) {
+	t.Helper()
+	if _, err := svc.Create(context.Background(), webhooks.NewSubscription{URL: "http://127.0.0.1:9/a", Events: events}, "test"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The signature of the Standard Webhooks specification's example, and
 // Verify's refusals: another body, another secret, an old timestamp.
 func TestSignAndVerify(t *testing.T) {
@@ -54,13 +72,8 @@ func TestEmitFollowsTheTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
-	svc, err := webhooks.New(webhooks.Config{Pool: pool, Logger: pgtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Create(ctx, webhooks.NewSubscription{URL: "http://127.0.0.1:9/a", Events: []string{webhooks.CallEnded, webhooks.MemorySaved}}, "test"); err != nil {
-		t.Fatal(err)
-	}
+	svc := newService(t, pool)
+	subscribe(t, svc, webhooks.CallEnded, webhooks.MemorySaved)
 	if _, err := svc.Create(ctx, webhooks.NewSubscription{URL: "http://127.0.0.1:9/b", Events: []string{webhooks.CallEnded}}, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +85,7 @@ func TestEmitFollowsTheTransaction(t *testing.T) {
 		return n
 	}
 	rolledBack := errors.New("rolled back")
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if err := svc.Emit(ctx, tx, webhooks.CallEnded, map[string]any{"callId": "c1"}, nil); err != nil {
 			return err
 		}
@@ -182,14 +195,8 @@ func TestWantedFollowsSubscriptionsOnEveryBox(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pool := pgtest.Pool(t)
-	here, err := webhooks.New(webhooks.Config{Pool: pool, Logger: pgtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := webhooks.New(webhooks.Config{Pool: pool, Logger: pgtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	here := newService(t, pool)
+	other := newService(t, pool)
 	l := notify.New(pool, pgtest.Logger(t))
 	here.Subscribe(l)
 	go l.Run(ctx)
@@ -249,14 +256,9 @@ func TestEmitInTransactionsHoldingThePool(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	svc, err := webhooks.New(webhooks.Config{Pool: pool, Logger: pgtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := newService(t, pool)
 	svc.Subscribe(notify.New(pool, pgtest.Logger(t))) // not run: nothing reloads the types meanwhile
-	if _, err := svc.Create(ctx, webhooks.NewSubscription{URL: "http://127.0.0.1:9/a", Events: []string{webhooks.CallEnded}}, "test"); err != nil {
-		t.Fatal(err)
-	}
+	subscribe(t, svc, webhooks.CallEnded)
 	// Every connection in a transaction, all of them emitting at once.
 	var ready, wg sync.WaitGroup
 	ready.Add(conns)
@@ -290,13 +292,8 @@ func TestEraseCallsRemovesTheirEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
-	svc, err := webhooks.New(webhooks.Config{Pool: pool, Logger: pgtest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Create(ctx, webhooks.NewSubscription{URL: "http://127.0.0.1:9/a", Events: []string{webhooks.CallEnded}}, "test"); err != nil {
-		t.Fatal(err)
-	}
+	svc := newService(t, pool)
+	subscribe(t, svc, webhooks.CallEnded)
 	for _, id := range []string{"call_a", "call_b", "call_c"} {
 		if err := svc.Emit(ctx, nil, webhooks.CallEnded, map[string]string{"callId": id, "phoneNumber": "+34600000001"},
 			map[string]any{"transcript": []string{"heard"}}); err != nil {
