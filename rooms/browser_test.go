@@ -50,21 +50,29 @@ func fail(t *testing.T, format string, args ...any) {
 	t.Fatal(msg)
 }
 
-// waitPage polls cond until it holds or limit passes; a timeout fails the
-// test with the page's state and what speech-to-text and the speech
-// endpoint were sent by then.
-func (p *callPage) wait(b *box, what string, limit time.Duration, cond func() bool) {
-	p.t.Helper()
+// waitFor polls cond until it holds or limit passes; a timeout fails the
+// test with what detail says of the moment.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool, detail func() string) {
+	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			var s pageState
-			err := p.br.Eval(p.ctx, `window.stackboneCall`, &s)
-			fail(p.t, "timed out after %s waiting for %s; page %+v (%v); %d uploads to speech-to-text, %d speech requests",
-				limit, what, s, err, len(b.model.Uploads()), len(b.model.SpeechRequests()))
+			fail(t, "timed out after %s waiting for %s; %s", limit, what, detail())
 		}
 		time.Sleep(poll.Every)
 	}
+}
+
+// wait is waitFor on the page: a timeout says the page's state and what
+// speech-to-text and the speech endpoint were sent by then.
+func (p *callPage) wait(b *box, what string, limit time.Duration, cond func() bool) {
+	p.t.Helper()
+	waitFor(p.t, what, limit, cond, func() string {
+		var s pageState
+		err := p.br.Eval(p.ctx, `window.stackboneCall`, &s)
+		return fmt.Sprintf("page %+v (%v); %d uploads to speech-to-text, %d speech requests",
+			s, err, len(b.model.Uploads()), len(b.model.SpeechRequests()))
+	})
 }
 
 // callPage is the call page in headless Chromium, its microphone a
@@ -195,19 +203,14 @@ func browserCall(t *testing.T, b *box, backend string, lead float64) (callID str
 	if err := br.Navigate(ctx, "about:blank"); err != nil {
 		t.Fatal(err)
 	}
-	var rec voice.CallRecord
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, err := b.calls.Get(ctx, s.CallID)
-		rec = r
-		if err == nil && r.Status == "ended" && r.Memory != nil && (r.Memory.Saved || r.Memory.SaveError != "") {
-			break
-		}
-		if time.Now().After(deadline) {
-			fail(t, "timed out after 30s waiting for the call to complete after the page left: %+v memory %+v (%v)", r, r.Memory, err)
-		}
-		time.Sleep(poll.Every)
-	}
+	var (
+		rec    voice.CallRecord
+		recErr error
+	)
+	waitFor(t, "the call to complete after the page left", 30*time.Second, func() bool {
+		rec, recErr = b.calls.Get(ctx, s.CallID)
+		return recErr == nil && rec.Status == "ended" && rec.Memory != nil && (rec.Memory.Saved || rec.Memory.SaveError != "")
+	}, func() string { return fmt.Sprintf("record %+v memory %+v (%v)", rec, rec.Memory, recErr) })
 
 	if rec.Direction != voice.Browser || rec.Outcome == nil || *rec.Outcome != voice.OutcomeCallerHangup || rec.PhoneNumber != nil {
 		fail(t, "call record: %+v outcome %v", rec, rec.Outcome)
