@@ -70,6 +70,11 @@ func (nl *noisyLine) find(t testing.TB, clean []int16) (power, count float64) {
 
 // heard is what a transcriber makes of audio cut from the line: the
 // caller's words it holds (noise and other voices are no words to it).
+// The audio is found on the line by all its samples: the babble repeats
+// with the sentence's length, and where the sentence pauses in digital
+// silence a frame of the voices alone after it equals one in the pause
+// (a cut from the tail read by its first frame was heard as the last two
+// phrases).
 func (nl noisyLine) heard(pcm []int16) string {
 	n := nl.rate / 50
 	if len(pcm) < n {
@@ -77,7 +82,7 @@ func (nl noisyLine) heard(pcm []int16) string {
 	}
 	at := -1
 	for i := 0; i+len(pcm) <= len(nl.pcm) && at < 0; i += n {
-		if slices.Equal(nl.pcm[i:i+n], pcm[:n]) {
+		if slices.Equal(nl.pcm[i:i+len(pcm)], pcm) {
 			at = i
 		}
 	}
