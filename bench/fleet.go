@@ -31,8 +31,9 @@ import (
 // a UDP socket of its own (its port is in the offer, as a carrier's would
 // be); one goroutine per processor sends every call's packets on a 1 ms
 // tick (each call on its own millisecond of the 20 ms cycle, so the box
-// meets them spread as real calls are) and reads the sockets epoll says
-// are ready. Arrival times are the kernel's (SO_TIMESTAMPNS), so a late
+// meets them spread as real calls are; a tick's packets in one sendmmsg
+// where the process may open a raw socket, fleetraw.go) and reads the
+// sockets epoll says are ready. Arrival times are the kernel's (SO_TIMESTAMPNS), so a late
 // read does not show as the box's jitter.
 type fleet struct {
 	gen    *generator
@@ -44,7 +45,9 @@ type fleet struct {
 // fleetCall is one call's media.
 type fleetCall struct {
 	fd       int
-	slot     int // the millisecond of the 20 ms cycle it sends on
+	port     int                // the call's RTP port
+	peer     unix.SockaddrInet4 // the box's RTP address for the call
+	slot     int                // the millisecond of the 20 ms cycle it sends on
 	seq      uint16
 	ts       uint32
 	ssrc     uint32
@@ -59,6 +62,7 @@ type fleetCall struct {
 // fleetShard is one goroutine's calls.
 type fleetShard struct {
 	ep      int
+	raw     *rawSender // nil: each call writes its own socket
 	mu      sync.Mutex
 	adding  []*fleetCall
 	leaving []*fleetCall
@@ -72,13 +76,30 @@ func newFleet(ctx context.Context) (*fleet, error) {
 		return nil, err
 	}
 	f := &fleet{gen: gen, stop: make(chan struct{})}
-	for range runtime.GOMAXPROCS(0) {
+	n := runtime.GOMAXPROCS(0)
+	raws := make([]*rawSender, 0, n)
+	for range n {
+		r, err := newRawSender()
+		if err != nil {
+			// Not permitted: every call reads and writes its own socket.
+			for _, r := range raws {
+				r.close()
+			}
+			raws = nil
+			break
+		}
+		raws = append(raws, r)
+	}
+	for i := range n {
 		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 		if err != nil {
 			f.close()
 			return nil, fmt.Errorf("bench caller: epoll: %w", err)
 		}
 		s := &fleetShard{ep: ep, calls: map[int32]*fleetCall{}}
+		if raws != nil {
+			s.raw = raws[i]
+		}
 		f.shards = append(f.shards, s)
 		f.done.Add(1)
 		go pprof.Do(ctx, pprof.Labels("side", "generator"), func(context.Context) {
@@ -98,6 +119,9 @@ func (f *fleet) close() {
 	f.done.Wait()
 	for _, s := range f.shards {
 		unix.Close(s.ep)
+		if s.raw != nil {
+			s.raw.close()
+		}
 	}
 	f.gen.close()
 }
@@ -138,8 +162,15 @@ func (s *fleetShard) run(stop <-chan struct{}) {
 		default:
 		}
 		s.apply()
-		for _, c := range s.slots[tick%20] {
-			c.send(pkt)
+		if s.raw != nil {
+			for _, c := range s.slots[tick%20] {
+				s.raw.queue(c)
+			}
+			s.raw.flush()
+		} else {
+			for _, c := range s.slots[tick%20] {
+				c.send(pkt)
+			}
 		}
 		for {
 			n, err := unix.EpollWait(s.ep, events, 0)
@@ -193,6 +224,14 @@ func (s *fleetShard) apply() {
 }
 
 func (c *fleetCall) send(pkt []byte) {
+	c.fill(pkt)
+	// A send the kernel refuses shows as the box's loss, which the box
+	// counts; the generator keeps its cadence.
+	_, _ = unix.Write(c.fd, pkt)
+}
+
+// fill writes the call's next RTP packet (12+160 bytes) into pkt.
+func (c *fleetCall) fill(pkt []byte) {
 	pkt[0], pkt[1] = 0x80, 0 // version 2, PCMU
 	if c.frame == 0 {
 		pkt[1] |= 0x80 // marker: the first packet
@@ -205,9 +244,6 @@ func (c *fleetCall) send(pkt []byte) {
 		p = fleetVoiced
 	}
 	copy(pkt[12:], p)
-	// A send the kernel refuses shows as the box's loss, which the box
-	// counts; the generator keeps its cadence.
-	_, _ = unix.Write(c.fd, pkt)
 	c.seq++
 	c.ts += 160
 	c.frame++
@@ -216,10 +252,18 @@ func (c *fleetCall) send(pkt []byte) {
 // read takes one packet off the call's socket and measures it.
 func (c *fleetCall) read(buf, oob []byte) {
 	n, oobn, _, _, err := unix.Recvmsg(c.fd, buf, oob, unix.MSG_DONTWAIT)
-	if err != nil || n < 12 || buf[0]>>6 != 2 || buf[1]&0x7f != 0 {
+	if err != nil {
+		return
+	}
+	c.measure(buf[:n], kernelTime(oob[:oobn]))
+}
+
+// measure takes one packet the box sent the call, which arrived at at
+// (Unix ns; 0: not known, now).
+func (c *fleetCall) measure(buf []byte, at int64) {
+	if len(buf) < 12 || buf[0]>>6 != 2 || buf[1]&0x7f != 0 {
 		return // not PCMU RTP (a stray RTCP report)
 	}
-	at := kernelTime(oob[:oobn])
 	if at == 0 {
 		at = time.Now().UnixNano()
 	}
@@ -380,9 +424,9 @@ func (f *fleet) call(ctx context.Context, shard int, boxAddr, caller string, fro
 	if err := unix.Connect(fd, peer); err != nil {
 		return callStats{}, setup, err
 	}
-	c := &fleetCall{fd: fd, slot: int(time.Now().UnixMilli() % 20), ssrc: rand.Uint32(), seq: uint16(rand.Uint32()),
-		ts: rand.Uint32(), from: from.UnixNano(), to: to.UnixNano(), removed: make(chan struct{})}
 	s := f.shards[shard%len(f.shards)]
+	c := &fleetCall{fd: fd, port: port, peer: *peer, slot: int(time.Now().UnixMilli() % 20), ssrc: rand.Uint32(), seq: uint16(rand.Uint32()),
+		ts: rand.Uint32(), from: from.UnixNano(), to: to.UnixNano(), removed: make(chan struct{})}
 	s.mu.Lock()
 	s.adding = append(s.adding, c)
 	s.mu.Unlock()
