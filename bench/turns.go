@@ -449,13 +449,16 @@ func backendsCPU(ctx context.Context, pool *pgxpool.Pool) time.Duration {
 	if err != nil || len(pids) == 0 {
 		return -1
 	}
-	var total time.Duration
+	total, read := time.Duration(0), false
 	for _, pid := range pids {
-		d := pidCPU(int(pid))
-		if d < 0 {
-			return -1
+		// A backend that ended since the query (a connection the pool
+		// closed) is left out, not the whole reading.
+		if d := pidCPU(int(pid)); d >= 0 {
+			total, read = total+d, true
 		}
-		total += d
+	}
+	if !read {
+		return -1
 	}
 	return total
 }
