@@ -134,8 +134,11 @@ func (s *Server) transcribe(w http.ResponseWriter, r *http.Request) {
 		s.audio.mu.Unlock()
 		return
 	}
+	keep := !s.discarding()
 	s.audio.mu.Lock()
-	s.audio.uploads = append(s.audio.uploads, data)
+	if keep {
+		s.audio.uploads = append(s.audio.uploads, data)
+	}
 	text, ok := "", false
 	pcm := wavData(data)
 	if prev := s.audio.lastPCM; len(prev) > 0 && len(pcm) > len(prev) && bytes.Equal(pcm[:len(prev)], prev) {
@@ -184,9 +187,11 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "providertest: speech needs input")
 		return
 	}
-	s.audio.mu.Lock()
-	s.audio.speech = append(s.audio.speech, req.Input)
-	s.audio.mu.Unlock()
+	if !s.discarding() {
+		s.audio.mu.Lock()
+		s.audio.speech = append(s.audio.speech, req.Input)
+		s.audio.mu.Unlock()
+	}
 	n := utf8.RuneCountInString(req.Input) * SpeechMsPerChar * SpeechRate / 1000
 	// The tone repeats every toneSamples; a load run asks for thousands of
 	// answers, so each is cut from one period computed once instead of a

@@ -180,11 +180,23 @@ func (s *Server) Respond(fn func(*openai.ChatCompletionRequest) Reply) {
 	s.mu.Unlock()
 }
 
-// DiscardRequests stops recording, for long load runs.
+// DiscardRequests stops recording (the requests, the audio uploaded for
+// transcription and the texts asked to be spoken), for long load runs,
+// whose recordings would grow by gigabytes.
 func (s *Server) DiscardRequests() {
 	s.mu.Lock()
 	s.discard, s.requests = true, nil
 	s.mu.Unlock()
+	s.audio.mu.Lock()
+	s.audio.uploads, s.audio.speech = nil, nil
+	s.audio.mu.Unlock()
+}
+
+// discarding says DiscardRequests was called.
+func (s *Server) discarding() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.discard
 }
 
 // Requests returns a copy of everything received so far.
@@ -205,14 +217,14 @@ func (s *Server) ChatRequests() []*openai.ChatCompletionRequest {
 	return out
 }
 
-func (s *Server) record(r *http.Request, body []byte) Request {
+func (s *Server) record(r *http.Request, body []byte) {
+	if s.discarding() {
+		return
+	}
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	s.mu.Lock()
-	if !s.discard {
-		s.requests = append(s.requests, rec)
-	}
+	s.requests = append(s.requests, rec)
 	s.mu.Unlock()
-	return rec
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
