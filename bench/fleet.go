@@ -33,8 +33,8 @@ import (
 // tick (each call on its own millisecond of the 20 ms cycle, so the box
 // meets them spread as real calls are; a tick's packets in one sendmmsg
 // where the process may open a raw socket, fleetraw.go) and reads the
-// sockets epoll says are ready. Arrival times are the kernel's (SO_TIMESTAMPNS), so a late
-// read does not show as the box's jitter.
+// sockets epoll says are ready. Arrival times are the kernel's
+// (SO_TIMESTAMPNS), so a late read does not show as the box's jitter.
 type fleet struct {
 	gen    *generator
 	shards []*fleetShard
