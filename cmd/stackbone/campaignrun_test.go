@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,8 +52,7 @@ func TestCampaignAcrossTwoBoxes(t *testing.T) {
 	model := providertest.New(t)
 	model.RespondTranscripts(func([]byte) string { return "" })
 	model.Respond(func(*openai.ChatCompletionRequest) providertest.Reply { return providertest.Reply{Content: "Thanks."} })
-	carrier := freeUDPAddr(t)
-	startCallee(t, sipp, carrier)
+	carrier := startCallee(t, sipp)
 	cfg := writeCampaignConfig(t, dbURL, carrier)
 	boxA := startBox(t, bin, cfg, model.URL())
 	boxB := startBox(t, bin, cfg, model.URL())
@@ -200,34 +201,79 @@ func around(at time.Time, from, to time.Duration) []map[string]string {
 	return []map[string]string{{"start": hm(start), "end": "24:00"}, {"start": "00:00", "end": hm(end)}}
 }
 
-// startCallee runs SIPp as the carrier's far end on addr until the test
-// ends.
-func startCallee(t *testing.T, sipp, addr string) {
+// startCallee runs SIPp as the carrier's far end until the test ends and
+// returns its SIP address. With -bg SIPp forks, prints the background
+// process's id and exits (status 99) before the background process binds
+// its ports: one that finds a port taken (tests in other packages bind
+// ports of that range too) dies after its id was printed, and the boxes'
+// calls would time out against nothing. So the callee counts as started
+// once its SIP port is held while it runs, and is started again on other
+// ports otherwise.
+func startCallee(t *testing.T, sipp string) string {
 	t.Helper()
 	scenario, err := filepath.Abs("testdata/campaign-callee.xml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(sipp, "-sf", scenario, "-i", "127.0.0.1", "-p", portOf(t, addr), "-mp", portOf(t, freeUDPAddr(t)),
-		"-t", "u1", "-nostdin", "-bg")
-	cmd.Dir = t.TempDir()
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	// With -bg SIPp forks, prints the background process's id and exits
-	// (status 99).
-	_ = cmd.Run()
-	var pid int
-	if i := strings.LastIndex(out.String(), "PID=["); i >= 0 {
-		fmt.Sscanf(out.String()[i+5:], "%d", &pid)
-	}
-	if pid == 0 {
-		t.Fatalf("sipp did not start: %s", out.String())
-	}
-	t.Cleanup(func() {
-		if p, err := os.FindProcess(pid); err == nil {
-			_ = p.Kill()
+	for range 5 {
+		addr := freeUDPAddr(t)
+		cmd := exec.Command(sipp, "-sf", scenario, "-i", "127.0.0.1", "-p", portOf(t, addr), "-mp", portOf(t, freeUDPAddr(t)),
+			"-t", "u1", "-nostdin", "-bg")
+		cmd.Dir = t.TempDir()
+		out.Reset()
+		cmd.Stdout, cmd.Stderr = &out, &out
+		_ = cmd.Run()
+		var pid int
+		if i := strings.LastIndex(out.String(), "PID=["); i >= 0 {
+			fmt.Sscanf(out.String()[i+5:], "%d", &pid)
 		}
-	})
+		if pid == 0 {
+			continue
+		}
+		t.Cleanup(func() {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+		})
+		if calleeListens(pid, addr) {
+			return addr
+		}
+	}
+	t.Fatalf("sipp did not start listening: %s", out.String())
+	return ""
+}
+
+// calleeListens waits (up to 5 s) for the process pid to hold the UDP
+// address addr; false once the process ended or the time passed.
+func calleeListens(pid int, addr string) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil {
+			return false
+		}
+		if udpBound(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// udpBound says a UDP socket is bound to addr (127.0.0.1:port), from
+// /proc/net/udp: binding it to find out could take it from SIPp.
+func udpBound(addr string) bool {
+	_, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	b, err := os.ReadFile("/proc/net/udp")
+	if err != nil {
+		return false
+	}
+	local := fmt.Sprintf("0100007F:%04X", n)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 1 && f[1] == local {
+			return true
+		}
+	}
+	return false
 }
 
 func writeCampaignConfig(t *testing.T, dbURL, carrier string) string {
