@@ -32,9 +32,10 @@ import (
 // be); one goroutine per processor sends every call's packets on a 1 ms
 // tick (each call on its own millisecond of the 20 ms cycle, so the box
 // meets them spread as real calls are; a tick's packets in one sendmmsg
-// where the process may open a raw socket, fleetraw.go) and reads the
-// sockets epoll says are ready. Arrival times are the kernel's
-// (SO_TIMESTAMPNS), so a late read does not show as the box's jitter.
+// where the process may open a raw socket, fleetbatch.go) and reads each
+// call's socket every readEvery, the packets waiting in one recvmmsg.
+// Arrival times are the kernel's (SO_TIMESTAMPNS), so a late read does not
+// show as the box's jitter.
 type fleet struct {
 	gen    *generator
 	shards []*fleetShard
@@ -45,6 +46,7 @@ type fleet struct {
 // fleetCall is one call's media.
 type fleetCall struct {
 	fd       int
+	rslot    int                // the millisecond of the readEvery cycle it is read on
 	port     int                // the call's RTP port
 	peer     unix.SockaddrInet4 // the box's RTP address for the call
 	slot     int                // the millisecond of the 20 ms cycle it sends on
@@ -61,14 +63,21 @@ type fleetCall struct {
 
 // fleetShard is one goroutine's calls.
 type fleetShard struct {
-	ep      int
 	raw     *rawSender // nil: each call writes its own socket
+	in      *readBatch
 	mu      sync.Mutex
 	adding  []*fleetCall
 	leaving []*fleetCall
 	calls   map[int32]*fleetCall
 	slots   [20][]*fleetCall
+	reads   [readEvery][]*fleetCall
 }
+
+// readEvery is how often (in 1 ms ticks) a call's socket is read: its
+// packets since, about five, in one recvmmsg rather than a wake-up and a
+// read for each. The arrival times are the kernel's, so reading later
+// changes no figure; the socket's buffer holds hundreds of packets.
+const readEvery = 100
 
 func newFleet(ctx context.Context) (*fleet, error) {
 	gen, err := newGenerator(ctx)
@@ -91,12 +100,7 @@ func newFleet(ctx context.Context) (*fleet, error) {
 		raws = append(raws, r)
 	}
 	for i := range n {
-		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-		if err != nil {
-			f.close()
-			return nil, fmt.Errorf("bench caller: epoll: %w", err)
-		}
-		s := &fleetShard{ep: ep, calls: map[int32]*fleetCall{}}
+		s := &fleetShard{in: newReadBatch(), calls: map[int32]*fleetCall{}}
 		if raws != nil {
 			s.raw = raws[i]
 		}
@@ -118,7 +122,6 @@ func (f *fleet) close() {
 	}
 	f.done.Wait()
 	for _, s := range f.shards {
-		unix.Close(s.ep)
 		if s.raw != nil {
 			s.raw.close()
 		}
@@ -138,10 +141,7 @@ var fleetVoiced, fleetQuiet = func() ([]byte, []byte) {
 
 // run sends and reads its calls' packets until stop.
 func (s *fleetShard) run(stop <-chan struct{}) {
-	events := make([]unix.EpollEvent, 256)
 	pkt := make([]byte, 12+160)
-	buf := make([]byte, 1500)
-	oob := make([]byte, unix.CmsgSpace(16))
 	start := time.Now()
 	for tick := 0; ; tick++ {
 		select {
@@ -172,19 +172,8 @@ func (s *fleetShard) run(stop <-chan struct{}) {
 				c.send(pkt)
 			}
 		}
-		for {
-			n, err := unix.EpollWait(s.ep, events, 0)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			for _, e := range events[:max(n, 0)] {
-				if c := s.calls[e.Fd]; c != nil {
-					c.read(buf, oob)
-				}
-			}
-			if n < len(events) {
-				break
-			}
+		for _, c := range s.reads[tick%readEvery] {
+			s.in.drain(c)
 		}
 		time.Sleep(time.Until(start.Add(time.Duration(tick+1) * time.Millisecond)))
 	}
@@ -197,30 +186,31 @@ func (s *fleetShard) apply() {
 	s.adding, s.leaving = nil, nil
 	s.mu.Unlock()
 	for _, c := range adding {
-		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c.fd)}
-		if unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, c.fd, &ev) != nil {
-			close(c.removed)
-			continue
-		}
 		s.calls[int32(c.fd)] = c
 		s.slots[c.slot] = append(s.slots[c.slot], c)
+		s.reads[c.rslot] = append(s.reads[c.rslot], c)
 	}
 	for _, c := range leaving {
 		if s.calls[int32(c.fd)] != c {
 			continue
 		}
-		_ = unix.EpollCtl(s.ep, unix.EPOLL_CTL_DEL, c.fd, nil)
+		s.in.drain(c) // what came since its last read
 		delete(s.calls, int32(c.fd))
-		sl := s.slots[c.slot]
-		for i, o := range sl {
-			if o == c {
-				sl[i] = sl[len(sl)-1]
-				s.slots[c.slot] = sl[:len(sl)-1]
-				break
-			}
-		}
+		s.slots[c.slot] = without(s.slots[c.slot], c)
+		s.reads[c.rslot] = without(s.reads[c.rslot], c)
 		close(c.removed)
 	}
+}
+
+// without is calls without c (whose order does not matter).
+func without(calls []*fleetCall, c *fleetCall) []*fleetCall {
+	for i, o := range calls {
+		if o == c {
+			calls[i] = calls[len(calls)-1]
+			return calls[:len(calls)-1]
+		}
+	}
+	return calls
 }
 
 func (c *fleetCall) send(pkt []byte) {
@@ -247,15 +237,6 @@ func (c *fleetCall) fill(pkt []byte) {
 	c.seq++
 	c.ts += 160
 	c.frame++
-}
-
-// read takes one packet off the call's socket and measures it.
-func (c *fleetCall) read(buf, oob []byte) {
-	n, oobn, _, _, err := unix.Recvmsg(c.fd, buf, oob, unix.MSG_DONTWAIT)
-	if err != nil {
-		return
-	}
-	c.measure(buf[:n], kernelTime(oob[:oobn]))
 }
 
 // measure takes one packet the box sent the call, which arrived at at
@@ -425,7 +406,8 @@ func (f *fleet) call(ctx context.Context, shard int, boxAddr, caller string, fro
 		return callStats{}, setup, err
 	}
 	s := f.shards[shard%len(f.shards)]
-	c := &fleetCall{fd: fd, port: port, peer: *peer, slot: int(time.Now().UnixMilli() % 20), ssrc: rand.Uint32(), seq: uint16(rand.Uint32()),
+	now := time.Now().UnixMilli()
+	c := &fleetCall{fd: fd, rslot: int(now % readEvery), port: port, peer: *peer, slot: int(now % 20), ssrc: rand.Uint32(), seq: uint16(rand.Uint32()),
 		ts: rand.Uint32(), from: from.UnixNano(), to: to.UnixNano(), removed: make(chan struct{})}
 	s.mu.Lock()
 	s.adding = append(s.adding, c)
