@@ -178,9 +178,16 @@ func TestCallRecordingLinesUpAndSurvivesTheBox(t *testing.T) {
 	if tr := callRecord(t, b.URL, number, &id).Transcript; tr[0].Text != config.DefaultRecordingConsent || tr[1].Text != "Hello, front desk." {
 		t.Fatalf("the call began with %+v, want the consent sentence then the greeting", tr)
 	}
-	talked := time.Now()
 	call.Talk(1) // 0.4 s of line noise (20 packets after the first tick), then 0.8 s of speech
-	spoke := talked.Add(420 * time.Millisecond)
+	// The caller's words began when their first packet went out, which a
+	// loaded machine can make later than Talk's schedule.
+	var spoke time.Time
+	poll.Until(t, "the caller's words", 10*time.Second, func() bool {
+		if b := call.Bursts(); len(b) > 0 {
+			spoke = b[0]
+		}
+		return !spoke.IsZero()
+	})
 	var answered time.Time
 	poll.Until(t, "the answer", 30*time.Second, func() bool {
 		i := slices.IndexFunc(call.Onsets(), func(at time.Time) bool { return at.After(spoke.Add(800 * time.Millisecond)) })

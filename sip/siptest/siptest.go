@@ -172,6 +172,7 @@ type Call struct {
 	voiced int         // 20 ms packets heard with speech in them
 	onsets []time.Time // when speech began after a pause (see Onsets)
 	last   time.Time   // the latest packet with speech
+	bursts []time.Time // when each burst of speech Talk sends began
 	stop   chan struct{}
 	once   sync.Once
 	talks  chan int // to the call's audio writer, once Talk started it
@@ -318,8 +319,23 @@ func (c *Call) speak(talks <-chan int) {
 		if _, err := w.Write(payload); err != nil {
 			return
 		}
+		if voiced && i%100 == 20 {
+			now := time.Now()
+			c.mu.Lock()
+			c.bursts = append(c.bursts, now)
+			c.mu.Unlock()
+		}
 		i++
 	}
+}
+
+// Bursts are the times Talk's bursts of speech began: when each one's
+// first packet was written (on a loaded machine later than Talk's schedule
+// says).
+func (c *Call) Bursts() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Time(nil), c.bursts...)
 }
 
 // Ended is closed when the dialog ended (the box's BYE, or Hangup).
