@@ -3,6 +3,7 @@ package voice
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -322,6 +323,47 @@ func TestCallEndedBeforeItRan(t *testing.T) {
 	}
 	if n := len(e.model.SpeechRequests()); n != 0 || l.writes.Load() != 0 || e.ends.count(call.ID()) != 1 {
 		t.Fatalf("%d speech requests, %d frames, %d completions for a call that never ran", n, l.writes.Load(), e.ends.count(call.ID()))
+	}
+}
+
+// A call opened with an id in progress or recorded is refused as
+// ErrCallExists (a campaign's attempt dialled already) and the call and
+// its record stay as they were; the ringing record, committed without
+// waiting for its log flush, is there for a reader at once.
+func TestOpenWithATakenIDIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	first, err := e.mgr.Open(ctx, CallInfo{ID: "call_taken", Direction: Outbound, Agent: "receptionist", PhoneNumber: "+34600555001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status, phone string
+	if err := e.vc.Pool.QueryRow(ctx, `SELECT status, phone_number FROM stackbone_platform.voice_calls WHERE id = 'call_taken'`).Scan(&status, &phone); err != nil || status != "ringing" {
+		t.Fatalf("the ringing record: %q, %v", status, err)
+	}
+	_, err = e.mgr.Open(ctx, CallInfo{ID: "call_taken", Direction: Outbound, Agent: "receptionist", PhoneNumber: "+34600555002"})
+	if !errors.Is(err, ErrCallExists) {
+		t.Fatalf("a second open of the id: %v, want ErrCallExists", err)
+	}
+	if e.mgr.Active() != 1 {
+		t.Fatalf("active %d after the refused open", e.mgr.Active())
+	}
+	if err := e.vc.Pool.QueryRow(ctx, `SELECT phone_number FROM stackbone_platform.voice_calls WHERE id = 'call_taken'`).Scan(&phone); err != nil || phone != "+34600555001" {
+		t.Fatalf("the first call's record changed: %q, %v", phone, err)
+	}
+	// Ended here, so only its record holds the id: the database refuses it.
+	first.End(OutcomeCancelled, "")
+	<-first.Done()
+	_, err = e.mgr.Open(ctx, CallInfo{ID: "call_taken", Direction: Outbound, Agent: "receptionist", PhoneNumber: "+34600555003"})
+	if !errors.Is(err, ErrCallExists) {
+		t.Fatalf("an open of a recorded id: %v, want ErrCallExists", err)
+	}
+	if err := e.vc.Pool.QueryRow(ctx, `SELECT status, phone_number FROM stackbone_platform.voice_calls WHERE id = 'call_taken'`).Scan(&status, &phone); err != nil || status != "ended" || phone != "+34600555001" {
+		t.Fatalf("the recorded call changed: %q %q, %v", status, phone, err)
+	}
+	if e.mgr.Active() != 0 {
+		t.Fatalf("active %d after the refused open", e.mgr.Active())
 	}
 }
 

@@ -73,14 +73,31 @@ func (c *Call) event() callEvent {
 // transaction, so an event exists exactly when its change does. When
 // nobody does the statement runs alone: one round trip, where a
 // transaction with its event takes four (a call's setup waits on it).
+//
+// A call's start (the ringing record) commits without waiting for its
+// write-ahead log to reach the disk (synchronous_commit off for its
+// transaction), so the answer does not queue behind other calls' flushes.
+// It is durable before the caller hears anything: the answer's update
+// commits synchronously, and the log is written in order, so its flush
+// carries the start's. Only a crash of PostgreSQL itself within that
+// moment can lose a start, and then of a call nobody has heard yet.
 func (m *Manager) execEvent(ctx context.Context, typ string, data func() any, content any, sql string, args ...any) (pgconn.CommandTag, error) {
 	ended := typ == eventEnded && m.cfg.Ended != nil
+	lazy := typ == eventStarted
 	if (m.cfg.Events == nil || !m.cfg.Events.Wanted(ctx, typ)) && !ended {
-		return m.cfg.Pool.Exec(ctx, sql, args...)
+		if !lazy {
+			return m.cfg.Pool.Exec(ctx, sql, args...)
+		}
+		return m.execLazy(ctx, sql, args...)
 	}
 	var tag pgconn.CommandTag
 	err := pgx.BeginFunc(ctx, m.cfg.Pool, func(tx pgx.Tx) error {
 		var err error
+		if lazy {
+			if _, err = tx.Exec(ctx, lazyCommit); err != nil {
+				return err
+			}
+		}
 		if tag, err = tx.Exec(ctx, sql, args...); err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
@@ -120,4 +137,30 @@ func orNone(entries []Entry) []Entry {
 		return []Entry{}
 	}
 	return entries
+}
+
+// lazyCommit makes a transaction's commit return before its log is flushed.
+const lazyCommit = `SET LOCAL synchronous_commit = off`
+
+// execLazy runs one statement in a transaction that commits lazily
+// (lazyCommit), in one round trip.
+func (m *Manager) execLazy(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	var b pgx.Batch
+	b.Queue(`BEGIN`)
+	b.Queue(lazyCommit)
+	b.Queue(sql, args...)
+	b.Queue(`COMMIT`)
+	br := m.cfg.Pool.SendBatch(ctx, &b)
+	defer br.Close()
+	var tag pgconn.CommandTag
+	for i := range b.Len() {
+		t, err := br.Exec()
+		if err != nil {
+			return tag, err
+		}
+		if i == 2 {
+			tag = t
+		}
+	}
+	return tag, br.Close()
 }

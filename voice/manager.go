@@ -308,6 +308,10 @@ func (m *Manager) Open(ctx context.Context, info CallInfo) (*Call, error) {
 		m.mu.Unlock()
 		return nil, ErrDraining
 	}
+	if _, taken := m.calls[info.ID]; taken {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s", ErrCallExists, info.ID)
+	}
 	m.calls[info.ID] = c
 	m.holdRealtime()
 	m.mu.Unlock()
@@ -327,7 +331,9 @@ func (m *Manager) Open(ctx context.Context, info CallInfo) (*Call, error) {
 
 func (m *Manager) remove(c *Call) {
 	m.mu.Lock()
-	delete(m.calls, c.info.ID)
+	if m.calls[c.info.ID] == c {
+		delete(m.calls, c.info.ID)
+	}
 	if len(m.calls) == 0 && m.realtime != nil {
 		// Under mu, so a call opening meanwhile holds it again after
 		// (well under a millisecond: a system call per thread).
