@@ -239,7 +239,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	pool, drop, err := Database(ctx, cfg.AdminURL, 20)
+	pool, drop, err := database(ctx, cfg.AdminURL, 20, (config.Media{Scheduling: cfg.Scheduling}).Realtime())
 	if err != nil {
 		return CallsReport{}, err
 	}
@@ -330,7 +330,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		"speech-to-text: " + stt + map[string]string{"http": " (a transcription request per utterance)",
 			"realtime": " (a live OpenAI Realtime transcription session per call)", "deepgram": " (a live Deepgram-compatible stream per call)"}[stt],
 	}}
-	rep.Setup = append(rep.Setup, schedulingNote(c.Media))
+	rep.Setup = append(rep.Setup, schedulingNote(c.Media)+backendsNote())
 	if cfg.RTPPort < 0 {
 		rep.Setup = append(rep.Setup, "the box's RTP: a port per call (sip.rtpPort: -1), a read and a write system call per packet")
 	} else {

@@ -5,13 +5,18 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stackbone/box/internal/realtime"
 	"github.com/stackbone/box/migrations"
 )
 
@@ -19,6 +24,13 @@ import (
 // applies the migrations and opens a pool of at most maxConns connections
 // (0: pgxpool's default). drop closes the pool and drops the database.
 func Database(ctx context.Context, adminURL string, maxConns int) (pool *pgxpool.Pool, drop func(), err error) {
+	return database(ctx, adminURL, maxConns, false)
+}
+
+// database is Database; with rt (the run's stand-ins at real-time
+// priority), each backend the pool opens on this machine runs at it too
+// (raiseBackend).
+func database(ctx context.Context, adminURL string, maxConns int, rt bool) (pool *pgxpool.Pool, drop func(), err error) {
 	dbURL, dropDB, err := FreshDatabase(ctx, adminURL)
 	if err != nil {
 		return nil, nil, err
@@ -34,6 +46,9 @@ func Database(ctx context.Context, adminURL string, maxConns int) (pool *pgxpool
 	}
 	if maxConns > 0 {
 		pcfg.MaxConns = int32(maxConns)
+	}
+	if rt {
+		pcfg.AfterConnect = raiseBackend
 	}
 	pool, err = pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -103,4 +118,56 @@ func warmPool(ctx context.Context, pool *pgxpool.Pool) error {
 		conns = append(conns, c)
 	}
 	return nil
+}
+
+// Backends raised and left ordinary by raiseBackend, for the report.
+var backendsRaised, backendsOrdinary atomic.Int64
+
+// raiseBackend gives a connection's PostgreSQL backend, when it runs on
+// this machine, the real-time priority of the run's stand-ins for the
+// network and the model. They stand for what a deployed box does not
+// share its processors with; at real-time priority beside an ordinary
+// database they would starve it, and every call's setup (its record and
+// recall) would wait on them. A backend elsewhere, or a refusal, leaves
+// it as it is (counted in backendsOrdinary).
+func raiseBackend(_ context.Context, conn *pgx.Conn) error {
+	pid := int(conn.PgConn().PID())
+	if !localConn(conn.PgConn().Conn()) || !isPostgres(pid) || realtime.RaiseProcess(pid) != nil {
+		backendsOrdinary.Add(1)
+		return nil
+	}
+	backendsRaised.Add(1)
+	return nil
+}
+
+// localConn reports whether c is to a server on this machine.
+func localConn(c net.Conn) bool {
+	switch a := c.RemoteAddr().(type) {
+	case *net.UnixAddr:
+		return true
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	}
+	return false
+}
+
+// isPostgres reports whether the process pid of this machine is a
+// PostgreSQL server process.
+func isPostgres(pid int) bool {
+	comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	return err == nil && strings.TrimSpace(string(comm)) == "postgres"
+}
+
+// backendsNote says, for a report's setup, at which priority the run's
+// database backends ran.
+func backendsNote() string {
+	raised, ordinary := backendsRaised.Load(), backendsOrdinary.Load()
+	switch {
+	case raised == 0 && ordinary == 0:
+		return ""
+	case ordinary == 0:
+		return "; the run's PostgreSQL backends at the same priority as the stand-ins (they stand for what a deployed box does not share its processors with, and would starve the database the box waits on)"
+	default:
+		return fmt.Sprintf("; %d of the run's PostgreSQL backends at ordinary priority (the database elsewhere, or raising it refused), %d raised", ordinary, raised)
+	}
 }

@@ -92,13 +92,14 @@ func mixCapacity(ctx context.Context, cfg CapacityConfig) (CapacityReport, error
 		}
 		rep.MixedLargest = n
 	}
+	rep.Setup[len(rep.Setup)-1] += backendsNote()
 	return rep, nil
 }
 
 // mixStep runs one step on a box of its own.
 func mixStep(ctx context.Context, cfg CapacityConfig, n int, rt bool) (MixStep, error) {
 	st := MixStep{Calls: n, SIP: MixMedia{Calls: n / 2}, Rooms: MixMedia{Calls: n - n/2}}
-	pool, drop, err := Database(ctx, cfg.AdminURL, 20)
+	pool, drop, err := database(ctx, cfg.AdminURL, 20, rt)
 	if err != nil {
 		return st, err
 	}

@@ -155,7 +155,8 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	for _, n := range cfg.Steps {
 		maxN = max(maxN, n)
 	}
-	pool, drop, err := Database(ctx, cfg.AdminURL, 20)
+	rt := (config.Media{Scheduling: cfg.Scheduling}).Realtime()
+	pool, drop, err := database(ctx, cfg.AdminURL, 20, rt)
 	if err != nil {
 		return Report{}, nil, err
 	}
@@ -164,7 +165,6 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		return Report{}, nil, err
 	}
 
-	rt := (config.Media{Scheduling: cfg.Scheduling}).Realtime()
 	var load roomsLoad
 	var modelURL string
 	if cfg.Caller == "process" {
@@ -292,7 +292,7 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 	if cfg.UDPPort != 0 {
 		media = fmt.Sprintf("the box's media on one UDP port for every room (%d, rooms.embedded.udpPort)", cfg.UDPPort)
 	}
-	rep.Setup = append(rep.Setup, media, schedulingNote(c.Media)+"; the bare PeerConnection baseline runs the same")
+	rep.Setup = append(rep.Setup, media, schedulingNote(c.Media)+backendsNote()+"; the bare PeerConnection baseline runs the same")
 	rep.Setup = append(rep.Setup, fmt.Sprintf("largest number of concurrent calls with pacing jitter p99 under %s at the callers, no loss and no errors: %d", cfg.JitterLimit, largest),
 		fmt.Sprintf("largest number of concurrent calls with pacing jitter p99 under %s at the box, no loss and no errors%s: %d", cfg.JitterLimit, climbedTo, largestBox))
 	return rep, steps, nil

@@ -206,3 +206,19 @@ func threads() ([]int, error) {
 	}
 	return tids, nil
 }
+
+// RaiseProcess gives another process of this machine, single-threaded (a
+// PostgreSQL backend), the real-time round-robin priority the held threads
+// run at, for as long as it lives. The load tools give it to their run's
+// database backends, so the stand-ins for the network and the model, at
+// this priority themselves, do not starve the database the box waits on.
+func RaiseProcess(pid int) error {
+	a := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: Priority}
+	if err := unix.SchedSetAttr(pid, &a, 0); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("%w: %w", ErrDenied, err)
+		}
+		return fmt.Errorf("realtime: process %d: %w", pid, err)
+	}
+	return nil
+}

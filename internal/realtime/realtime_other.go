@@ -17,3 +17,9 @@ func Raised() bool { return false }
 
 // Saturations reports 0.
 func Saturations() int64 { return 0 }
+
+// RaiseProcess returns ErrDenied: real-time scheduling is raised on Linux
+// only.
+func RaiseProcess(pid int) error {
+	return fmt.Errorf("%w: not on this system", ErrDenied)
+}
