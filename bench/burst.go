@@ -117,8 +117,10 @@ func tail(out []byte) string {
 	return s
 }
 
-// burstCounts reads SIPp's last statistics line (its -trace_stat file):
-// the cumulated successful and failed calls.
+// burstCounts reads SIPp's statistics (its -trace_stat file): the
+// cumulated successful and failed calls, the largest of its lines (the
+// counts only grow; a line SIPp was still writing as it exited reads as
+// none).
 func burstCounts(dir string) (ok, failed int, err error) {
 	files, _ := filepath.Glob(filepath.Join(dir, "*_.csv"))
 	if len(files) == 0 {
@@ -128,18 +130,25 @@ func burstCounts(dir string) (ok, failed int, err error) {
 	if err != nil || len(lines) < 2 {
 		return 0, 0, fmt.Errorf("sipp statistics: %v", err)
 	}
-	head, last := strings.Split(lines[0], ";"), strings.Split(lines[len(lines)-1], ";")
-	col := func(name string) int {
-		i := slices.Index(head, name)
-		if i < 0 || i >= len(last) {
-			return -1
-		}
-		n, _ := strconv.Atoi(last[i])
-		return n
-	}
-	ok, failed = col("SuccessfulCall(C)"), col("FailedCall(C)")
-	if ok < 0 || failed < 0 {
+	head := strings.Split(lines[0], ";")
+	okCol, failedCol := slices.Index(head, "SuccessfulCall(C)"), slices.Index(head, "FailedCall(C)")
+	if okCol < 0 || failedCol < 0 {
 		return 0, 0, errors.New("sipp statistics: no call counts")
+	}
+	ok, failed = -1, -1
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ";")
+		if len(f) <= max(okCol, failedCol) {
+			continue
+		}
+		o, err1 := strconv.Atoi(f[okCol])
+		x, err2 := strconv.Atoi(f[failedCol])
+		if err1 == nil && err2 == nil {
+			ok, failed = max(ok, o), max(failed, x)
+		}
+	}
+	if ok < 0 {
+		return 0, 0, errors.New("sipp statistics: no line with call counts")
 	}
 	return ok, failed, nil
 }
