@@ -327,14 +327,14 @@ func TestCallEndedBeforeItRan(t *testing.T) {
 }
 
 // A call opened with an id in progress or recorded is refused as
-// ErrCallExists (a campaign's attempt dialled already) and the call and
-// its record stay as they were; the ringing record, committed without
-// waiting for its log flush, is there for a reader at once.
+// ErrCallExists and the call and its record stay as they were; an
+// incoming call's ringing record, committed without waiting for its log
+// flush, is there for a reader at once.
 func TestOpenWithATakenIDIsRefused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	first, err := e.mgr.Open(ctx, CallInfo{ID: "call_taken", Direction: Outbound, Agent: "receptionist", PhoneNumber: "+34600555001"})
+	first, err := e.mgr.Open(ctx, CallInfo{ID: "call_taken", Direction: Inbound, Agent: "receptionist", PhoneNumber: "+34600555001"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestOpenWithATakenIDIsRefused(t *testing.T) {
 	if err := e.vc.Pool.QueryRow(ctx, `SELECT status, phone_number FROM stackbone_platform.voice_calls WHERE id = 'call_taken'`).Scan(&status, &phone); err != nil || status != "ringing" {
 		t.Fatalf("the ringing record: %q, %v", status, err)
 	}
-	_, err = e.mgr.Open(ctx, CallInfo{ID: "call_taken", Direction: Outbound, Agent: "receptionist", PhoneNumber: "+34600555002"})
+	_, err = e.mgr.Open(ctx, CallInfo{ID: "call_taken", Direction: Inbound, Agent: "receptionist", PhoneNumber: "+34600555002"})
 	if !errors.Is(err, ErrCallExists) {
 		t.Fatalf("a second open of the id: %v, want ErrCallExists", err)
 	}
@@ -355,7 +355,7 @@ func TestOpenWithATakenIDIsRefused(t *testing.T) {
 	// Ended here, so only its record holds the id: the database refuses it.
 	first.End(OutcomeCancelled, "")
 	<-first.Done()
-	_, err = e.mgr.Open(ctx, CallInfo{ID: "call_taken", Direction: Outbound, Agent: "receptionist", PhoneNumber: "+34600555003"})
+	_, err = e.mgr.Open(ctx, CallInfo{ID: "call_taken", Direction: Inbound, Agent: "receptionist", PhoneNumber: "+34600555003"})
 	if !errors.Is(err, ErrCallExists) {
 		t.Fatalf("an open of a recorded id: %v, want ErrCallExists", err)
 	}

@@ -73,17 +73,24 @@ func (c *Call) event() callEvent {
 // transaction, so an event exists exactly when its change does. When
 // nobody does the statement runs alone: one round trip, where a
 // transaction with its event takes four (a call's setup waits on it).
-//
-// A call's start (the ringing record) commits without waiting for its
-// write-ahead log to reach the disk (synchronous_commit off for its
-// transaction), so the answer does not queue behind other calls' flushes.
-// It is durable before the caller hears anything: the answer's update
-// commits synchronously, and the log is written in order, so its flush
-// carries the start's. Only a crash of PostgreSQL itself within that
-// moment can lose a start, and then of a call nobody has heard yet.
 func (m *Manager) execEvent(ctx context.Context, typ string, data func() any, content any, sql string, args ...any) (pgconn.CommandTag, error) {
+	return m.writeEvent(ctx, false, typ, data, content, sql, args...)
+}
+
+// writeEvent is execEvent; with lazy the transaction commits without
+// waiting for its write-ahead log to reach the disk (synchronous_commit
+// off for it).
+//
+// An incoming call's start (its ringing record, inbound or from a browser)
+// is written so: the answer then does not queue behind other calls'
+// flushes, and the record is durable before the caller hears anything, as the answer's update commits
+// synchronously and the log is written in order, so its flush carries the
+// start's. Only a crash of PostgreSQL itself within that moment can lose a
+// start, and then of a call nobody has heard yet. An outbound call's is
+// not: it is what keeps an attempt from being dialled twice (ErrCallExists)
+// when the job that dials it runs again after a crash.
+func (m *Manager) writeEvent(ctx context.Context, lazy bool, typ string, data func() any, content any, sql string, args ...any) (pgconn.CommandTag, error) {
 	ended := typ == eventEnded && m.cfg.Ended != nil
-	lazy := typ == eventStarted
 	if (m.cfg.Events == nil || !m.cfg.Events.Wanted(ctx, typ)) && !ended {
 		if !lazy {
 			return m.cfg.Pool.Exec(ctx, sql, args...)

@@ -476,7 +476,7 @@ func (c *Call) open(ctx context.Context) error {
 	mem, _ := json.Marshal(c.report)
 	snap, _ := json.Marshal(snapshot{Instructions: v.Value.Instructions, UserID: c.sel.Value})
 	named, _ := json.Marshal(ids)
-	_, err = c.m.execEvent(ctx, eventStarted, func() any { return c.event() }, nil, `INSERT INTO stackbone_platform.voice_calls (id, direction, agent_id, phone_number, trunk, status,
+	_, err = c.m.writeEvent(ctx, c.info.Direction != Outbound, eventStarted, func() any { return c.event() }, nil, `INSERT INTO stackbone_platform.voice_calls (id, direction, agent_id, phone_number, trunk, status,
 		started_at, memory, snapshot, identities, box_id, lease_until)
 		VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), 'ringing', $6, $7, $8, $9, $10, now() + make_interval(secs => $11))`,
 		c.info.ID, c.info.Direction, c.info.Agent, c.info.PhoneNumber, c.info.Trunk, c.started, mem, snap, named,
