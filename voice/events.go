@@ -83,12 +83,13 @@ func (m *Manager) execEvent(ctx context.Context, typ string, data func() any, co
 //
 // An incoming call's start (its ringing record, inbound or from a browser)
 // is written so: the answer then does not queue behind other calls'
-// flushes, and the record is durable before the caller hears anything, as the answer's update commits
-// synchronously and the log is written in order, so its flush carries the
-// start's. Only a crash of PostgreSQL itself within that moment can lose a
-// start, and then of a call nobody has heard yet. An outbound call's is
-// not: it is what keeps an attempt from being dialled twice (ErrCallExists)
-// when the job that dials it runs again after a crash.
+// flushes, and the record is durable before the caller hears anything, as
+// the answer's update commits synchronously and the log is written in
+// order, so its flush carries the start's. Only a crash of PostgreSQL
+// itself within that moment can lose a start, and then of a call nobody
+// has heard yet. An outbound call's is not: it is what keeps an attempt
+// from being dialled twice (ErrCallExists) when the job that dials it runs
+// again after a crash.
 func (m *Manager) writeEvent(ctx context.Context, lazy bool, typ string, data func() any, content any, sql string, args ...any) (pgconn.CommandTag, error) {
 	ended := typ == eventEnded && m.cfg.Ended != nil
 	if (m.cfg.Events == nil || !m.cfg.Events.Wanted(ctx, typ)) && !ended {
