@@ -89,22 +89,29 @@ async function route() {
   const sc = screens.find((s) => s.id === id) || screens[0];
   for (const a of document.querySelectorAll("nav.side a")) a.classList.toggle("active", a.id === "nav-" + sc.id);
   clear(document.getElementById("notice"));
-  clear(main);
+  // Each route draws into a main area of its own: a screen still loading
+  // when the address changes again (a quick click on, a new collection's
+  // page) finishes in an area no longer on the page, and neither draws
+  // over the screen asked for since nor says it is ready.
+  const mine = h("main", { id: "main" });
+  main.replaceWith(mine);
+  main = mine;
   root.dataset.state = "loading";
-  main.dataset.screen = sc.id;
+  mine.dataset.screen = sc.id;
   if (!can(sc.scope)) {
-    main.append(h("h1", {}, sc.title), h("p", { class: "readonly", dataset: { scope: sc.scope } },
+    mine.append(h("h1", {}, sc.title), h("p", { class: "readonly", dataset: { scope: sc.scope } },
       "This key cannot open " + sc.title + ": it lacks the scope ", h("code", {}, sc.scope), ". Ask for a key that holds it."));
     root.dataset.state = "ready";
     return;
   }
   const params = new URLSearchParams(query || "");
   try {
-    if (rest.length && sc.detail) await sc.detail(main, decodeURIComponent(rest.join("/")), params);
-    else await sc.render(main, params);
+    if (rest.length && sc.detail) await sc.detail(mine, decodeURIComponent(rest.join("/")), params);
+    else await sc.render(mine, params);
   } catch (e) {
-    if (e.status !== 401) main.append(h("p", { class: "error", role: "alert" }, explain(e)));
+    if (e.status !== 401) mine.append(h("p", { class: "error", role: "alert" }, explain(e)));
   }
+  if (mine !== main) return; // a later route has the page
   // A refused key has put the sign-in form up meanwhile: it stays.
   if (root.dataset.state !== "signin") root.dataset.state = "ready";
 }
