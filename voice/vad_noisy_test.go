@@ -443,8 +443,9 @@ func TestBackgroundVoicesEndTheTurnOnTheCallersWords(t *testing.T) {
 			r, _ := line.call(t, detector)
 			// The checks each 1.5 s from 4 s into the utterance: its words
 			// are the same twice within 3 s of the last word, and the turn
-			// ends before 4.5 s.
-			r.stepUntil("the caller's turn ended", line.end+int(4500*time.Millisecond/FrameDuration), func() bool {
+			// ends before 4.5 s. Each check's transcript takes the
+			// provider's time, not the call's: the call waits for it.
+			r.stepPatiently("the caller's turn ended", line.end+int(4500*time.Millisecond/FrameDuration), func() bool {
 				return slices.ContainsFunc(r.call.Entries(), func(en Entry) bool { return en.Role == "user" })
 			})
 			// The answer takes the provider's time, which is the machine's
