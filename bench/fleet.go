@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"github.com/zaf/g711"
 	"golang.org/x/sys/unix"
 
+	"github.com/stackbone/box/internal/rawudp"
 	"github.com/stackbone/box/voice"
 )
 
@@ -47,8 +49,7 @@ type fleet struct {
 type fleetCall struct {
 	fd       int
 	rslot    int                // the millisecond of the readEvery cycle it is read on
-	port     int                // the call's RTP port
-	peer     unix.SockaddrInet4 // the box's RTP address for the call
+	src, dst netip.AddrPort // the call's RTP address and the box's for it
 	slot     int                // the millisecond of the 20 ms cycle it sends on
 	seq      uint16
 	ts       uint32
@@ -63,7 +64,7 @@ type fleetCall struct {
 
 // fleetShard is one goroutine's calls.
 type fleetShard struct {
-	raw     *rawSender // nil: each call writes its own socket
+	raw     *rawudp.Sender // nil: each call writes its own socket
 	in      *readBatch
 	mu      sync.Mutex
 	adding  []*fleetCall
@@ -86,13 +87,13 @@ func newFleet(ctx context.Context) (*fleet, error) {
 	}
 	f := &fleet{gen: gen, stop: make(chan struct{})}
 	n := runtime.GOMAXPROCS(0)
-	raws := make([]*rawSender, 0, n)
+	raws := make([]*rawudp.Sender, 0, n)
 	for range n {
-		r, err := newRawSender()
+		r, err := rawudp.New(12 + 160)
 		if err != nil {
 			// Not permitted: every call reads and writes its own socket.
 			for _, r := range raws {
-				r.close()
+				_ = r.Close()
 			}
 			raws = nil
 			break
@@ -123,7 +124,7 @@ func (f *fleet) close() {
 	f.done.Wait()
 	for _, s := range f.shards {
 		if s.raw != nil {
-			s.raw.close()
+			_ = s.raw.Close()
 		}
 	}
 	f.gen.close()
@@ -164,9 +165,10 @@ func (s *fleetShard) run(stop <-chan struct{}) {
 		s.apply()
 		if s.raw != nil {
 			for _, c := range s.slots[tick%20] {
-				s.raw.queue(c)
+				c.fill(pkt)
+				_ = s.raw.Queue(c.src, c.dst, pkt)
 			}
-			s.raw.flush()
+			s.raw.Flush()
 		} else {
 			for _, c := range s.slots[tick%20] {
 				c.send(pkt)
@@ -407,8 +409,9 @@ func (f *fleet) call(ctx context.Context, shard int, boxAddr, caller string, fro
 	}
 	s := f.shards[shard%len(f.shards)]
 	now := time.Now().UnixMilli()
-	c := &fleetCall{fd: fd, rslot: int(now % readEvery), port: port, peer: *peer, slot: int(now % 20), ssrc: rand.Uint32(), seq: uint16(rand.Uint32()),
-		ts: rand.Uint32(), from: from.UnixNano(), to: to.UnixNano(), removed: make(chan struct{})}
+	c := &fleetCall{fd: fd, rslot: int(now % readEvery), slot: int(now % 20), ssrc: rand.Uint32(), seq: uint16(rand.Uint32()),
+		ts: rand.Uint32(), from: from.UnixNano(), to: to.UnixNano(), removed: make(chan struct{}),
+		src: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(port)), dst: netip.AddrPortFrom(netip.AddrFrom4(peer.Addr), uint16(peer.Port))}
 	s.mu.Lock()
 	s.adding = append(s.adding, c)
 	s.mu.Unlock()

@@ -178,7 +178,8 @@ func Rooms(ctx context.Context, cfg RoomsConfig) (Report, []RoomsStep, error) {
 		defer model.Close()
 		roomsModel(model)
 		modelURL = model.URL()
-		callers := newRoomsCallers(maxN)
+		callers, done := newRoomsCallers(maxN)
+		defer done()
 		load.callers = &callers
 	}
 

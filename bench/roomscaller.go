@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/stackbone/box/internal/pace"
+	"github.com/stackbone/box/internal/rawudp"
 	"github.com/stackbone/box/internal/realtime"
 	"github.com/stackbone/box/rooms/roomstest"
 )
@@ -51,11 +52,19 @@ type roomsCallerStep struct {
 // newRoomsCallers is how a load's browser callers join: Direct (pion's
 // ICE, DTLS and SRTP without a PeerConnection) with their frames on shared
 // pacers, as the box's own go out (one wake-up for the frames of many
-// callers, not one per caller and frame).
-func newRoomsCallers(n int) roomstest.Options {
+// callers, not one per caller and frame), and where the process may open
+// a raw socket, each pacer round's packets in one system call
+// (roomstest.Options.Raw). done closes what it opened.
+func newRoomsCallers(n int) (opt roomstest.Options, done func()) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n}}
-	return roomstest.Options{HTTP: client, Direct: true,
+	opt = roomstest.Options{HTTP: client, Direct: true,
 		Pacers: pace.NewGroup(runtime.GOMAXPROCS(0), clock.New(), 20*time.Millisecond, time.Millisecond)}
+	raw, err := rawudp.New(1500 - 28)
+	if err != nil {
+		return opt, func() {} // not permitted: each packet is written on its own
+	}
+	opt.Raw = raw
+	return opt, func() { _ = raw.Close() }
 }
 
 // placeRooms runs one step of n browser calls on t in this process: mark
@@ -97,7 +106,9 @@ func RunRoomsCaller(ctx context.Context, cfg RoomsCallerConfig, out io.Writer) e
 			defer release()
 		}
 	}
-	step := placeRooms(ctx, cfg.Target, newRoomsCallers(cfg.Calls), cfg.Calls, cfg.Rate, cfg.Hold, windowLines(emit))
+	callers, done := newRoomsCallers(cfg.Calls)
+	defer done()
+	step := placeRooms(ctx, cfg.Target, callers, cfg.Calls, cfg.Rate, cfg.Hold, windowLines(emit))
 	emit(callerLine[roomsCallerStep]{Step: &step})
 	return nil
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/zaf/g711"
 
 	"github.com/stackbone/box/internal/pace"
+	"github.com/stackbone/box/internal/rawudp"
 )
 
 // Rate is the caller's sample rate (PCMU).
@@ -63,6 +64,11 @@ type Options struct {
 	// direct): the same peer on the wire at a fraction of the CPU, for
 	// load runs.
 	Direct bool
+	// Raw, with Direct and Pacers, sends each caller's SRTP from its ICE
+	// port through this raw socket (shared between callers), every packet
+	// due on a pacer's round in one system call, as the box sends its
+	// own; the box receives what each port's own writes would send.
+	Raw *rawudp.Sender
 }
 
 // NewAPI is the callers' WebRTC setup: PCMU only, loopback host
@@ -209,6 +215,9 @@ func joinDirect(ctx context.Context, opt Options) (*Client, error) {
 		d.close()
 		return nil, err
 	}
+	if opt.Raw != nil && opt.Pacers != nil {
+		d.batchOn(opt.Raw)
+	}
 	c.start(opt)
 	return c, nil
 }
@@ -268,6 +277,15 @@ func (c *Client) start(opt Options) {
 			}
 		}
 	}()
+}
+
+// Batch is the batch the caller's frames go out in (Options.Raw), nil
+// when each is written as it is made.
+func (s *sender) Batch() pace.Flusher {
+	if d := s.c.d; d != nil && d.raw != nil {
+		return d.raw
+	}
+	return nil
 }
 
 // sender sends a caller's frames, one PCMU packet each: queued speech, else

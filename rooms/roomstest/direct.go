@@ -19,6 +19,7 @@ import (
 	"github.com/pion/rtp"
 	"github.com/pion/srtp/v3"
 
+	"github.com/stackbone/box/internal/rawudp"
 	"github.com/stackbone/box/rooms/internal/srtpconn"
 )
 
@@ -61,6 +62,10 @@ type direct struct {
 	wmu  sync.Mutex
 	wbuf []byte // the plain packet
 	ebuf []byte // the encrypted one
+	// raw, when set, queues the encrypted packets in a batch from from to
+	// to (the selected candidate pair) instead of writing the socket.
+	raw      *rawudp.Sender
+	from, to netip.AddrPort
 
 	done   chan struct{}
 	ended  atomic.Bool
@@ -277,8 +282,25 @@ func (d *direct) writeRTP(p *rtp.Packet) error {
 	if err != nil {
 		return err
 	}
+	if d.raw != nil {
+		return d.raw.Queue(d.from, d.to, out)
+	}
 	_, err = d.conn.Write(out)
 	return err
+}
+
+// batchOn sends the caller's packets through raw from now on, from and to
+// the addresses ICE selected; where they are not IPv4 UDP addresses each
+// packet is still written on its own.
+func (d *direct) batchOn(raw *rawudp.Sender) {
+	l, lok := d.conn.LocalAddr().(*net.UDPAddr)
+	r, rok := d.conn.RemoteAddr().(*net.UDPAddr)
+	if !lok || !rok || l.IP.To4() == nil || r.IP.To4() == nil {
+		return
+	}
+	d.wmu.Lock()
+	d.raw, d.from, d.to = raw, l.AddrPort(), r.AddrPort()
+	d.wmu.Unlock()
 }
 
 func (d *direct) isEnded() bool { return d.ended.Load() }
