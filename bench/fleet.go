@@ -48,9 +48,9 @@ type fleet struct {
 // fleetCall is one call's media.
 type fleetCall struct {
 	fd       int
-	rslot    int                // the millisecond of the readEvery cycle it is read on
+	rslot    int            // the millisecond of the readEvery cycle it is read on
 	src, dst netip.AddrPort // the call's RTP address and the box's for it
-	slot     int                // the millisecond of the 20 ms cycle it sends on
+	slot     int            // the millisecond of the 20 ms cycle it sends on
 	seq      uint16
 	ts       uint32
 	ssrc     uint32
