@@ -227,8 +227,10 @@ type streamResampler struct {
 	from, to int
 	k        int     // moving-average width when going down (1: none)
 	last     []int16 // the last k inputs, a ring (the moving sum's window)
+	slot     int     // the ring's next slot
 	n        int     // inputs so far
-	sum      int
+	sum      int32
+	held     int16 // down by a whole ratio: the output that goes out next
 	// src is the low-passed input from index base on: only what the
 	// outputs still to come read, so a long answer keeps a few samples,
 	// not the whole of its audio.
@@ -250,27 +252,65 @@ func (r *streamResampler) push(pcm []int16) []int16 {
 	if r.from == r.to {
 		return pcm
 	}
+	if r.k <= 1 {
+		r.src = append(r.src, pcm...)
+		r.n += len(pcm)
+		return r.emit(false)
+	}
+	if r.from == r.k*r.to {
+		return r.pushWhole(pcm)
+	}
 	for _, v := range pcm {
-		if r.k <= 1 {
-			r.src = append(r.src, v)
-			r.n++
-			continue
-		}
-		slot := r.n % r.k
-		if r.n >= r.k {
-			r.sum -= int(r.last[slot]) // the input k before this one
-		}
-		r.last[slot] = v
-		r.sum += int(v)
-		r.n++
-		r.src = append(r.src, int16(r.sum/min(r.n, r.k)))
+		r.src = append(r.src, r.lowPass(v))
 	}
 	return r.emit(false)
 }
 
+// lowPass takes the next input and gives its moving average.
+func (r *streamResampler) lowPass(v int16) int16 {
+	r.take(v)
+	return int16(r.sum / int32(min(r.n, r.k)))
+}
+
+// take adds the next input to the moving sum. The ring's slot is kept by
+// hand: a division per sample for it was most of a resampler's time
+// (24,000 samples a second per speaking call).
+func (r *streamResampler) take(v int16) {
+	if r.n >= r.k {
+		r.sum -= int32(r.last[r.slot]) // the input k before this one
+	}
+	r.last[r.slot] = v
+	if r.slot++; r.slot == r.k {
+		r.slot = 0
+	}
+	r.sum += int32(v)
+	r.n++
+}
+
+// pushWhole is push down by a whole ratio (24 kHz to 8 kHz: k inputs to
+// an output). Output i is the moving average at input k*i, which the
+// interpolation gives (it falls on that input), and it goes out once
+// input k*i+k-1 arrived, as emit would let it: nothing is kept but the
+// ring, and the other inputs' averages are never taken.
+func (r *streamResampler) pushWhole(pcm []int16) []int16 {
+	out := make([]int16, 0, len(pcm)/r.k+1)
+	for _, v := range pcm {
+		if r.slot == 0 { // this input's index is a multiple of k
+			r.held = r.lowPass(v)
+		} else {
+			r.take(v)
+		}
+		if r.slot == 0 {
+			out = append(out, r.held)
+		}
+	}
+	r.next += len(out)
+	return out
+}
+
 // flush produces the outputs that needed the input's end.
 func (r *streamResampler) flush() []int16 {
-	if r.from == r.to {
+	if r.from == r.to || r.from == r.k*r.to {
 		return nil
 	}
 	return r.emit(true)
@@ -305,13 +345,18 @@ func (r *streamResampler) emit(final bool) []int16 {
 		out = append(out, int16(a+(b-a)*(pos-float64(j))))
 		r.next++
 	}
-	// Drop what no output to come reads (they read from the next one's j).
+	r.drop()
+	return out
+}
+
+// drop lets go of what no output to come reads (they read from the next
+// one's j).
+func (r *streamResampler) drop() {
 	if keep := int(float64(r.next)*float64(r.from)/float64(r.to)) - r.base; keep > 0 {
 		keep = min(keep, len(r.src))
 		r.src = r.src[:copy(r.src, r.src[keep:])]
 		r.base += keep
 	}
-	return out
 }
 
 // Resample converts 16-bit mono PCM between rates by linear interpolation,

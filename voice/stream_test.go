@@ -39,6 +39,20 @@ func TestStreamResamplerMatchesResample(t *testing.T) {
 	}
 }
 
+// BenchmarkStreamResampler is the provider's 24 kHz speech brought to a
+// phone call's 8 kHz as it arrives, per second of speech.
+func BenchmarkStreamResampler(b *testing.B) {
+	in := speechFrames(1000, 24000)
+	b.ReportAllocs()
+	for b.Loop() {
+		rs := newStreamResampler(24000, 8000)
+		for _, f := range in[:50] {
+			_ = rs.push(f)
+		}
+		_ = rs.flush()
+	}
+}
+
 // A streamed segment plays its audio as it arrives, plays silence (not
 // speech) while the stream is behind, counts as heard only once sealed and
 // played through, and a stream that failed is never heard.
