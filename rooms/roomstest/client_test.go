@@ -9,15 +9,15 @@ import (
 // voiced packet strictly after t, whatever t falls on.
 func TestFirstVoicedAfterMatchesAScan(t *testing.T) {
 	t0 := time.Now()
-	c := &Client{}
+	c := &Client{epoch: t0.Add(-time.Second)}
 	for i := range 500 {
 		// Voiced in talkspurts: 40 packets of every 100; two packets share
 		// each arrival time every so often.
 		at := t0.Add(time.Duration(i-i/7) * 20 * time.Millisecond)
-		c.arrivals = append(c.arrivals, Arrival{At: at, Voiced: i%100 >= 60})
+		c.arrivals = append(c.arrivals, arrival{at: int64(at.Sub(c.epoch)), voiced: i%100 >= 60})
 	}
 	scan := func(t time.Time) (time.Time, bool) {
-		for _, a := range c.arrivals {
+		for _, a := range c.Arrivals() {
 			if a.Voiced && a.At.After(t) {
 				return a.At, true
 			}
