@@ -198,12 +198,16 @@ func Level(pcm []int16) float64 {
 	if len(pcm) == 0 {
 		return -120
 	}
-	var sum float64
+	// The squares summed as integers: each (s/32768)² is an exact float
+	// and so is every partial sum of them (a multiple of 2^-30 under 2^23
+	// for up to 2^23 samples), so this is the floating-point sum exactly,
+	// without a conversion and a multiplication per sample.
+	var sum int64
 	for _, s := range pcm {
-		v := float64(s) / 32768
+		v := int64(s)
 		sum += v * v
 	}
-	rms := math.Sqrt(sum / float64(len(pcm)))
+	rms := math.Sqrt(float64(sum) / (1 << 30) / float64(len(pcm)))
 	if rms < 1e-6 {
 		return -120
 	}
