@@ -35,6 +35,7 @@ import (
 
 	"github.com/stackbone/box/internal/pace"
 	"github.com/stackbone/box/internal/rawudp"
+	"github.com/stackbone/box/voice"
 )
 
 // Rate is the caller's sample rate (PCMU).
@@ -322,7 +323,7 @@ func (s *sender) Frame() bool {
 	f := s.quiet
 	if len(c.queue) > 0 {
 		f, c.queue = c.queue[0], c.queue[1:]
-		if level(f) > -40 {
+		if voice.Level(f) > -40 {
 			c.lastVoice = time.Now()
 		}
 	}
@@ -376,7 +377,7 @@ func (c *Client) arrive(pkt *rtp.Packet) {
 		n++
 	}
 	a := arrival{at: int64(time.Since(c.epoch)), seq: pkt.SequenceNumber, timestamp: pkt.Timestamp, marker: pkt.Marker,
-		voiced: level(pcm[:n]) > -40}
+		voiced: voice.Level(pcm[:n]) > -40}
 	c.mu.Lock()
 	c.arrivals = append(c.arrivals, a)
 	c.mu.Unlock()
@@ -531,20 +532,4 @@ func Noise(n, amp int) []int16 {
 		f[i] = int16((i*7919)%(2*amp+1) - amp)
 	}
 	return f
-}
-
-func level(pcm []int16) float64 {
-	if len(pcm) == 0 {
-		return -120
-	}
-	var sum float64
-	for _, s := range pcm {
-		v := float64(s) / 32768
-		sum += v * v
-	}
-	rms := math.Sqrt(sum / float64(len(pcm)))
-	if rms < 1e-6 {
-		return -120
-	}
-	return 20 * math.Log10(rms)
 }
