@@ -300,11 +300,10 @@ func (r *streamResampler) pushWhole(pcm []int16) []int16 {
 		} else {
 			r.take(v)
 		}
-		if r.slot == 0 {
+		if r.slot == 0 { // input k*i+k-1 arrived: output i goes out
 			out = append(out, r.held)
 		}
 	}
-	r.next += len(out)
 	return out
 }
 
@@ -345,18 +344,13 @@ func (r *streamResampler) emit(final bool) []int16 {
 		out = append(out, int16(a+(b-a)*(pos-float64(j))))
 		r.next++
 	}
-	r.drop()
-	return out
-}
-
-// drop lets go of what no output to come reads (they read from the next
-// one's j).
-func (r *streamResampler) drop() {
+	// Drop what no output to come reads (they read from the next one's j).
 	if keep := int(float64(r.next)*float64(r.from)/float64(r.to)) - r.base; keep > 0 {
 		keep = min(keep, len(r.src))
 		r.src = r.src[:copy(r.src, r.src[keep:])]
 		r.base += keep
 	}
+	return out
 }
 
 // Resample converts 16-bit mono PCM between rates by linear interpolation,
