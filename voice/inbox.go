@@ -15,38 +15,43 @@ import (
 // during silence, but the VAD counts frames, so silence must keep flowing.
 const gapSlack = 60 * time.Millisecond
 
-// inboxFrames is how far the listener may fall behind (1 s) before the
-// oldest caller frame is dropped rather than blocking the transport.
+// inboxFrames is how many caller frames may wait (1 s) for the listener to
+// start (its live transcription stream opening) before the oldest is
+// dropped.
 const inboxFrames = 50
 
 // inbox is the caller's audio on its way from the transport to the call's
-// listener, the one frame queue of every transport: decoded PCM of any
-// length in (Call.Hear), 20 ms frames out at the pace they arrive, silence
-// for gaps, and the media timeout. One goroutine hears, one reads.
+// listener, the one way in of every transport: decoded PCM of any length
+// (Call.Hear) cut into 20 ms frames, each heard by the listener on the
+// transport's own goroutine as it arrives (no hand-off per frame); silence
+// for gaps and the news of a transcript are heard on the call's listen
+// goroutine (serve), which also hands ended utterances to the turns and
+// ends the call on the media timeout. The listener's steps take turns
+// under mu.
 type inbox struct {
 	clock   Clock
 	samples int // per frame
 	timeout time.Duration
 
-	mu   sync.Mutex // the hearing side
-	rest []int16
-
-	frames   chan []int16
-	spare    chan []int16 // frames the listener is done with, for hear to fill again
 	lastRx   atomic.Int64 // clock unix nanos of the last caller audio (or the start)
 	held     atomic.Bool
 	received atomic.Int64 // caller frames heard
-	dropped  atomic.Int64 // caller frames dropped because the listener lagged
+	dropped  atomic.Int64 // caller frames dropped before the listener started
 
-	woken atomic.Bool // news for the reader (wake)
-	fired atomic.Bool // the gap timer fired
+	woken atomic.Bool   // news for the listener (wake)
+	fired atomic.Bool   // the gap timer fired
+	kick  chan struct{} // the listen goroutine has something to do
 
-	// The reading side.
-	due     time.Time
+	mu      sync.Mutex
+	rest    []int16   // a piece shorter than a frame, for the next
+	early   [][]int16 // frames heard before the listener started
+	step    func(frame []int16, now time.Time) bool
+	stopped bool // the listener stopped: what comes is not heard
+	quiet   []int16
+	due     time.Time // when a gap's silence is heard, without a frame before
 	timer   *clock.Timer
 	fireAt  time.Time // when timer fires, while armed
 	armed   bool
-	stopCtx func() bool // the ctx watch of read's context
 }
 
 // rearmWithin is how near its firing the gap timer is moved on to the
@@ -57,13 +62,15 @@ const rearmWithin = 30 * time.Millisecond
 
 func newInbox(clk Clock, rate int, timeout time.Duration) *inbox {
 	b := &inbox{clock: clk, samples: rate * int(FrameDuration/time.Millisecond) / 1000, timeout: timeout,
-		frames: make(chan []int16, inboxFrames), spare: make(chan []int16, inboxSpare)}
+		kick: make(chan struct{}, 1)}
+	b.quiet = make([]int16, b.samples)
 	b.touch()
 	return b
 }
 
-// hear cuts pcm into frames for the listener; on hold the caller's side
-// may play music, which is not the caller speaking, so it is not heard.
+// hear cuts pcm into frames and has the listener hear each; on hold the
+// caller's side may play music, which is not the caller speaking, so it is
+// not heard. The listener copies what it keeps of a frame.
 func (b *inbox) hear(pcm []int16) {
 	b.touch()
 	if b.held.Load() {
@@ -71,95 +78,93 @@ func (b *inbox) hear(pcm []int16) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	// Each frame is a slice the listener owns until it gives it back
-	// (recycle); a piece shorter than a frame waits in rest (whose buffer
-	// is kept) for the next.
 	if len(b.rest) > 0 {
 		n := min(b.samples-len(b.rest), len(pcm))
 		b.rest, pcm = append(b.rest, pcm[:n]...), pcm[n:]
 		if len(b.rest) < b.samples {
 			return
 		}
-		b.send(append(b.frame(), b.rest...))
+		b.frame(b.rest)
 		b.rest = b.rest[:0]
 	}
 	for len(pcm) >= b.samples {
-		b.send(append(b.frame(), pcm[:b.samples]...))
+		b.frame(pcm[:b.samples])
 		pcm = pcm[b.samples:]
 	}
 	b.rest = append(b.rest, pcm...)
 }
 
-// inboxSpare is how many frames the listener's given-back frames may
-// number: a frame is filled, queued, read and given back within a frame's
-// time unless the listener lags.
-const inboxSpare = 4
-
-// frame is an empty frame to fill: a given-back one, else a new one.
-func (b *inbox) frame() []int16 {
-	select {
-	case f := <-b.spare:
-		return f[:0]
+// frame has the listener hear one caller frame (under b.mu), or keeps it
+// until the listener starts.
+func (b *inbox) frame(f []int16) {
+	b.received.Add(1)
+	switch {
+	case b.stopped:
+	case b.step == nil:
+		if len(b.early) == inboxFrames {
+			b.early = b.early[1:]
+			b.dropped.Add(1)
+		}
+		b.early = append(b.early, append([]int16(nil), f...))
 	default:
-		return make([]int16, 0, b.samples)
+		now := b.clock.Now()
+		b.due = now.Add(FrameDuration + gapSlack)
+		b.hand(f, now)
+		b.arm(now)
 	}
 }
 
-// recycle gives back a frame read returned once nothing holds it any more
-// (the VAD copies what it keeps).
-func (b *inbox) recycle(f []int16) {
-	if cap(f) < b.samples {
+// hand gives the listener a frame (nil: news only); a listener that says
+// the call ended hears nothing more (under b.mu).
+func (b *inbox) hand(f []int16, now time.Time) {
+	if !b.step(f, now) {
+		b.stopLocked()
+		b.poke()
+	}
+}
+
+// start gives the listener its step and has it hear what came before
+// (under nothing: it takes b.mu).
+func (b *inbox) start(step func(frame []int16, now time.Time) bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
 		return
 	}
-	select {
-	case b.spare <- f:
-	default:
-	}
-}
-
-// send queues a frame for the listener, dropping the oldest when it lags
-// a whole queue behind (under b.mu).
-func (b *inbox) send(f []int16) {
-	b.received.Add(1)
-	for {
-		select {
-		case b.frames <- f:
-			return
-		default:
-			select {
-			case old := <-b.frames:
-				if old != nil {
-					b.dropped.Add(1)
-					b.recycle(old)
-				}
-			default:
-			}
+	b.step = step
+	now := b.clock.Now()
+	b.due = now.Add(FrameDuration + gapSlack)
+	for _, f := range b.early {
+		if b.stopped {
+			break
 		}
+		b.hand(f, now)
+	}
+	b.early = nil
+	if !b.stopped {
+		b.arm(now)
 	}
 }
 
-// nudge makes the reader look again: a nil frame on the queue, so it
-// waits on the queue alone (a receive is cheaper than a select on the
-// queue, its context, its news and its timer, 50 times a second). A full
-// queue wakes the reader anyway.
-func (b *inbox) nudge() {
+// poke makes the listen goroutine look at its news; it never blocks.
+func (b *inbox) poke() {
 	select {
-	case b.frames <- nil:
+	case b.kick <- struct{}{}:
 	default:
 	}
 }
 
-// wake tells the reader there is news (a transcript arrived): its read
-// returns a nil frame. It never blocks.
+// wake tells the listener there is news (a transcript arrived): it looks
+// at the endpoint again, on the listen goroutine. It never blocks.
 func (b *inbox) wake() {
 	b.woken.Store(true)
-	b.nudge()
+	b.poke()
 }
 
 // gap is the gap timer's function.
 func (b *inbox) gap() {
 	b.fired.Store(true)
-	b.nudge()
+	b.poke()
 }
 
 // touch records that the caller's transport is alive without audio (DTX
@@ -175,78 +180,91 @@ func (b *inbox) hold(on bool) {
 	b.held.Store(on)
 }
 
-// read returns the next 20 ms frame: the caller's, or silence when the
-// caller's is later than gapSlack. It returns ErrMediaTimeout when nothing
-// arrived for the media timeout (not while on hold) and ctx's error once
-// ctx ended (ctx is the same on every read). News (wake) returns a nil
-// frame and no error at once, so the reader can act on it between frames.
-func (b *inbox) read(ctx context.Context) ([]int16, error) {
-	if b.stopCtx == nil {
-		b.stopCtx = context.AfterFunc(ctx, b.nudge)
-	}
+// serve is the listen goroutine's side until ctx ends, the listener says
+// the call ended, or no caller audio came for the media timeout (not while
+// on hold: ErrMediaTimeout): it has the listener hear the news (a nil
+// frame) and a gap's silence, a frame every 20 ms, and calls handOff with
+// what the listener queued (outside b.mu, so handOff may block).
+func (b *inbox) serve(ctx context.Context, handOff func() bool) error {
+	stopCtx := context.AfterFunc(ctx, b.poke)
+	defer stopCtx()
+	defer b.stop()
 	for {
-		if err := ctx.Err(); err != nil {
-			b.stop()
-			return nil, err
-		}
-		if b.woken.Swap(false) {
-			return nil, nil
-		}
 		select {
-		case f := <-b.frames:
-			if f == nil {
-				continue // a nudge: look again
-			}
-			b.due = b.clock.Now().Add(FrameDuration + gapSlack)
-			return f, nil
-		default:
+		case <-b.kick:
+		case <-ctx.Done():
 		}
-		now := b.clock.Now()
-		if b.timeout > 0 && !b.held.Load() && now.Sub(time.Unix(0, b.lastRx.Load())) >= b.timeout {
-			return nil, ErrMediaTimeout
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if b.due.IsZero() {
-			b.due = now.Add(FrameDuration + gapSlack)
+		if err := b.news(); err != nil {
+			return err
 		}
-		wait := b.due.Sub(now)
-		if wait <= 0 {
-			// Far behind the frame clock (the reader was busy): restart it
-			// rather than returning a burst of silence.
-			if wait < -gapSlack {
-				b.due = now
-			}
-			b.due = b.due.Add(FrameDuration)
-			f := b.frame()[:b.samples]
-			clear(f)
-			return f, nil
+		if !handOff() {
+			return context.Canceled
 		}
-		b.arm(now)
-		if f := <-b.frames; f != nil {
-			b.due = b.clock.Now().Add(FrameDuration + gapSlack)
-			return f, nil
+		b.mu.Lock()
+		stopped := b.stopped
+		b.mu.Unlock()
+		if stopped {
+			return context.Canceled
 		}
-		// A nudge: the context ended, news, or the gap timer (a gap, or
-		// set for an earlier due time): loop to look at each.
 	}
 }
 
-// stop lets go of the gap timer and the context's watch.
+// news has the listener hear what the listen goroutine was poked for.
+func (b *inbox) news() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped || b.step == nil {
+		return nil
+	}
+	now := b.clock.Now()
+	if b.woken.Swap(false) {
+		b.hand(nil, now)
+	}
+	if b.fired.Swap(false) {
+		b.armed = false
+	}
+	for !b.stopped && !b.due.After(now) {
+		if b.timeout > 0 && !b.held.Load() && now.Sub(time.Unix(0, b.lastRx.Load())) >= b.timeout {
+			b.stopLocked()
+			return ErrMediaTimeout
+		}
+		// A gap: silence on the frame clock. Far behind it (the listen
+		// goroutine was late), the clock restarts rather than a burst of
+		// silence being heard.
+		if now.Sub(b.due) > gapSlack {
+			b.due = now
+		}
+		b.due = b.due.Add(FrameDuration)
+		clear(b.quiet)
+		b.hand(b.quiet, now)
+	}
+	if !b.stopped {
+		b.arm(now)
+	}
+	return nil
+}
+
+// stop lets go of the listener and the gap timer: nothing more is heard.
 func (b *inbox) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopLocked()
+}
+
+func (b *inbox) stopLocked() {
+	b.stopped, b.step, b.early = true, nil, nil
 	if b.timer != nil {
 		b.timer.Stop()
 	}
 	b.armed = false
-	if b.stopCtx != nil {
-		b.stopCtx()
-	}
 }
 
-// arm makes the gap timer fire by b.due: it is left as it is while it
-// fires no later than that and not within rearmWithin of now.
+// arm makes the gap timer fire by b.due (under b.mu): it is left as it is
+// while it fires no later than that and not within rearmWithin of now.
 func (b *inbox) arm(now time.Time) {
-	if b.fired.Swap(false) {
-		b.armed = false
-	}
 	wait := b.due.Sub(now)
 	switch {
 	case b.timer == nil:

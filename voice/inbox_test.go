@@ -2,94 +2,206 @@ package voice
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
 )
 
-// A frame the listener gives back is filled again by the next one heard
-// (no new memory per frame), with the new samples; a gap's silence in a
-// given-back frame is silence, not the old samples.
-func TestInboxReusesGivenBackFrames(t *testing.T) {
-	clk := clock.NewMock()
-	b := newInbox(clk, 8000, time.Minute)
-	ctx := context.Background()
-	pcm := func(v int16) []int16 {
-		p := make([]int16, 160)
-		for i := range p {
-			p[i] = v
-		}
-		return p
-	}
-	b.hear(pcm(7))
-	f1, err := b.read(ctx)
-	if err != nil || len(f1) != 160 || f1[0] != 7 || f1[159] != 7 {
-		t.Fatalf("first frame %v %v", f1[:1], err)
-	}
-	b.recycle(f1)
-	b.hear(pcm(9))
-	f2, err := b.read(ctx)
-	if err != nil || len(f2) != 160 || f2[0] != 9 || f2[159] != 9 {
-		t.Fatalf("second frame %v %v", f2[:1], err)
-	}
-	if &f2[0] != &f1[0] {
-		t.Error("the second frame did not reuse the given-back one")
-	}
-	b.recycle(f2)
+// heardSteps records what a listener heard: each frame's first sample, -1
+// for news (a nil frame).
+type heardSteps struct {
+	b     *inbox
+	steps []int
+	at    []time.Time
+}
 
-	// Nothing heard for longer than a frame and the slack: silence.
-	got := make(chan []int16)
-	go func() {
-		f, _ := b.read(ctx)
-		got <- f
-	}()
-	var gap []int16
-	for deadline := time.Now().Add(5 * time.Second); gap == nil; {
-		clk.Add(10 * time.Millisecond)
-		select {
-		case gap = <-got:
-		case <-time.After(time.Millisecond):
+func (h *heardSteps) step(f []int16, now time.Time) bool {
+	v := -1
+	if f != nil {
+		if len(f) != h.b.samples {
+			panic("a frame of the wrong length")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no silence frame")
-		}
+		v = int(f[0])
 	}
-	if len(gap) != 160 {
-		t.Fatalf("silence of %d samples", len(gap))
+	h.steps = append(h.steps, v)
+	h.at = append(h.at, now)
+	return true
+}
+
+// heard is what the listener heard so far.
+func (h *heardSteps) heard() []int {
+	h.b.mu.Lock()
+	defer h.b.mu.Unlock()
+	return append([]int(nil), h.steps...)
+}
+
+func constant(n int, v int16) []int16 {
+	p := make([]int16, n)
+	for i := range p {
+		p[i] = v
 	}
-	for i, v := range gap {
-		if v != 0 {
-			t.Fatalf("silence sample %d is %d", i, v)
-		}
+	return p
+}
+
+// Caller audio is heard as it arrives, on the goroutine that hears it, in
+// 20 ms frames whatever the pieces' lengths; what came before the listener
+// started is heard as it starts, at most a second of it (the oldest is
+// dropped and counted).
+func TestInboxHearsFramesAsTheyArrive(t *testing.T) {
+	b := newInbox(clock.NewMock(), 8000, time.Minute)
+	h := &heardSteps{b: b}
+	for i := range inboxFrames + 2 {
+		b.hear(constant(160, int16(i)))
 	}
-	if &gap[0] != &f2[0] {
-		t.Error("the silence frame did not reuse the given-back one")
+	if got := h.heard(); len(got) != 0 {
+		t.Fatalf("heard %v before the listener started", got)
+	}
+	b.start(h.step)
+	got := h.heard()
+	if len(got) != inboxFrames || got[0] != 2 || got[inboxFrames-1] != inboxFrames+1 {
+		t.Fatalf("heard %d early frames from %v, want the last %d", len(got), got[:1], inboxFrames)
+	}
+	if b.dropped.Load() != 2 || b.received.Load() != inboxFrames+2 {
+		t.Fatalf("dropped %d of %d, want 2", b.dropped.Load(), b.received.Load())
+	}
+
+	// A frame and a half, then the other half: two frames, the second
+	// made of both pieces.
+	piece := append(constant(160, 500), constant(80, 600)...)
+	b.hear(piece)
+	if got := h.heard(); got[len(got)-1] != 500 || len(got) != inboxFrames+1 {
+		t.Fatalf("after a frame and a half: %v", got[inboxFrames:])
+	}
+	b.hear(constant(80, 700))
+	got = h.heard()
+	if len(got) != inboxFrames+2 || got[len(got)-1] != 600 {
+		t.Fatalf("after the other half: %v", got[inboxFrames:])
+	}
+
+	// On hold nothing the caller's side sends is heard.
+	b.hold(true)
+	b.hear(constant(160, 800))
+	if n := len(h.heard()); n != inboxFrames+2 {
+		t.Fatalf("heard %d frames on hold", n-inboxFrames-2)
 	}
 }
 
-// BenchmarkInboxHandOff is a caller frame's way from the transport to a
-// waiting listener and back (the benchmark's own hand-back included).
-func BenchmarkInboxHandOff(b *testing.B) {
-	in := newInbox(clock.New(), 8000, time.Minute)
+// Nothing heard for longer than a frame and the slack: the listen
+// goroutine has the listener hear silence, a frame every 20 ms of the
+// clock; a frame that arrives again is heard, and news is heard as a nil
+// frame.
+func TestInboxHearsSilenceInAGapAndNews(t *testing.T) {
+	clk := clock.NewMock()
+	b := newInbox(clk, 8000, time.Minute)
+	h := &heardSteps{b: b}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	took := make(chan struct{})
-	go func() {
-		for {
-			f, err := in.read(ctx)
-			if err != nil {
-				return
+	b.start(h.step)
+	served := make(chan error, 1)
+	go func() { served <- b.serve(ctx, func() bool { return true }) }()
+	b.hear(constant(160, 9))
+
+	waitHeard := func(n int) []int {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if got := h.heard(); len(got) >= n {
+				return got
 			}
-			if f != nil {
-				in.recycle(f)
-				took <- struct{}{}
+			if time.Now().After(deadline) {
+				t.Fatalf("heard %v, want %d steps", h.heard(), n)
 			}
+			time.Sleep(time.Millisecond)
 		}
-	}()
+	}
+	clk.Add(FrameDuration + gapSlack - time.Millisecond)
+	if got := h.heard(); len(got) != 1 {
+		t.Fatalf("heard %v before the gap", got)
+	}
+	clk.Add(time.Millisecond)
+	if got := waitHeard(2); got[1] != 0 {
+		t.Fatalf("the gap's first frame is %d, not silence", got[1])
+	}
+	for i := 3; i <= 5; i++ {
+		clk.Add(FrameDuration)
+		waitHeard(i)
+	}
+	b.mu.Lock()
+	for i := 2; i < len(h.at); i++ {
+		if d := h.at[i].Sub(h.at[1]); d != time.Duration(i-1)*FrameDuration {
+			t.Errorf("silence frame %d heard %v after the first", i, d)
+		}
+	}
+	b.mu.Unlock()
+
+	b.hear(constant(160, 11))
+	if got := h.heard(); got[len(got)-1] != 11 {
+		t.Fatalf("the frame after the gap was not heard: %v", got)
+	}
+	b.wake()
+	if got := waitHeard(7); got[6] != -1 {
+		t.Fatalf("news was heard as %d", got[6])
+	}
+	cancel()
+	if err := <-served; !errors.Is(err, context.Canceled) {
+		t.Fatalf("serve ended with %v", err)
+	}
+	b.hear(constant(160, 13))
+	if got := h.heard(); len(got) != 7 {
+		t.Fatalf("heard %v after the listener stopped", got[7:])
+	}
+}
+
+// No caller audio for the media timeout ends serve with ErrMediaTimeout,
+// and not while the call is on hold.
+func TestInboxMediaTimeout(t *testing.T) {
+	clk := clock.NewMock()
+	b := newInbox(clk, 8000, time.Second)
+	h := &heardSteps{b: b}
+	b.start(h.step)
+	served := make(chan error, 1)
+	go func() { served <- b.serve(context.Background(), func() bool { return true }) }()
+	b.hold(true)
+	for range 100 {
+		clk.Add(FrameDuration)
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("serve ended on hold: %v", err)
+	default:
+	}
+	b.hold(false)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		clk.Add(FrameDuration)
+		select {
+		case err := <-served:
+			if !errors.Is(err, ErrMediaTimeout) {
+				t.Fatalf("serve ended with %v", err)
+			}
+			if since := clk.Now().Sub(time.Unix(0, b.lastRx.Load())); since < time.Second {
+				t.Fatalf("timed out %v after the last audio", since)
+			}
+			return
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no media timeout")
+		}
+	}
+}
+
+// BenchmarkInboxHear is a caller frame's way from the transport to the
+// listener.
+func BenchmarkInboxHear(b *testing.B) {
+	in := newInbox(clock.New(), 8000, time.Minute)
+	n := 0
+	in.start(func([]int16, time.Time) bool { n++; return true })
 	frame := make([]int16, 160)
 	for b.Loop() {
 		in.hear(frame)
-		<-took
+	}
+	if n == 0 {
+		b.Fatal("nothing heard")
 	}
 }

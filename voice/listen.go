@@ -11,48 +11,57 @@ import (
 	"github.com/stackbone/box/telemetry"
 )
 
-// listen reads caller frames: voice activity, endpointing and
-// interruptions. While the caller speaks, their audio goes to the
+// listen is the caller's side of the call: voice activity, endpointing
+// and interruptions. Caller frames are heard on the transport's goroutine
+// (Call.Hear); this goroutine hears the news of transcripts and a gap's
+// silence, and hands ended utterances to out. While the caller speaks, their audio goes to the
 // streaming transcriber (when the agent's has one) or, after a short
 // silence, the utterance so far is sent for a speculative transcription;
 // what comes back feeds endpointing (see endpointing.delay), and the turn
 // takes the transcript of the endpoint. A speculation the caller talked
 // past is cancelled and counted as wasted.
 func (c *Call) listen(ctx context.Context, out chan<- utterance) {
-	l := c.newListener(ctx, out)
+	l := c.newListener(ctx)
 	defer l.close()
-	defer c.inbox.stop()
-	var frame []int16
+	c.inbox.start(l.step)
+	err := c.inbox.serve(ctx, func() bool { return l.handOff(out) })
+	if errors.Is(err, ErrMediaTimeout) {
+		c.End(OutcomeMediaTimeout, "")
+	}
+}
+
+// handOff gives the turns the utterances the listener ended, in order;
+// false when the call ended first. It runs on the listen goroutine.
+func (l *listener) handOff(out chan<- utterance) bool {
 	for {
-		// The last frame is done with: the VAD copied what it keeps, the
-		// live transcription encoded what it sent.
-		if frame != nil {
-			c.inbox.recycle(frame)
+		l.c.inbox.mu.Lock()
+		if len(l.ended) == 0 {
+			l.c.inbox.mu.Unlock()
+			return true
 		}
-		var err error
-		frame, err = c.inbox.read(ctx)
-		if err != nil {
-			if errors.Is(err, ErrMediaTimeout) {
-				c.End(OutcomeMediaTimeout, "")
-			}
-			return
-		}
-		if !l.step(frame, c.clk.Now()) {
-			return
+		u := l.ended[0]
+		l.ended[0] = utterance{}
+		l.ended = l.ended[1:]
+		l.c.inbox.mu.Unlock()
+		select {
+		case out <- u:
+		case <-l.ctx.Done():
+			return false
 		}
 	}
 }
 
-// listener is the caller's side of a call, one frame at a time: it is
-// owned by the call's listen goroutine.
+// listener is the caller's side of a call, one frame at a time: its steps
+// run on the transport's goroutine (a frame) or the call's listen
+// goroutine (news, a gap's silence), one at a time under the inbox's mu.
 type listener struct {
-	c    *Call
-	ctx  context.Context
-	out  chan<- utterance
-	ep   endpointing
-	in   interruption
-	det  *vad
-	wake func() // a transcript arrived: look at the endpoint again
+	c     *Call
+	ctx   context.Context
+	ended []utterance // for the turns, handed over by the listen goroutine
+	ep    endpointing
+	in    interruption
+	det   *vad
+	wake  func() // a transcript arrived: look at the endpoint again
 
 	stream TranscriptStream // the call's live stream, nil without one
 	live   *liveSTT         // its reader, nil once it failed
@@ -70,8 +79,8 @@ type listener struct {
 	pending   *overlap   // the overlap the next emitted utterance settles
 }
 
-func (c *Call) newListener(ctx context.Context, out chan<- utterance) *listener {
-	l := &listener{c: c, ctx: ctx, out: out, ep: newEndpointing(c.agent, c.m.cfg.VAD), in: newInterruption(c.agent),
+func (c *Call) newListener(ctx context.Context) *listener {
+	l := &listener{c: c, ctx: ctx, ep: newEndpointing(c.agent, c.m.cfg.VAD), in: newInterruption(c.agent),
 		wake: c.inbox.wake}
 	vadCfg := c.m.cfg.VAD
 	vadCfg.EndFrames = int((l.ep.max + FrameDuration - 1) / FrameDuration)
@@ -394,12 +403,12 @@ func (l *listener) emit(u utterance) bool {
 	if l.live == nil && l.spec != nil {
 		u.spec, l.spec = l.spec, nil
 	}
-	select {
-	case l.out <- u:
-		return true
-	case <-l.ctx.Done():
+	if l.ctx.Err() != nil {
 		return false
 	}
+	l.ended = append(l.ended, u)
+	l.c.inbox.poke()
+	return true
 }
 
 // words is what is known of the words of the utterance in progress, and

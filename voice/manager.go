@@ -525,7 +525,10 @@ func (c *Call) End(outcome Outcome, reason string) {
 
 // Hear hands the controller decoded caller audio of any length (16-bit
 // mono PCM at the call's SampleRate). One goroutine of the transport
-// calls it.
+// calls it; the call's listener hears each whole 20 ms frame of it before
+// Hear returns (voice activity, endpointing: microseconds, nothing that
+// waits), so a transport reading many calls on one goroutine hands each
+// frame over without a goroutine switch.
 func (c *Call) Hear(pcm []int16) {
 	if r := c.rec.Load(); r != nil {
 		r.take.Caller(pcm)
@@ -545,6 +548,7 @@ func (c *Call) Alive() { c.inbox.touch() }
 func (c *Call) Hold(on bool) { c.inbox.hold(on) }
 
 // Received and Dropped count the caller frames heard, and those dropped
-// because the controller lagged (the box's own loss; 0 on a healthy box).
+// because more than a second of them came before the call's listener
+// started (the box's own loss; 0 on a healthy box).
 func (c *Call) Received() int64 { return c.inbox.received.Load() }
 func (c *Call) Dropped() int64  { return c.inbox.dropped.Load() }
