@@ -258,7 +258,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 		backup = startModel()
 		defer backup.Close()
 		backup.DiscardRequests()
-		backup.Respond(callsAnswer)
+		backup.RespondByModel(callsAnswer)
 		agents = strings.Replace(agents, "model: openai/bench", "model: [openai/bench, backup/bench]", 1)
 	}
 	c, err := config.Parse([]byte(agents + "    voice: {sttMode: " + stt + "}\n"))

@@ -81,15 +81,24 @@ func TestModelProcessServesAndReports(t *testing.T) {
 		t.Fatalf("first line %q", lines.Text())
 	}
 	statuses := map[int]int{}
-	for range 4 {
+	for i := range 4 {
+		// The answer is the model's: the memory extractor's is its
+		// operations.
+		model, want := "bench", "Sure, I can help."
+		if i >= 2 {
+			model, want = "extractor", "Called for help."
+		}
 		res, err := http.Post(first.URL+"/chat/completions", "application/json",
-			strings.NewReader(`{"model":"bench","messages":[{"role":"user","content":"hello"}]}`))
+			strings.NewReader(`{"model":"`+model+`","messages":[{"role":"user","content":"hello"}]}`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _ = io.Copy(io.Discard, res.Body)
+		body, _ := io.ReadAll(res.Body)
 		res.Body.Close()
 		statuses[res.StatusCode]++
+		if res.StatusCode == 200 && !strings.Contains(string(body), want) {
+			t.Fatalf("%s answered %s, want %q in it", model, body, want)
+		}
 	}
 	if statuses[200] != 2 || statuses[500] != 2 {
 		t.Fatalf("statuses %v, want two answers and two faults (one in two fails)", statuses)

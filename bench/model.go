@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/stackbone/box/internal/realtime"
 	"github.com/stackbone/box/provider/providertest"
 )
@@ -24,11 +22,11 @@ import (
 func callsModel(s *providertest.Server) {
 	s.DiscardRequests()
 	s.RespondTranscripts(func([]byte) string { return "I would like some help." })
-	s.Respond(callsAnswer)
+	s.RespondByModel(callsAnswer)
 }
 
-func callsAnswer(req *openai.ChatCompletionRequest) providertest.Reply {
-	if req.Model == "extractor" {
+func callsAnswer(model string) providertest.Reply {
+	if model == "extractor" {
 		return providertest.Reply{Content: `{"operations":[{"op":"add","content":"Called for help."}],"summary":"Asked for help."}`}
 	}
 	return providertest.Reply{Content: "Sure, I can help."}
@@ -37,7 +35,7 @@ func callsAnswer(req *openai.ChatCompletionRequest) providertest.Reply {
 // roomsModel scripts the provider the browser rooms load talks to.
 func roomsModel(s *providertest.Server) {
 	s.DiscardRequests()
-	s.Respond(func(*openai.ChatCompletionRequest) providertest.Reply {
+	s.RespondByModel(func(string) providertest.Reply {
 		return providertest.Reply{Content: "Sure, I can help with that."}
 	})
 	s.RespondTranscripts(func([]byte) string { return "Hello, I have a question about my order." })

@@ -95,6 +95,7 @@ type Server struct {
 	discard  bool
 	script   []Reply
 	fallback func(*openai.ChatCompletionRequest) Reply
+	byModel  func(model string) Reply
 	requests []Request
 	audio    audio
 	emb      embedState
@@ -180,6 +181,17 @@ func (s *Server) Respond(fn func(*openai.ChatCompletionRequest) Reply) {
 	s.mu.Unlock()
 }
 
+// RespondByModel sets the answer for chat requests that find the script
+// empty by the model asked alone (instead of Respond's), for load runs:
+// while requests are discarded, the rest of a request (the conversation,
+// which grows every turn) is not decoded, so the stand-in's own cost per
+// request stays flat.
+func (s *Server) RespondByModel(fn func(model string) Reply) {
+	s.mu.Lock()
+	s.byModel = fn
+	s.mu.Unlock()
+}
+
 // DiscardRequests stops recording (the requests, the audio uploaded for
 // transcription and the texts asked to be spoken), for long load runs,
 // whose recordings would grow by gigabytes.
@@ -230,20 +242,37 @@ func (s *Server) record(r *http.Request, body []byte) {
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	var req openai.ChatCompletionRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+	s.mu.Lock()
+	slim := s.discard && s.byModel != nil && len(s.script) == 0
+	s.mu.Unlock()
+	var err error
+	if slim {
+		var head struct {
+			Model  string `json:"model"`
+			Stream bool   `json:"stream"`
+		}
+		err = json.Unmarshal(body, &head)
+		req.Model, req.Stream = head.Model, head.Stream
+	} else {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
 		s.record(r, body)
 		writeError(w, http.StatusBadRequest, "providertest: bad JSON: "+err.Error())
 		return
 	}
-	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Chat: &req}
 	s.mu.Lock()
 	if !s.discard {
-		s.requests = append(s.requests, rec)
+		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Chat: &req})
 	}
 	var reply Reply
 	var ok bool
 	if len(s.script) > 0 {
 		reply, s.script, ok = s.script[0], s.script[1:], true
+	} else if byModel := s.byModel; byModel != nil {
+		s.mu.Unlock()
+		reply, ok = byModel(req.Model), true
+		s.mu.Lock()
 	} else if s.fallback != nil {
 		fn := s.fallback
 		s.mu.Unlock()
