@@ -22,6 +22,7 @@ import (
 	"github.com/zaf/g711"
 	"golang.org/x/sys/unix"
 
+	"github.com/stackbone/box/internal/mmsg"
 	"github.com/stackbone/box/internal/rawudp"
 	"github.com/stackbone/box/voice"
 )
@@ -65,7 +66,7 @@ type fleetCall struct {
 // fleetShard is one goroutine's calls.
 type fleetShard struct {
 	raw     *rawudp.Sender // nil: each call writes its own socket
-	in      *readBatch
+	in      *mmsg.Batch
 	mu      sync.Mutex
 	adding  []*fleetCall
 	leaving []*fleetCall
@@ -175,7 +176,7 @@ func (s *fleetShard) run(stop <-chan struct{}) {
 			}
 		}
 		for _, c := range s.reads[tick%readEvery] {
-			s.in.drain(c)
+			drain(s.in, c)
 		}
 		time.Sleep(time.Until(start.Add(time.Duration(tick+1) * time.Millisecond)))
 	}
@@ -196,7 +197,7 @@ func (s *fleetShard) apply() {
 		if s.calls[int32(c.fd)] != c {
 			continue
 		}
-		s.in.drain(c) // what came since its last read
+		drain(s.in, c) // what came since its last read
 		delete(s.calls, int32(c.fd))
 		s.slots[c.slot] = without(s.slots[c.slot], c)
 		s.reads[c.rslot] = without(s.reads[c.rslot], c)

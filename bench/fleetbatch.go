@@ -1,9 +1,9 @@
 package bench
 
 import (
-	"unsafe"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/stackbone/box/internal/mmsg"
 )
 
 // The fleet's packets in batches. Sends: where the process may open a raw
@@ -15,59 +15,27 @@ import (
 // system calls' own cost in a virtual machine. Reads: each call's socket
 // every readEvery, what waits in one recvmmsg (readBatch).
 
-// rawMsg is struct mmsghdr.
-type rawMsg struct {
-	hdr unix.Msghdr
-	n   uint32
-	_   [unsafe.Sizeof(uintptr(0)) - 4]byte
-}
-
 // readBatchLen is how many packets one read of a call's socket takes at
 // most (readEvery holds about five).
 const readBatchLen = 16
 
-// readBatch is the buffers a call's waiting packets are read into.
-type readBatch struct {
-	msgs []rawMsg
-	iovs []unix.Iovec
-	bufs [][]byte
-	oobs [][]byte
+// newReadBatch is the buffers a call's waiting packets are read into,
+// each with room for its arrival time.
+func newReadBatch() *mmsg.Batch {
+	return mmsg.New(readBatchLen, 1500, mmsg.Options{Control: unix.CmsgSpace(16)})
 }
 
-func newReadBatch() *readBatch {
-	b := &readBatch{msgs: make([]rawMsg, readBatchLen), iovs: make([]unix.Iovec, readBatchLen),
-		bufs: make([][]byte, readBatchLen), oobs: make([][]byte, readBatchLen)}
-	for i := range b.msgs {
-		b.bufs[i] = make([]byte, 1500)
-		b.oobs[i] = make([]byte, unix.CmsgSpace(16))
-		b.iovs[i].Base = &b.bufs[i][0]
-		b.iovs[i].SetLen(len(b.bufs[i]))
-		h := &b.msgs[i].hdr
-		h.Iov = &b.iovs[i]
-		h.SetIovlen(1)
-	}
-	return b
-}
-
-// drain reads the packets waiting on c's socket and measures each.
-func (b *readBatch) drain(c *fleetCall) {
+// drain reads the packets waiting on c's socket into b and measures each.
+func drain(b *mmsg.Batch, c *fleetCall) {
 	for {
-		for i := range b.msgs {
-			b.msgs[i].hdr.Control = &b.oobs[i][0]
-			b.msgs[i].hdr.SetControllen(len(b.oobs[i]))
-		}
-		n, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&b.msgs[0])), uintptr(len(b.msgs)), unix.MSG_DONTWAIT, 0, 0)
-		if e == unix.EINTR {
-			continue
-		}
+		n, e := b.Recv(uintptr(c.fd), unix.MSG_DONTWAIT)
 		if e != 0 {
 			return // EAGAIN: no more waits
 		}
-		for i := range int(n) {
-			m := &b.msgs[i]
-			c.measure(b.bufs[i][:m.n], kernelTime(b.oobs[i][:m.hdr.Controllen]))
+		for i := range n {
+			c.measure(b.Received(i), kernelTime(b.Control(i)))
 		}
-		if int(n) < len(b.msgs) {
+		if n < b.Cap() {
 			return
 		}
 	}

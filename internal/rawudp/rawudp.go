@@ -18,9 +18,10 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stackbone/box/internal/mmsg"
 )
 
 // Batch is how many packets one sendmmsg carries at most; a Queue that
@@ -30,24 +31,13 @@ const Batch = 128
 // headers is the IPv4 and UDP headers' size.
 const headers = 20 + 8
 
-// mmsg is struct mmsghdr.
-type mmsg struct {
-	hdr unix.Msghdr
-	n   uint32
-	_   [unsafe.Sizeof(uintptr(0)) - 4]byte
-}
-
 // Sender is a raw socket and the batch being filled; safe for concurrent
 // use.
 type Sender struct {
-	mu    sync.Mutex
-	fd    int
-	slot  int // bytes a packet may take, headers included
-	msgs  []mmsg
-	iovs  []unix.Iovec
-	addrs []unix.RawSockaddrInet4
-	slab  []byte
-	n     int
+	mu   sync.Mutex
+	fd   int
+	msgs *mmsg.Batch // a packet may take its Slot, headers included
+	n    int
 }
 
 // New opens a raw socket for payloads of at most maxPayload bytes.
@@ -56,18 +46,7 @@ func New(maxPayload int) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rawudp: raw socket (needs root or CAP_NET_RAW): %w", err)
 	}
-	s := &Sender{fd: fd, slot: headers + maxPayload, msgs: make([]mmsg, Batch), iovs: make([]unix.Iovec, Batch),
-		addrs: make([]unix.RawSockaddrInet4, Batch)}
-	s.slab = make([]byte, Batch*s.slot)
-	for i := range s.msgs {
-		s.iovs[i].Base = &s.slab[i*s.slot]
-		h := &s.msgs[i].hdr
-		h.Name = (*byte)(unsafe.Pointer(&s.addrs[i]))
-		h.Namelen = unix.SizeofSockaddrInet4
-		h.Iov = &s.iovs[i]
-		h.SetIovlen(1)
-	}
-	return s, nil
+	return &Sender{fd: fd, msgs: mmsg.New(Batch, headers+maxPayload, mmsg.Options{Addrs: true})}, nil
 }
 
 // Close closes the socket; what is queued is not sent.
@@ -79,8 +58,8 @@ func (s *Sender) Close() error { return unix.Close(s.fd) }
 // error and queues nothing.
 func (s *Sender) Queue(src, dst netip.AddrPort, payload []byte) error {
 	size := headers + len(payload)
-	if size > s.slot {
-		return fmt.Errorf("rawudp: a %d-byte payload is over %d", len(payload), s.slot-headers)
+	if size > s.msgs.Slot() {
+		return fmt.Errorf("rawudp: a %d-byte payload is over %d", len(payload), s.msgs.Slot()-headers)
 	}
 	sa, da := src.Addr().Unmap(), dst.Addr().Unmap()
 	if !sa.Is4() || !da.Is4() {
@@ -91,7 +70,7 @@ func (s *Sender) Queue(src, dst netip.AddrPort, payload []byte) error {
 	if s.n == Batch {
 		s.send()
 	}
-	b := s.slab[s.n*s.slot : s.n*s.slot+size]
+	b := s.msgs.Buf(s.n)[:size]
 	// IPv4; the kernel fills in the identification and the checksum.
 	b[0], b[1] = 0x45, 0
 	binary.BigEndian.PutUint16(b[2:], uint16(size))
@@ -107,10 +86,8 @@ func (s *Sender) Queue(src, dst netip.AddrPort, payload []byte) error {
 	binary.BigEndian.PutUint16(b[24:], uint16(size-20))
 	clear(b[26:28])
 	copy(b[headers:], payload)
-	s.iovs[s.n].SetLen(size)
-	a := &s.addrs[s.n]
-	a.Family = unix.AF_INET
-	a.Addr = d4
+	s.msgs.SetLen(s.n, size)
+	s.msgs.SetTo(s.n, netip.AddrPortFrom(da, 0)) // a raw socket takes no port
 	s.n++
 	return nil
 }
@@ -126,14 +103,11 @@ func (s *Sender) Flush() {
 // send (under mu) sends the batch and empties it.
 func (s *Sender) send() {
 	for from := 0; from < s.n; {
-		sent, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&s.msgs[from])), uintptr(s.n-from), 0, 0, 0)
-		if e == unix.EINTR {
-			continue
-		}
+		sent, e := s.msgs.Send(uintptr(s.fd), from, s.n)
 		if e != 0 || sent == 0 {
 			break
 		}
-		from += int(sent)
+		from += sent
 	}
 	s.n = 0
 }

@@ -1,17 +1,17 @@
 package rtpmux
 
 import (
-	"encoding/binary"
 	"net"
 	"net/netip"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stackbone/box/internal/mmsg"
 )
 
 // On Linux the batches go through sendmmsg and recvmmsg as raw system
-// calls on headers built once per socket. x/net's WriteBatch and
+// calls on headers built once per socket (package mmsg). x/net's WriteBatch and
 // ReadBatch build each message's address anew (an allocation per packet
 // read) and enter the system call the blocking way: a sendmmsg of a whole
 // round carries every packet through the network stack and can take a
@@ -29,31 +29,10 @@ func newBatchIO(conn *net.UDPConn) (batchIO, error) {
 	return batchIO{raw: raw}, err
 }
 
-// mmsghdr is struct mmsghdr: a msghdr and the bytes it carried.
-type mmsghdr struct {
-	hdr unix.Msghdr
-	n   uint32
-	_   [unsafe.Sizeof(uintptr(0)) - 4]byte
-}
-
-// mmsg is sendmmsg or recvmmsg (trap) on hdrs, again when a signal
-// interrupted it.
-func mmsg(trap, fd uintptr, hdrs []mmsghdr) (uintptr, unix.Errno) {
-	for {
-		r, _, e := unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), 0, 0, 0)
-		if e != unix.EINTR {
-			return r, e
-		}
-	}
-}
-
 // outBatch is packets queued to go out together.
 type outBatch struct {
-	hdrs  []mmsghdr
-	iovs  []unix.Iovec
-	addrs []unix.RawSockaddrInet4
-	slab  []byte // packet i's buffer is slab[i*slot:]
-	n     int
+	m *mmsg.Batch
+	n int
 
 	// A send's arguments and results.
 	sendFn     func(fd uintptr) bool
@@ -62,8 +41,7 @@ type outBatch struct {
 }
 
 func newOutBatch() *outBatch {
-	o := &outBatch{hdrs: make([]mmsghdr, batch), iovs: make([]unix.Iovec, batch),
-		addrs: make([]unix.RawSockaddrInet4, batch), slab: make([]byte, batch*slot)}
+	o := &outBatch{m: mmsg.New(batch, slot, mmsg.Options{Addrs: true})}
 	o.sendFn = o.send
 	return o
 }
@@ -74,19 +52,9 @@ func (o *outBatch) len() int { return o.n }
 // the batch is not full).
 func (o *outBatch) add(b []byte, to netip.AddrPort) {
 	i := o.n
-	buf := o.slab[i*slot : i*slot+len(b)]
-	copy(buf, b)
-	o.iovs[i].Base = &o.slab[i*slot]
-	o.iovs[i].SetLen(len(b))
-	a := &o.addrs[i]
-	a.Family = unix.AF_INET
-	a.Addr = to.Addr().As4()
-	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&a.Port))[:], to.Port())
-	h := &o.hdrs[i].hdr
-	h.Name = (*byte)(unsafe.Pointer(a))
-	h.Namelen = unix.SizeofSockaddrInet4
-	h.Iov = &o.iovs[i]
-	h.SetIovlen(1)
+	copy(o.m.Buf(i), b)
+	o.m.SetLen(i, len(b))
+	o.m.SetTo(i, to)
 	o.n++
 }
 
@@ -108,20 +76,17 @@ func (s *Sender) sendBatch(o *outBatch, from int) (int, error) {
 // send is sendmmsg on the socket fd, from o.from on (RawConn.Write's
 // function, made once per batch so a send allocates nothing).
 func (o *outBatch) send(fd uintptr) bool {
-	r, e := mmsg(unix.SYS_SENDMMSG, fd, o.hdrs[o.from:o.n])
+	n, e := o.m.Send(fd, o.from, o.n)
 	if e == unix.EAGAIN {
 		return false
 	}
-	o.sent, o.errno = int(r), e
+	o.sent, o.errno = n, e
 	return true
 }
 
 // inBatch is the buffers a batch of packets is read into.
 type inBatch struct {
-	hdrs  []mmsghdr
-	iovs  []unix.Iovec
-	addrs []unix.RawSockaddrInet4
-	bufs  [][]byte
+	m *mmsg.Batch
 
 	// A read's results.
 	readFn func(fd uintptr) bool
@@ -130,26 +95,13 @@ type inBatch struct {
 }
 
 func newInBatch() *inBatch {
-	in := &inBatch{hdrs: make([]mmsghdr, batch), iovs: make([]unix.Iovec, batch),
-		addrs: make([]unix.RawSockaddrInet4, batch), bufs: make([][]byte, batch)}
-	for i := range in.bufs {
-		in.bufs[i] = make([]byte, slot)
-		in.iovs[i].Base = &in.bufs[i][0]
-		in.iovs[i].SetLen(slot)
-		h := &in.hdrs[i].hdr
-		h.Name = (*byte)(unsafe.Pointer(&in.addrs[i]))
-		h.Iov = &in.iovs[i]
-		h.SetIovlen(1)
-	}
+	in := &inBatch{m: mmsg.New(batch, slot, mmsg.Options{Addrs: true})}
 	in.readFn = in.read
 	return in
 }
 
 // readBatch reads the packets waiting on the socket, at least one.
 func (b batchIO) readBatch(in *inBatch) (int, error) {
-	for i := range in.hdrs {
-		in.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet4
-	}
 	if err := b.raw.Read(in.readFn); err != nil {
 		return 0, err
 	}
@@ -161,20 +113,19 @@ func (b batchIO) readBatch(in *inBatch) (int, error) {
 
 // read is recvmmsg on the socket fd (RawConn.Read's function, made once).
 func (in *inBatch) read(fd uintptr) bool {
-	r, e := mmsg(unix.SYS_RECVMMSG, fd, in.hdrs)
+	n, e := in.m.Recv(fd, 0)
 	if e == unix.EAGAIN {
 		return false
 	}
-	in.n, in.errno = int(r), e
+	in.n, in.errno = n, e
 	return true
 }
 
 // packet is the i'th packet read and where it came from.
 func (in *inBatch) packet(i int) ([]byte, netip.AddrPort) {
-	a := &in.addrs[i]
-	if a.Family != unix.AF_INET {
+	from, ok := in.m.From(i)
+	if !ok {
 		return nil, netip.AddrPort{}
 	}
-	port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&a.Port))[:])
-	return in.bufs[i][:in.hdrs[i].n], netip.AddrPortFrom(netip.AddrFrom4(a.Addr), port)
+	return in.m.Received(i), from
 }
