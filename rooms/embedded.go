@@ -23,7 +23,6 @@ import (
 	"github.com/pion/rtp"
 	"github.com/pion/sdp/v3"
 	"github.com/pion/srtp/v3"
-	"github.com/zaf/g711"
 
 	"github.com/stackbone/box/config"
 	"github.com/stackbone/box/internal/companding"
@@ -280,10 +279,7 @@ func (in *rtpIn) handle(b []byte) {
 		p.r.call.Alive()
 		return
 	}
-	in.pcm = in.pcm[:0]
-	for _, v := range in.pkt.Payload {
-		in.pcm = append(in.pcm, g711.DecodeUlawFrame(v))
-	}
+	in.pcm = companding.AppendFromUlaw(in.pcm[:0], in.pkt.Payload)
 	p.r.call.Hear(in.pcm)
 }
 

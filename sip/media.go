@@ -12,7 +12,6 @@ import (
 	"github.com/emiago/diago"
 	"github.com/emiago/diago/media"
 	"github.com/pion/rtp"
-	"github.com/zaf/g711"
 
 	"github.com/stackbone/box/internal/companding"
 	"github.com/stackbone/box/internal/pace"
@@ -55,6 +54,7 @@ type rtpMedia struct {
 	dtmf   dtmfState
 
 	stopped  chan struct{}
+	ended    atomic.Bool // stopped is closed: read by every frame written, without the channel's own memory
 	stopOnce sync.Once
 	readDone chan struct{}
 
@@ -194,16 +194,10 @@ func (m *rtpMedia) Packet(b []byte) {
 	defer m.rmu.Unlock()
 	switch h.PayloadType {
 	case ptPCMU:
-		m.rpcm = m.rpcm[:0]
-		for _, v := range payload {
-			m.rpcm = append(m.rpcm, g711.DecodeUlawFrame(v))
-		}
+		m.rpcm = companding.AppendFromUlaw(m.rpcm[:0], payload)
 		m.ctl.Hear(m.rpcm)
 	case ptPCMA:
-		m.rpcm = m.rpcm[:0]
-		for _, v := range payload {
-			m.rpcm = append(m.rpcm, g711.DecodeAlawFrame(v))
-		}
+		m.rpcm = companding.AppendFromAlaw(m.rpcm[:0], payload)
 		m.ctl.Hear(m.rpcm)
 	default:
 		if int32(h.PayloadType) == m.dtmfPT.Load() {
@@ -259,6 +253,7 @@ func (m *rtpMedia) setHeld(held bool) {
 // stop ends the media: WriteFrame drops frames and the RTP sockets close.
 func (m *rtpMedia) stop() {
 	m.stopOnce.Do(func() {
+		m.ended.Store(true)
 		close(m.stopped)
 		if m.route != nil {
 			m.route.Close()
@@ -319,13 +314,9 @@ func (m *rtpMedia) read() {
 		pcm = pcm[:0]
 		switch m.med.RTPPacketReader.PacketHeader.PayloadType {
 		case ptPCMU:
-			for _, b := range buf[:n] {
-				pcm = append(pcm, g711.DecodeUlawFrame(b))
-			}
+			pcm = companding.AppendFromUlaw(pcm, buf[:n])
 		case ptPCMA:
-			for _, b := range buf[:n] {
-				pcm = append(pcm, g711.DecodeAlawFrame(b))
-			}
+			pcm = companding.AppendFromAlaw(pcm, buf[:n])
 		default:
 			m.ctl.Alive() // telephone-event, comfort noise
 			continue
@@ -346,12 +337,7 @@ func (m *rtpMedia) Talkspurt() {
 // negotiated codec. It does not pace (the controller does) and drops frames
 // while the call is on hold or after it ended.
 func (m *rtpMedia) WriteFrame(pcm []int16) error {
-	select {
-	case <-m.stopped:
-		return nil
-	default:
-	}
-	if m.held.Load() || len(pcm) == 0 {
+	if m.ended.Load() || m.held.Load() || len(pcm) == 0 {
 		return nil
 	}
 	m.wmu.Lock()

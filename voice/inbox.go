@@ -72,7 +72,8 @@ func newInbox(clk Clock, rate int, timeout time.Duration) *inbox {
 // caller's side may play music, which is not the caller speaking, so it is
 // not heard. The listener copies what it keeps of a frame.
 func (b *inbox) hear(pcm []int16) {
-	b.touch()
+	now := b.clock.Now()
+	b.lastRx.Store(now.UnixNano())
 	if b.held.Load() {
 		return
 	}
@@ -84,19 +85,19 @@ func (b *inbox) hear(pcm []int16) {
 		if len(b.rest) < b.samples {
 			return
 		}
-		b.frame(b.rest)
+		b.frame(b.rest, now)
 		b.rest = b.rest[:0]
 	}
 	for len(pcm) >= b.samples {
-		b.frame(pcm[:b.samples])
+		b.frame(pcm[:b.samples], now)
 		pcm = pcm[b.samples:]
 	}
 	b.rest = append(b.rest, pcm...)
 }
 
-// frame has the listener hear one caller frame (under b.mu), or keeps it
-// until the listener starts.
-func (b *inbox) frame(f []int16) {
+// frame has the listener hear one caller frame that arrived at now (under
+// b.mu), or keeps it until the listener starts.
+func (b *inbox) frame(f []int16, now time.Time) {
 	b.received.Add(1)
 	switch {
 	case b.stopped:
@@ -107,7 +108,6 @@ func (b *inbox) frame(f []int16) {
 		}
 		b.early = append(b.early, append([]int16(nil), f...))
 	default:
-		now := b.clock.Now()
 		b.due = now.Add(FrameDuration + gapSlack)
 		b.hand(f, now)
 		b.arm(now)
