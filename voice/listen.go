@@ -14,12 +14,12 @@ import (
 // listen is the caller's side of the call: voice activity, endpointing
 // and interruptions. Caller frames are heard on the transport's goroutine
 // (Call.Hear); this goroutine hears the news of transcripts and a gap's
-// silence, and hands ended utterances to out. While the caller speaks, their audio goes to the
-// streaming transcriber (when the agent's has one) or, after a short
-// silence, the utterance so far is sent for a speculative transcription;
-// what comes back feeds endpointing (see endpointing.delay), and the turn
-// takes the transcript of the endpoint. A speculation the caller talked
-// past is cancelled and counted as wasted.
+// silence, and hands ended utterances to out. While the caller speaks,
+// their audio goes to the streaming transcriber (when the agent's has
+// one) or, after a short silence, the utterance so far is sent for a
+// speculative transcription; what comes back feeds endpointing (see
+// endpointing.delay), and the turn takes the transcript of the endpoint.
+// A speculation the caller talked past is cancelled and counted as wasted.
 func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 	l := c.newListener(ctx)
 	defer l.close()
