@@ -224,6 +224,9 @@ type embeddedPeer struct {
 	// ICE connection.
 	snd *rtpmux.Sender
 	to  netip.AddrPort
+	// rd reads the caller's packets with the other calls' on the shared
+	// port (voice.SharedReader); nil: they come as they are read.
+	rd *rtpmux.Reader
 
 	smu       sync.Mutex // the sending side
 	enc       *srtp.Context
@@ -304,6 +307,7 @@ func (e *embedded) open(ctx context.Context, r *room) (Join, error) {
 	r.media = newPeerMedia(p.send)
 	r.media.mark = p.markTalkspurt
 	r.media.batch = p.batch
+	r.media.readBy = p.readBy
 	r.answer = p.answer
 	r.teardown = p.close
 	return Join{OfferURL: "/api/voice/rooms/" + r.id + "/offer"}, nil
@@ -375,6 +379,15 @@ func (p *embeddedPeer) batch() pace.Flusher {
 		return nil
 	}
 	return p.snd
+}
+
+// readBy says whether the shared port's reader has handed on every packet
+// that arrived by t (voice.SharedReader); true off the shared port.
+func (p *embeddedPeer) readBy(t time.Time) bool {
+	p.mu.Lock()
+	rd := p.rd
+	p.mu.Unlock()
+	return rd == nil || rd.ReadBy(t)
 }
 
 // report sends an RTCP sender report (with the reception report of the
@@ -690,7 +703,7 @@ func (p *embeddedPeer) connect(o offered, cert tls.Certificate, client bool) {
 		p.untap = p.net.Tap(remote, p.in.handle)
 	}
 	if tap && local.IsValid() {
-		p.snd, p.to = p.net.Sender(local), remote
+		p.snd, p.to, p.rd = p.net.Sender(local), remote, p.net.Reader(local)
 	}
 	p.mu.Unlock()
 	go func() { // the browser's close_notify: a hang-up
@@ -780,13 +793,13 @@ func (p *embeddedPeer) follow(lc, rc ice.Candidate) {
 		p.untap()
 		p.untap = nil
 	}
-	p.snd = nil
+	p.snd, p.rd = nil, nil
 	if !ok {
 		return
 	}
 	p.untap = p.net.Tap(remote, p.in.handle)
 	if local.IsValid() {
-		p.snd, p.to = p.net.Sender(local), remote
+		p.snd, p.to, p.rd = p.net.Sender(local), remote, p.net.Reader(local)
 	}
 }
 
@@ -803,7 +816,7 @@ func candidateAddr(c ice.Candidate) (netip.AddrPort, bool) {
 func (p *embeddedPeer) close() {
 	p.mu.Lock()
 	agent, d, untap := p.agent, p.dtls, p.untap
-	p.done, p.ready, p.untap, p.snd = true, false, nil, nil
+	p.done, p.ready, p.untap, p.snd, p.rd = true, false, nil, nil, nil
 	p.mu.Unlock()
 	p.stop()
 	if untap != nil {

@@ -3,6 +3,7 @@ package rooms
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/stackbone/box/internal/pace"
 )
@@ -22,6 +23,10 @@ type peerMedia struct {
 	// is what flushes them (voice.Batcher); nil where each goes out as it
 	// is written.
 	batch func() pace.Flusher
+	// readBy, when the caller's packets are read with other calls', says
+	// whether every one that arrived by t was handed on
+	// (voice.SharedReader); nil where they come as they are read.
+	readBy func(t time.Time) bool
 
 	stopped  chan struct{}
 	stopOnce sync.Once

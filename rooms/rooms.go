@@ -417,6 +417,15 @@ func (r *room) Batch() pace.Flusher {
 	return r.media.batch()
 }
 
+// ReadBy says whether the caller's packets that arrived by t were all
+// handed on (voice.SharedReader).
+func (r *room) ReadBy(t time.Time) bool {
+	if r.media == nil || r.media.readBy == nil {
+		return true
+	}
+	return r.media.readBy(t)
+}
+
 // Talkspurt says the next frame starts a talkspurt (voice.Talkspurter).
 func (r *room) Talkspurt() {
 	if r.media.mark != nil {

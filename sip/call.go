@@ -154,6 +154,15 @@ func (c *call) Batch() pace.Flusher {
 	return nil
 }
 
+// ReadBy says whether the shared RTP port's readers have handed on every
+// packet that arrived by t (voice.SharedReader); true on a port of its own.
+func (c *call) ReadBy(t time.Time) bool {
+	if m := c.getMedia(); m != nil && m.route != nil {
+		return m.route.ReadBy(t)
+	}
+	return true
+}
+
 // Talkspurt marks the next frame as a talkspurt's first
 // (voice.Talkspurter).
 func (c *call) Talkspurt() {

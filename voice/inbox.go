@@ -15,6 +15,14 @@ import (
 // during silence, but the VAD counts frames, so silence must keep flowing.
 const gapSlack = 60 * time.Millisecond
 
+// readWait is how long past its time a frame is waited for while the
+// transport's reader is behind (SharedReader) before the call hears
+// silence anyway; readRecheck is how often the reader is asked meanwhile.
+const (
+	readWait    = time.Second
+	readRecheck = 10 * time.Millisecond
+)
+
 // inboxFrames is how many caller frames may wait (1 s) for the listener to
 // start (its live transcription stream opening) before the oldest is
 // dropped.
@@ -46,7 +54,8 @@ type inbox struct {
 	rest    []int16   // a piece shorter than a frame, for the next
 	early   [][]int16 // frames heard before the listener started
 	step    func(frame []int16, now time.Time) bool
-	stopped bool // the listener stopped: what comes is not heard
+	readBy  func(t time.Time) bool // SharedReader's, nil: frames are heard as they arrive
+	stopped bool                   // the listener stopped: what comes is not heard
 	quiet   []int16
 	due     time.Time // when a gap's silence is heard, without a frame before
 	timer   *clock.Timer
@@ -124,14 +133,15 @@ func (b *inbox) hand(f []int16, now time.Time) {
 }
 
 // start gives the listener its step and has it hear what came before
-// (under nothing: it takes b.mu).
-func (b *inbox) start(step func(frame []int16, now time.Time) bool) {
+// (under nothing: it takes b.mu); readBy, when not nil, is the
+// transport's reader's (SharedReader).
+func (b *inbox) start(step func(frame []int16, now time.Time) bool, readBy func(time.Time) bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
 		return
 	}
-	b.step = step
+	b.step, b.readBy = step, readBy
 	now := b.clock.Now()
 	b.due = now.Add(FrameDuration + gapSlack)
 	for _, f := range b.early {
@@ -231,6 +241,11 @@ func (b *inbox) news() error {
 			b.stopLocked()
 			return ErrMediaTimeout
 		}
+		if b.readBy != nil && now.Sub(b.due) < readWait && !b.readBy(b.due) {
+			// The reader is behind: the frame may wait in its socket.
+			b.armAt(now, now.Add(readRecheck))
+			return nil
+		}
 		// A gap: silence on the frame clock. Far behind it (the listen
 		// goroutine was late), the clock restarts rather than a burst of
 		// silence being heard.
@@ -262,17 +277,20 @@ func (b *inbox) stopLocked() {
 	b.armed = false
 }
 
-// arm makes the gap timer fire by b.due (under b.mu): it is left as it is
+// arm makes the gap timer fire by b.due (under b.mu).
+func (b *inbox) arm(now time.Time) { b.armAt(now, b.due) }
+
+// armAt makes the gap timer fire by at (under b.mu): it is left as it is
 // while it fires no later than that and not within rearmWithin of now.
-func (b *inbox) arm(now time.Time) {
-	wait := b.due.Sub(now)
+func (b *inbox) armAt(now, at time.Time) {
+	wait := at.Sub(now)
 	switch {
 	case b.timer == nil:
 		b.timer = b.clock.AfterFunc(wait, b.gap)
-	case b.armed && !b.fireAt.After(b.due) && b.fireAt.Sub(now) > rearmWithin:
+	case b.armed && !b.fireAt.After(at) && b.fireAt.Sub(now) > rearmWithin:
 		return
 	default:
 		b.timer.Reset(wait)
 	}
-	b.fireAt, b.armed = b.due, true
+	b.fireAt, b.armed = at, true
 }

@@ -3,6 +3,7 @@ package voice
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ func TestInboxHearsFramesAsTheyArrive(t *testing.T) {
 	if got := h.heard(); len(got) != 0 {
 		t.Fatalf("heard %v before the listener started", got)
 	}
-	b.start(h.step)
+	b.start(h.step, nil)
 	got := h.heard()
 	if len(got) != inboxFrames || got[0] != 2 || got[inboxFrames-1] != inboxFrames+1 {
 		t.Fatalf("heard %d early frames from %v, want the last %d", len(got), got[:1], inboxFrames)
@@ -98,7 +99,7 @@ func TestInboxHearsSilenceInAGapAndNews(t *testing.T) {
 	h := &heardSteps{b: b}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	b.start(h.step)
+	b.start(h.step, nil)
 	served := make(chan error, 1)
 	go func() { served <- b.serve(ctx, func() bool { return true }) }()
 	b.hear(constant(160, 9))
@@ -153,13 +154,82 @@ func TestInboxHearsSilenceInAGapAndNews(t *testing.T) {
 	}
 }
 
+// A transport's reader that is behind (SharedReader): a frame missing at
+// its time is waited for, not heard as silence, while the reader has not
+// read past that time; the late frames are then heard as they come. Once
+// the reader is caught up a gap is silence again, and a reader that stays
+// behind for readWait gets silence anyway.
+func TestInboxWaitsForAReaderBehind(t *testing.T) {
+	clk := clock.NewMock()
+	b := newInbox(clk, 8000, time.Minute)
+	h := &heardSteps{b: b}
+	var caught atomic.Bool
+	var asked atomic.Int64
+	readBy := func(time.Time) bool { asked.Add(1); return caught.Load() }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.start(h.step, readBy)
+	go func() { _ = b.serve(ctx, func() bool { return true }) }()
+
+	// advance moves the clock on by d and waits until the listen
+	// goroutine asked the reader again or the listener heard more.
+	advance := func(d time.Duration) []int {
+		t.Helper()
+		a, n := asked.Load(), len(h.heard())
+		clk.Add(d)
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if got := h.heard(); asked.Load() > a || len(got) > n {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after %v: neither asked the reader nor heard more than %v", d, h.heard())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	b.hear(constant(160, 9))
+	if got := advance(FrameDuration + gapSlack); len(got) != 1 {
+		t.Fatalf("heard %v while the reader was behind", got)
+	}
+	for range 20 {
+		if got := advance(readRecheck); len(got) != 1 {
+			t.Fatalf("heard %v while the reader was behind", got)
+		}
+	}
+	// The reader catches up: the late frames, no silence before them.
+	for range 3 {
+		b.hear(constant(160, 10))
+	}
+	if got := h.heard(); len(got) != 4 || got[1] != 10 || got[3] != 10 {
+		t.Fatalf("heard %v, want the frame then the three late ones", got)
+	}
+
+	caught.Store(true)
+	if got := advance(FrameDuration + gapSlack); len(got) != 5 || got[4] != 0 {
+		t.Fatalf("a gap with the reader caught up: heard %v, want silence last", got)
+	}
+
+	// A reader that stays behind: silence after readWait.
+	caught.Store(false)
+	b.hear(constant(160, 12))
+	last := clk.Now()
+	got := advance(FrameDuration + gapSlack)
+	for len(got) == 6 {
+		got = advance(readRecheck)
+	}
+	if waited := clk.Now().Sub(last) - FrameDuration - gapSlack; waited < readWait || got[6] != 0 {
+		t.Fatalf("heard %v %v after the frame's time, want silence after %v", got[6:], waited, readWait)
+	}
+}
+
 // No caller audio for the media timeout ends serve with ErrMediaTimeout,
 // and not while the call is on hold.
 func TestInboxMediaTimeout(t *testing.T) {
 	clk := clock.NewMock()
 	b := newInbox(clk, 8000, time.Second)
 	h := &heardSteps{b: b}
-	b.start(h.step)
+	b.start(h.step, nil)
 	served := make(chan error, 1)
 	go func() { served <- b.serve(context.Background(), func() bool { return true }) }()
 	b.hold(true)
@@ -196,7 +266,7 @@ func TestInboxMediaTimeout(t *testing.T) {
 func BenchmarkInboxHear(b *testing.B) {
 	in := newInbox(clock.New(), 8000, time.Minute)
 	n := 0
-	in.start(func([]int16, time.Time) bool { n++; return true })
+	in.start(func([]int16, time.Time) bool { n++; return true }, nil)
 	frame := make([]int16, 160)
 	for b.Loop() {
 		in.hear(frame)

@@ -23,7 +23,11 @@ import (
 func (c *Call) listen(ctx context.Context, out chan<- utterance) {
 	l := c.newListener(ctx)
 	defer l.close()
-	c.inbox.start(l.step)
+	var readBy func(time.Time) bool
+	if r, ok := c.t.(SharedReader); ok {
+		readBy = r.ReadBy
+	}
+	c.inbox.start(l.step, readBy)
 	err := c.inbox.serve(ctx, func() bool { return l.handOff(out) })
 	if errors.Is(err, ErrMediaTimeout) {
 		c.End(OutcomeMediaTimeout, "")

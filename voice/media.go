@@ -53,6 +53,16 @@ type Batcher interface {
 	Batch() pace.Flusher
 }
 
+// SharedReader is a Transport whose caller packets are read by a reader
+// that carries other calls' too (a shared port's socket). ReadBy says
+// whether that reader has read and handed on every packet that arrived by
+// t: a caller frame missing at its time is heard as silence only then,
+// since an overloaded reader's packets wait in the socket behind other
+// calls' and are late, not missing.
+type SharedReader interface {
+	ReadBy(t time.Time) bool
+}
+
 // Keypad is a Transport that can press keys on the line: RFC 4733
 // telephone-events sent in place of the agent's audio frames, on the
 // call's 20 ms schedule.

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -86,7 +87,8 @@ func (o *outBatch) send(fd uintptr) bool {
 
 // inBatch is the buffers a batch of packets is read into.
 type inBatch struct {
-	m *mmsg.Batch
+	m     *mmsg.Batch
+	front Front
 
 	// A read's results.
 	readFn func(fd uintptr) bool
@@ -113,9 +115,15 @@ func (b batchIO) readBatch(in *inBatch) (int, error) {
 
 // read is recvmmsg on the socket fd (RawConn.Read's function, made once).
 func (in *inBatch) read(fd uintptr) bool {
+	in.front.handed()
 	n, e := in.m.Recv(fd, 0)
+	now := time.Now().UnixNano()
 	if e == unix.EAGAIN {
+		in.front.empty(now)
 		return false
+	}
+	if e == 0 {
+		in.front.read(now, n == in.m.Cap())
 	}
 	in.n, in.errno = n, e
 	return true

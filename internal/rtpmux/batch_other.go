@@ -52,7 +52,10 @@ func (s *Sender) sendBatch(o *outBatch, from int) (int, error) {
 }
 
 // inBatch is the buffers a batch of packets is read into.
-type inBatch struct{ ms []ipv4.Message }
+type inBatch struct {
+	ms    []ipv4.Message
+	front Front // not kept here: every packet counts as read
+}
 
 func newInBatch() *inBatch {
 	in := &inBatch{ms: make([]ipv4.Message, batch)}

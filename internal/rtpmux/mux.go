@@ -97,6 +97,7 @@ type socket struct {
 	m    *Mux
 	conn *net.UDPConn
 	io   batchIO
+	in   *inBatch
 	*Sender
 }
 
@@ -156,7 +157,7 @@ func listen(ip net.IP, port, n int, log *slog.Logger) (*Mux, error) {
 			m.closeSockets()
 			return nil, fmt.Errorf("rtpmux: %w", err)
 		}
-		s := &socket{m: m, conn: conn, io: bio, Sender: snd}
+		s := &socket{m: m, conn: conn, io: bio, in: newInBatch(), Sender: snd}
 		m.socks = append(m.socks, s)
 		if i == 0 {
 			m.addr = conn.LocalAddr().(*net.UDPAddr)
@@ -325,6 +326,18 @@ func (r *Route) WriteRTP(p *rtp.Packet) error {
 	return err
 }
 
+// ReadBy says whether the mux's readers have read and handed on every
+// packet that arrived by t (Front): the route's peer is read by one of
+// them, whichever the kernel chose.
+func (r *Route) ReadBy(t time.Time) bool {
+	for _, s := range r.m.socks {
+		if !s.in.front.ReadBy(t) {
+			return false
+		}
+	}
+	return true
+}
+
 // Batch is what flushes the route's packets (pace.Flusher).
 func (r *Route) Batch() interface{ Flush() } { return r.s }
 
@@ -332,8 +345,7 @@ func (r *Route) Batch() interface{ Flush() } { return r.s }
 // call, until the socket closes.
 func (s *socket) read() {
 	defer s.m.wg.Done()
-	m := s.m
-	in := newInBatch()
+	m, in := s.m, s.in
 	for {
 		n, err := s.io.readBatch(in)
 		if err != nil {

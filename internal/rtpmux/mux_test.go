@@ -198,3 +198,53 @@ func TestAPairInUseIsRefused(t *testing.T) {
 		t.Fatalf("a second mux opened port %d", m.Addr().Port)
 	}
 }
+
+// gate is a sink whose first packet holds the reader until released.
+type gate struct {
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (g *gate) Packet([]byte) {
+	g.once.Do(func() {
+		close(g.entered)
+		<-g.release
+	})
+}
+
+func (g *gate) Control() {}
+
+// A route's ReadBy says whether the readers handed on every packet that
+// arrived by a time: not while one is still handing on the batch a packet
+// came in, and again once it waits on an empty socket.
+func TestReadByFollowsTheReaders(t *testing.T) {
+	m, err := Listen(net.IPv4(127, 0, 0, 1), 0, 2, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	p := peer(t)
+	g := &gate{entered: make(chan struct{}), release: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(g.release) }) }
+	defer release()
+	r, err := m.Route(p.LocalAddr().(*net.UDPAddr), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the readers waiting", func() bool { return r.ReadBy(time.Now()) })
+	if _, err := p.WriteTo(packet(1, 1), m.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now() // a loopback packet is in the socket when the write returns
+	select {
+	case <-g.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the packet never reached its route")
+	}
+	if r.ReadBy(sent) {
+		t.Fatal("ReadBy is true while the packet's batch is being handed on")
+	}
+	release()
+	until(t, "the batch handed on", func() bool { return r.ReadBy(time.Now()) })
+}

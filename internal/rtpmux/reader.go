@@ -3,6 +3,7 @@ package rtpmux
 import (
 	"net"
 	"net/netip"
+	"time"
 )
 
 // Reader reads an IPv4 UDP socket's packets in batches, as many as one
@@ -26,6 +27,11 @@ func NewReader(conn *net.UDPConn) (*Reader, error) {
 // Read waits for the socket's packets and reads those waiting, at least
 // one; it says how many. The conn's read deadline applies.
 func (r *Reader) Read() (int, error) { return r.io.readBatch(r.in) }
+
+// ReadBy says whether every packet that arrived by t has been read and
+// handed on (Front): the packets of a Read count as handed on at the
+// next Read.
+func (r *Reader) ReadBy(t time.Time) bool { return r.in.front.ReadBy(t) }
 
 // Packet is the i'th packet of the last Read and where it came from (nil
 // for a source that is not IPv4), valid until the next Read.

@@ -70,6 +70,20 @@ func (n *Net) Sender(local netip.AddrPort) *rtpmux.Sender {
 	return nil
 }
 
+// Reader is what reads the socket n opened at local in batches (see
+// BatchReads); nil when no such socket is open.
+func (n *Net) Reader(local netip.AddrPort) *rtpmux.Reader {
+	local = unmap(local)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range n.conns {
+		if a, ok := c.LocalAddr().(*net.UDPAddr); ok && unmap(a.AddrPort()) == local {
+			return c.rd
+		}
+	}
+	return nil
+}
+
 // SenderStats sums what the senders of n's sockets sent.
 func (n *Net) SenderStats() rtpmux.SenderStats {
 	n.mu.Lock()
