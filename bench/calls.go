@@ -90,6 +90,9 @@ type CallStep struct {
 	// on a call strays from 20 ms, taken as the box sends them (p50, p99
 	// and max to 0.1 ms).
 	Pacing Figures
+	// Late counts the packets sent 5 ms or more off their time, in ranges
+	// (lateRanges): a whole round missed reads 20 ms, a stall less.
+	Late []int64 `json:",omitempty"`
 	// Jitter is the same as the generator received the packets, which adds
 	// the generator's own scheduling on the shared cores.
 	Jitter Figures
@@ -180,6 +183,13 @@ func (r CallsReport) Print(w io.Writer) {
 	for _, s := range r.Steps {
 		if s.Unfinished > 0 {
 			fmt.Fprintf(w, "%d calls: %d had not completed two minutes after their hang-up (turns and overhead leave them out)\n", s.Calls, s.Unfinished)
+		}
+		if len(s.Late) == len(lateRanges) && s.Pacing.N > 0 {
+			var parts []string
+			for i, r := range lateRanges {
+				parts = append(parts, fmt.Sprintf("%s %d", r.name, s.Late[i]))
+			}
+			fmt.Fprintf(w, "%d calls: packets sent 5 ms or more off their time, of %d: %s\n", s.Calls, s.Pacing.N, strings.Join(parts, ", "))
 		}
 		if st := s.Shared; st.Sent > 0 && st.Received > 0 {
 			fmt.Fprintf(w, "%d calls, shared RTP port: %.3f sendmmsg per packet sent (%d packets), %.3f recvmmsg per packet read (%d packets)\n",
@@ -404,6 +414,9 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			step.Hog = hog
 			win := w1.Sub(w0)
 			step.Pacing = pacingFigures("pacing", win.Pacing)
+			for _, r := range lateRanges {
+				step.Late = append(step.Late, win.Pacing.Between(r.lo, r.hi))
+			}
 			step.Shared = win.Shared
 			set := w1.Sub(before)
 			step.BoxSetup = Figures{Name: "box setup", P50: set.SetupTime(50), P95: set.SetupTime(95), P99: set.SetupTime(99), Max: set.SetupTime(100)}
@@ -557,6 +570,18 @@ func boxShare(m map[string]any) (time.Duration, bool) {
 		}
 	}
 	return time.Duration((w - rest) * float64(time.Millisecond)), true
+}
+
+// lateRanges are the ranges of pacing error CallStep.Late counts.
+var lateRanges = []struct {
+	name   string
+	lo, hi time.Duration
+}{
+	{"5-10 ms", 5 * time.Millisecond, 10 * time.Millisecond},
+	{"10-19.8 ms", 10 * time.Millisecond, 19800 * time.Microsecond},
+	{"19.8-20.2 ms", 19800 * time.Microsecond, 20200 * time.Microsecond},
+	{"20.2-40 ms", 20200 * time.Microsecond, 40 * time.Millisecond},
+	{"40 ms or more", 40 * time.Millisecond, time.Hour},
 }
 
 // pacingFigures are a pacing histogram's percentiles (SIP's and the

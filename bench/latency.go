@@ -22,10 +22,10 @@ import (
 	"github.com/emiago/diago"
 	"github.com/emiago/diago/media"
 	openai "github.com/sashabaranov/go-openai"
-	"github.com/zaf/g711"
 
 	"github.com/stackbone/box/box"
 	"github.com/stackbone/box/config"
+	"github.com/stackbone/box/internal/companding"
 	"github.com/stackbone/box/provider/providertest"
 	"github.com/stackbone/box/rooms"
 	"github.com/stackbone/box/rooms/roomstest"
@@ -684,10 +684,7 @@ func (g *generator) latencyCall(ctx context.Context, boxAddr, number, caller str
 				}
 				return
 			}
-			pcm = pcm[:0]
-			for _, b := range buf[:n] {
-				pcm = append(pcm, g711.DecodeUlawFrame(b))
-			}
+			pcm = companding.AppendFromUlaw(pcm[:0], buf[:n])
 			a := roomstest.Arrival{At: time.Now(), Voiced: voice.Level(pcm) > -40}
 			c.mu.Lock()
 			c.arrivals = append(c.arrivals, a)
@@ -712,9 +709,7 @@ func (g *generator) latencyCall(ctx context.Context, boxAddr, number, caller str
 				f, c.queue = c.queue[0], c.queue[1:]
 			}
 			c.mu.Unlock()
-			for i, v := range f {
-				enc[i] = g711.EncodeUlawFrame(v)
-			}
+			enc = companding.AppendUlaw(enc[:0], f)
 			if _, err := w.Write(enc); err != nil {
 				return
 			}

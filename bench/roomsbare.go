@@ -16,8 +16,8 @@ import (
 	"github.com/pion/interceptor"
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
-	"github.com/zaf/g711"
 
+	"github.com/stackbone/box/internal/companding"
 	"github.com/stackbone/box/rooms/roomstest"
 	"github.com/stackbone/box/voice"
 )
@@ -223,10 +223,7 @@ func (b *barePeers) send(p *barePeer) {
 			pkt.Timestamp += uint32(len(tone))
 		}
 		last = now
-		enc = enc[:0]
-		for _, v := range tone {
-			enc = append(enc, g711.EncodeUlawFrame(v))
-		}
+		enc = companding.AppendUlaw(enc[:0], tone)
 		pkt.Payload = enc
 		if err := p.tr.WriteRTP(&pkt); err != nil {
 			return
@@ -248,10 +245,7 @@ func bareRead(t *webrtc.TrackRemote) {
 		if pkt.Unmarshal(buf[:n]) != nil {
 			continue
 		}
-		pcm = pcm[:0]
-		for _, v := range pkt.Payload {
-			pcm = append(pcm, g711.DecodeUlawFrame(v))
-		}
+		pcm = companding.AppendFromUlaw(pcm[:0], pkt.Payload)
 	}
 }
 

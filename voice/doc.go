@@ -20,7 +20,9 @@
 //
 // Inside a call, caller frames go through voice activity detection and
 // endpointing on the transport's goroutine as they arrive (gaps, news of a
-// transcript and the media timeout on the call's listen goroutine); each caller turn is a turn object (speech-to-text, the agent
+// transcript and the media timeout on the call's listen goroutine; a gap
+// is silence only once a shared port's reader has read past it,
+// SharedReader); each caller turn is a turn object (speech-to-text, the agent
 // streamed sentence by sentence into text-to-speech, the playout paced on
 // the controller's clock (by the Manager's shared pacers, package pace:
 // one goroutine per processor plays every call's frames, each call on its

@@ -48,6 +48,18 @@ func (c PacingCounts) Jitter(p float64) time.Duration {
 	return Percentile(c[:], PacingBucket, p)
 }
 
+// Between counts the packets whose pacing error fell in [lo, hi), to
+// the bucket.
+func (c PacingCounts) Between(lo, hi time.Duration) int64 {
+	var n int64
+	for i, v := range c {
+		if at := time.Duration(i) * PacingBucket; at >= lo && at < hi {
+			n += v
+		}
+	}
+	return n
+}
+
 // N is the number of packets counted.
 func (c PacingCounts) N() int64 {
 	var n int64

@@ -31,8 +31,8 @@ import (
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	"github.com/pion/webrtc/v4"
-	"github.com/zaf/g711"
 
+	"github.com/stackbone/box/internal/companding"
 	"github.com/stackbone/box/internal/pace"
 	"github.com/stackbone/box/internal/rawudp"
 	"github.com/stackbone/box/voice"
@@ -328,9 +328,7 @@ func (s *sender) Frame() bool {
 		}
 	}
 	c.mu.Unlock()
-	for i, v := range f {
-		s.buf[i] = g711.EncodeUlawFrame(v)
-	}
+	s.buf = companding.AppendUlaw(s.buf[:0], f)
 	s.pkt.Payload = s.buf
 	var err error
 	if c.d != nil {
@@ -367,17 +365,10 @@ func (c *Client) receive(t *webrtc.TrackRemote) {
 
 // arrive records one agent packet.
 func (c *Client) arrive(pkt *rtp.Packet) {
-	var pcm [frameSamples]int16
-	n := 0
-	for _, b := range pkt.Payload {
-		if n == len(pcm) {
-			break
-		}
-		pcm[n] = g711.DecodeUlawFrame(b)
-		n++
-	}
+	var buf [frameSamples]int16
+	pcm := companding.AppendFromUlaw(buf[:0], pkt.Payload[:min(len(pkt.Payload), frameSamples)])
 	a := arrival{at: int64(time.Since(c.epoch)), seq: pkt.SequenceNumber, timestamp: pkt.Timestamp, marker: pkt.Marker,
-		voiced: voice.Level(pcm[:n]) > -40}
+		voiced: voice.Level(pcm) > -40}
 	c.mu.Lock()
 	c.arrivals = append(c.arrivals, a)
 	c.mu.Unlock()
