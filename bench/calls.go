@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -74,6 +75,11 @@ type CallsConfig struct {
 	// carrier's burst: the step reports their setup (CallStep.Burst).
 	BurstCalls, BurstRate int
 	BurstHold             time.Duration
+	// Timeline, when above 0, logs the window's figures every Timeline
+	// while each step's calls are held (pacing p99, the share sent 5 ms or
+	// more off time, the process's and the machine's CPU), so a step that
+	// holds at first and not later shows when it turned.
+	Timeline time.Duration
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -373,14 +379,19 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			var model0, model1 time.Duration
 			var opened, closed time.Time
 			burst, burstStarted := make(chan burstResult, 1), false
+			stopTimeline := func() {}
 			snapshot := func(end bool) {
 				if end {
+					stopTimeline()
 					w1, cpu1, rss1, heap1 = srv.Stats(), readCPU(ctx, pool), residentBytes(), heapInUse()
 					if remote != nil {
 						model1, closed = remote.cpu(), time.Now()
 					}
 				} else {
 					w0, cpu0 = srv.Stats(), readCPU(ctx, pool)
+					if cfg.Timeline > 0 {
+						stopTimeline = logTimeline(ctx, cfg.Logger, cfg.Timeline, n, srv.Stats, pool)
+					}
 					if remote != nil {
 						model0, opened = remote.cpu(), time.Now()
 					}
@@ -401,6 +412,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 				step, callerCPU, err = remoteStep(ctx, srv.Addr(), n, &number, cfg.Rate, cfg.Hold, c.Media.Realtime(), snapshot)
 			}
 			stopHog()
+			stopTimeline()
 			if err != nil {
 				return rep, err
 			}
@@ -570,6 +582,50 @@ func boxShare(m map[string]any) (time.Duration, bool) {
 		}
 	}
 	return time.Duration((w - rest) * float64(time.Millisecond)), true
+}
+
+// logTimeline logs every interval the figures of the interval just
+// past, until the returned stop is called.
+func logTimeline(ctx context.Context, log *slog.Logger, every time.Duration, calls int, stats func() sip.Stats, pool *pgxpool.Pool) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		start := time.Now()
+		last, lastCPU, lastAt := stats(), readCPU(ctx, pool), start
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				w, cpu := stats(), readCPU(ctx, pool)
+				p := w.Pacing.Sub(last.Pacing)
+				sh := cpu.sharesSince(lastCPU, now.Sub(lastAt))
+				off := 0.0
+				if n := p.N(); n > 0 {
+					off = 100 * float64(p.Between(5*time.Millisecond, time.Hour)) / float64(n)
+				}
+				machine := -1.0
+				if cpu.machine >= 0 && lastCPU.machine >= 0 {
+					machine = 100 * (cpu.machine - lastCPU.machine).Seconds() / now.Sub(lastAt).Seconds()
+				}
+				log.Info("bench calls: held", "calls", calls, "at", now.Sub(start).Round(time.Second).String(),
+					"pacingP99Ms", p.Jitter(99).Seconds()*1000, "offTimePct", math.Round(off*100)/100,
+					"processPct", math.Round(100*sh.Process), "dbPct", math.Round(100*sh.DB), "machinePct", math.Round(machine))
+				last, lastCPU, lastAt = w, cpu, now
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-finished
+		})
+	}
 }
 
 // lateRanges are the ranges of pacing error CallStep.Late counts.

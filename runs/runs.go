@@ -256,7 +256,12 @@ func (s *Store) mergeGroup(ctx context.Context, group []merge) error {
 		metas[i] = string(b)
 	}
 	var b pgx.Batch
-	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	// A plan made for these ids, not one cached for any: a connection's
+	// generic plan, made while the table was small, hash-joins a scan of
+	// the whole table, and keeps doing so as the table grows until the
+	// next ANALYZE (on a new box under load, minutes of scans growing with
+	// every run).
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_custom_plan', true)`)
 	b.Queue(`UPDATE stackbone_platform.runs r SET metadata = r.metadata || g.meta::jsonb
 		FROM unnest($1::uuid[], $2::text[]) AS g(id, meta) WHERE r.id = g.id`, ids, metas)
 	return s.pool.SendBatch(ctx, &b).Close()

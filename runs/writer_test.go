@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/runs"
@@ -123,5 +124,63 @@ func TestMergesOfManyRunsAtOnce(t *testing.T) {
 		if got.Metadata["k0"] != float64(i) || got.Metadata["k1"] != float64(i+n) || got.Metadata["i"] != float64(i) {
 			t.Fatalf("run %d: %v, want both merges and its own key", i, got.Metadata)
 		}
+	}
+}
+
+// TestMergeReadsOnlyItsRuns: a merge finds its runs by their key however
+// the table grew since the connection first merged. The connection merges
+// while the table is tiny (its cached plan would then scan the table),
+// the table grows to 20,000 runs, and the merges after read none of the
+// others (the table's counted sequential reads stay put).
+func TestMergeReadsOnlyItsRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.URL(t)+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	w, store := runs.NewWriter(pool), runs.NewStore(pool)
+	id := uuid.New()
+	if err := w.Write(ctx, runs.Run{ID: id, Kind: "agent_turn", Status: runs.StatusSucceeded, StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := store.MergeMetadata(ctx, id, map[string]any{"small": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO stackbone_platform.runs (id, kind, status, started_at, metadata)
+		SELECT gen_random_uuid(), 'agent_turn', 'succeeded', now(), '{}' FROM generate_series(1, 20000)`); err != nil {
+		t.Fatal(err)
+	}
+	seqRead := func() int64 {
+		t.Helper()
+		// The connection's counts reach the view once it is idle after this.
+		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT coalesce(seq_tup_read, 0) FROM pg_stat_user_tables
+			WHERE relid = 'stackbone_platform.runs'::regclass`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := seqRead()
+	for i := range 5 {
+		if err := store.MergeMetadata(ctx, id, map[string]any{"large": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if read := seqRead() - before; read >= 20000 {
+		t.Fatalf("5 merges into one run read %d runs in sequence: the table scanned", read)
+	}
+	got, err := store.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Metadata["small"] != float64(9) || got.Metadata["large"] != float64(4) {
+		t.Fatalf("metadata %v, want small 9 and large 4", got.Metadata)
 	}
 }
