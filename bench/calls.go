@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,6 +82,11 @@ type CallsConfig struct {
 	// more off time, the process's and the machine's CPU), so a step that
 	// holds at first and not later shows when it turned.
 	Timeline time.Duration
+	// FlightTrace, when set, is a file for the execution trace of the
+	// two seconds around the first moment of a held window when a tenth
+	// of the calls sent a frame 20 ms late or more (runtime/trace's flight
+	// recorder): what the process ran while the pacers waited.
+	FlightTrace string
 	// Logger for progress; default discard.
 	Logger *slog.Logger
 }
@@ -389,8 +396,17 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 					}
 				} else {
 					w0, cpu0 = srv.Stats(), readCPU(ctx, pool)
+					var stops []func()
 					if cfg.Timeline > 0 {
-						stopTimeline = logTimeline(ctx, cfg.Logger, cfg.Timeline, n, srv.Stats, pool)
+						stops = append(stops, logTimeline(ctx, cfg.Logger, cfg.Timeline, n, srv.Stats, pool))
+					}
+					if cfg.FlightTrace != "" {
+						stops = append(stops, traceLateRound(ctx, cfg.Logger, cfg.FlightTrace, n, srv.Stats))
+					}
+					stopTimeline = func() {
+						for _, stop := range stops {
+							stop()
+						}
 					}
 					if remote != nil {
 						model0, opened = remote.cpu(), time.Now()
@@ -617,6 +633,63 @@ func logTimeline(ctx context.Context, log *slog.Logger, every time.Duration, cal
 					"processPct", math.Round(100*sh.Process), "dbPct", math.Round(100*sh.DB), "machinePct", math.Round(machine))
 				last, lastCPU, lastAt = w, cpu, now
 			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-finished
+		})
+	}
+}
+
+// traceLateRound keeps a flight recording of the process's execution and
+// writes it to file once, 300 ms after the first 50 ms in which a tenth of
+// the calls sent a frame 20 ms late or more; stop ends the watch.
+func traceLateRound(ctx context.Context, log *slog.Logger, file string, calls int, stats func() sip.Stats) (stop func()) {
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: 2 * time.Second, MaxBytes: 64 << 20})
+	if err := fr.Start(); err != nil {
+		log.Warn("bench calls: flight recorder", "error", err)
+		return func() {}
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		defer fr.Stop()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		late := func() int64 { return stats().Pacing.Between(19800*time.Microsecond, time.Hour) }
+		last := late()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			now := late()
+			if now-last < int64(max(1, calls/10)) {
+				last = now
+				continue
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+			f, err := os.Create(file)
+			if err == nil {
+				_, err = fr.WriteTo(f)
+				err = errors.Join(err, f.Close())
+			}
+			if err != nil {
+				log.Warn("bench calls: write the flight trace", "error", err)
+			} else {
+				log.Info("bench calls: a round came a frame late; its trace written", "file", file, "late", now-last)
+			}
+			return
 		}
 	}()
 	var once sync.Once

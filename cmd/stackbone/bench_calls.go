@@ -50,6 +50,7 @@ calls are held, and the step reports their setup as the box and SIPp measured it
 	cmd.Flags().IntVar(&cfg.BurstRate, "burst-rate", 50, "calls a second of the burst")
 	cmd.Flags().DurationVar(&cfg.BurstHold, "burst-hold", 2*time.Second, "how long each call of the burst stays up")
 	cmd.Flags().DurationVar(&cfg.Timeline, "timeline", 0, "D > 0: log the held window's figures every D (pacing p99, packets 5 ms or more off time, CPU), so a step that turns shows when")
+	cmd.Flags().StringVar(&cfg.FlightTrace, "flight-trace", "", "a file for the execution trace of the two seconds around the first moment a tenth of the calls sent a frame 20 ms late (go tool trace)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", ".stackbone", "where the private PostgreSQL cluster lives")
 	return cmd
 }
