@@ -45,6 +45,7 @@ type callerLine[T any] struct {
 // {"window":"end"} as the measurement window opens and closes, then
 // {"step":...}.
 func RunCaller(ctx context.Context, cfg CallerConfig, out io.Writer) error {
+	standInGC()
 	emit := lineWriter[CallStep](out)
 	if cfg.Realtime {
 		if release, err := realtime.Hold(); err == nil {

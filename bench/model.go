@@ -66,6 +66,7 @@ type modelLine struct {
 // ends (the parent closes it) or ctx does: it writes {"url":...} once it
 // listens and a last line with what it served.
 func RunModel(ctx context.Context, cfg ModelConfig, in io.Reader, out io.Writer) error {
+	standInGC()
 	if cfg.Realtime {
 		if release, err := realtime.Hold(); err == nil {
 			defer release()

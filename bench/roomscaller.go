@@ -95,6 +95,7 @@ func placeRooms(ctx context.Context, t RoomsTarget, callers roomstest.Options, n
 // {"window":"end"} as the measurement window opens and closes, then
 // {"step":...}.
 func RunRoomsCaller(ctx context.Context, cfg RoomsCallerConfig, out io.Writer) error {
+	standInGC()
 	emit := lineWriter[roomsCallerStep](out)
 	if cfg.Calls <= 0 || cfg.Rate <= 0 || cfg.Hold <= 0 {
 		err := fmt.Errorf("bench caller: --calls, --rate and --hold must be positive")
