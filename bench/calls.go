@@ -603,45 +603,26 @@ func boxShare(m map[string]any) (time.Duration, bool) {
 // logTimeline logs every interval the figures of the interval just
 // past, until the returned stop is called.
 func logTimeline(ctx context.Context, log *slog.Logger, every time.Duration, calls int, stats func() sip.Stats, pool *pgxpool.Pool) (stop func()) {
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		start := time.Now()
-		last, lastCPU, lastAt := stats(), readCPU(ctx, pool), start
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case now := <-tick.C:
-				w, cpu := stats(), readCPU(ctx, pool)
-				p := w.Pacing.Sub(last.Pacing)
-				sh := cpu.sharesSince(lastCPU, now.Sub(lastAt))
-				off := 0.0
-				if n := p.N(); n > 0 {
-					off = 100 * float64(p.Between(5*time.Millisecond, time.Hour)) / float64(n)
-				}
-				machine := -1.0
-				if cpu.machine >= 0 && lastCPU.machine >= 0 {
-					machine = 100 * (cpu.machine - lastCPU.machine).Seconds() / now.Sub(lastAt).Seconds()
-				}
-				log.Info("bench calls: held", "calls", calls, "at", now.Sub(start).Round(time.Second).String(),
-					"pacingP99Ms", p.Jitter(99).Seconds()*1000, "offTimePct", math.Round(off*100)/100,
-					"processPct", math.Round(100*sh.Process), "dbPct", math.Round(100*sh.DB), "machinePct", math.Round(machine))
-				last, lastCPU, lastAt = w, cpu, now
-			}
+	start := time.Now()
+	last, lastCPU, lastAt := stats(), readCPU(ctx, pool), start
+	return ticking(ctx, every, func(now time.Time) bool {
+		w, cpu := stats(), readCPU(ctx, pool)
+		p := w.Pacing.Sub(last.Pacing)
+		sh := cpu.sharesSince(lastCPU, now.Sub(lastAt))
+		off := 0.0
+		if n := p.N(); n > 0 {
+			off = 100 * float64(p.Between(5*time.Millisecond, time.Hour)) / float64(n)
 		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			close(done)
-			<-finished
-		})
-	}
+		machine := -1.0
+		if cpu.machine >= 0 && lastCPU.machine >= 0 {
+			machine = 100 * (cpu.machine - lastCPU.machine).Seconds() / now.Sub(lastAt).Seconds()
+		}
+		log.Info("bench calls: held", "calls", calls, "at", now.Sub(start).Round(time.Second).String(),
+			"pacingP99Ms", p.Jitter(99).Seconds()*1000, "offTimePct", math.Round(off*100)/100,
+			"processPct", math.Round(100*sh.Process), "dbPct", math.Round(100*sh.DB), "machinePct", math.Round(machine))
+		last, lastCPU, lastAt = w, cpu, now
+		return true
+	})
 }
 
 // traceLateRound keeps a flight recording of the process's execution and
@@ -653,43 +634,59 @@ func traceLateRound(ctx context.Context, log *slog.Logger, file string, calls in
 		log.Warn("bench calls: flight recorder", "error", err)
 		return func() {}
 	}
+	late := func() int64 { return stats().Pacing.Between(19800*time.Microsecond, time.Hour) }
+	last, written := late(), time.Time{}
+	stopTicking := ticking(ctx, 50*time.Millisecond, func(now time.Time) bool {
+		n := late()
+		switch {
+		case written.IsZero() && n-last < int64(max(1, calls/10)):
+			last = n
+			return true
+		case written.IsZero():
+			written = now.Add(300 * time.Millisecond) // the rest of the stall
+			log.Info("bench calls: a round came a frame late", "late", n-last)
+			return true
+		case now.Before(written):
+			return true
+		}
+		f, err := os.Create(file)
+		if err == nil {
+			_, err = fr.WriteTo(f)
+			err = errors.Join(err, f.Close())
+		}
+		if err != nil {
+			log.Warn("bench calls: write the flight trace", "error", err)
+		} else {
+			log.Info("bench calls: the late round's trace written", "file", file)
+		}
+		return false
+	})
+	return sync.OnceFunc(func() {
+		stopTicking()
+		fr.Stop()
+	})
+}
+
+// ticking calls fn every interval on a goroutine of its own until fn
+// returns false, ctx ends or the returned stop is called (which waits for
+// the goroutine and may be called more than once).
+func ticking(ctx context.Context, every time.Duration, fn func(now time.Time) bool) (stop func()) {
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		defer fr.Stop()
-		tick := time.NewTicker(50 * time.Millisecond)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
-		late := func() int64 { return stats().Pacing.Between(19800*time.Microsecond, time.Hour) }
-		last := late()
 		for {
 			select {
 			case <-done:
 				return
 			case <-ctx.Done():
 				return
-			case <-tick.C:
+			case now := <-tick.C:
+				if !fn(now) {
+					return
+				}
 			}
-			now := late()
-			if now-last < int64(max(1, calls/10)) {
-				last = now
-				continue
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(300 * time.Millisecond):
-			}
-			f, err := os.Create(file)
-			if err == nil {
-				_, err = fr.WriteTo(f)
-				err = errors.Join(err, f.Close())
-			}
-			if err != nil {
-				log.Warn("bench calls: write the flight trace", "error", err)
-			} else {
-				log.Info("bench calls: a round came a frame late; its trace written", "file", file, "late", now-last)
-			}
-			return
 		}
 	}()
 	var once sync.Once
