@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stackbone/box/postgres/pgtest"
 	"github.com/stackbone/box/runs"
@@ -135,11 +134,7 @@ func TestMergesOfManyRunsAtOnce(t *testing.T) {
 func TestMergeReadsOnlyItsRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.URL(t)+"&pool_max_conns=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := pgtest.OneConnection(t)
 	w, store := runs.NewWriter(pool), runs.NewStore(pool)
 	id := uuid.New()
 	if err := w.Write(ctx, runs.Run{ID: id, Kind: "agent_turn", Status: runs.StatusSucceeded, StartedAt: time.Now()}); err != nil {
@@ -154,26 +149,13 @@ func TestMergeReadsOnlyItsRuns(t *testing.T) {
 		SELECT gen_random_uuid(), 'agent_turn', 'succeeded', now(), '{}' FROM generate_series(1, 20000)`); err != nil {
 		t.Fatal(err)
 	}
-	seqRead := func() int64 {
-		t.Helper()
-		// The connection's counts reach the view once it is idle after this.
-		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		if err := pool.QueryRow(ctx, `SELECT coalesce(seq_tup_read, 0) FROM pg_stat_user_tables
-			WHERE relid = 'stackbone_platform.runs'::regclass`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	before := seqRead()
+	before := pgtest.SeqRead(t, pool, "stackbone_platform.runs")
 	for i := range 5 {
 		if err := store.MergeMetadata(ctx, id, map[string]any{"large": i}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if read := seqRead() - before; read >= 20000 {
+	if read := pgtest.SeqRead(t, pool, "stackbone_platform.runs") - before; read >= 20000 {
 		t.Fatalf("5 merges into one run read %d runs in sequence: the table scanned", read)
 	}
 	got, err := store.Get(ctx, id)

@@ -90,13 +90,15 @@ func (m *Manager) writeHeard(ctx context.Context, group []heardWrite) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := m.cfg.Pool.Exec(ctx, `INSERT INTO stackbone_platform.voice_call_entries (call_id, seq, entry, usage)
+	var b pgx.Batch
+	b.Queue(customPlan) // each write's calls by key
+	b.Queue(`INSERT INTO stackbone_platform.voice_call_entries (call_id, seq, entry, usage)
 		SELECT g.call_id, g.seq, g.entry::jsonb, g.usage::jsonb
 		FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS g(call_id, seq, entry, usage)
 		WHERE EXISTS (SELECT 1 FROM stackbone_platform.voice_calls c WHERE c.id = g.call_id AND c.status <> 'ended'
 			AND c.erased_at IS NULL)
 		ON CONFLICT DO NOTHING`, calls, seqs, entries, usages)
-	return err
+	return m.cfg.Pool.SendBatch(ctx, &b).Close()
 }
 
 // turnCommitted wakes the persister; a wake already pending covers this
@@ -138,11 +140,21 @@ func (m *Manager) renewLeases(ctx context.Context) {
 	if len(ids) == 0 {
 		return
 	}
-	if _, err := m.cfg.Pool.Exec(ctx, `UPDATE stackbone_platform.voice_calls SET lease_until = now() + make_interval(secs => $2)
-		WHERE id = ANY($1) AND status <> 'ended'`, ids, m.cfg.LeaseTTL.Seconds()); err != nil && ctx.Err() == nil {
+	var b pgx.Batch
+	b.Queue(customPlan) // the box's calls by key, not a scan of every call ever made
+	b.Queue(`UPDATE stackbone_platform.voice_calls SET lease_until = now() + make_interval(secs => $2)
+		WHERE id = ANY($1) AND status <> 'ended'`, ids, m.cfg.LeaseTTL.Seconds())
+	if err := m.cfg.Pool.SendBatch(ctx, &b).Close(); err != nil && ctx.Err() == nil {
 		m.log.Warn("voice: renew call leases", "calls", len(ids), "error", err)
 	}
 }
+
+// customPlan, first in a batch (one transaction), has the batch's
+// statements planned for their arguments each time, not by a plan the
+// connection cached: one made while the table of calls was small scans
+// every call ever made, and keeps doing so as the table grows until the
+// next ANALYZE.
+const customPlan = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`
 
 // recoverLost closes the calls whose lease ran out, and finishes the saves
 // of lost calls whose recovering box died before it saved, a few at a time.
