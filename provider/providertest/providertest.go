@@ -239,6 +239,12 @@ func (s *Server) record(r *http.Request, body []byte) {
 	s.mu.Unlock()
 }
 
+// streamOptions is a streamed request's stream_options.
+type streamOptions struct {
+	IncludeUsage    bool `json:"include_usage"`
+	ContinuousUsage bool `json:"continuous_usage_stats"`
+}
+
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	var req openai.ChatCompletionRequest
@@ -246,15 +252,25 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	slim := s.discard && s.byModel != nil && len(s.script) == 0
 	s.mu.Unlock()
 	var err error
+	// What a stream's usage chunks follow (go-openai's request has no
+	// continuous_usage_stats); read with the head when the request is not
+	// kept, so a long request is parsed once.
+	var opts struct {
+		StreamOptions streamOptions `json:"stream_options"`
+	}
 	if slim {
 		var head struct {
-			Model  string `json:"model"`
-			Stream bool   `json:"stream"`
+			Model         string        `json:"model"`
+			Stream        bool          `json:"stream"`
+			StreamOptions streamOptions `json:"stream_options"`
 		}
 		err = json.Unmarshal(body, &head)
-		req.Model, req.Stream = head.Model, head.Stream
+		req.Model, req.Stream, opts.StreamOptions = head.Model, head.Stream, head.StreamOptions
 	} else {
 		err = json.Unmarshal(body, &req)
+		if err == nil && req.Stream {
+			_ = json.Unmarshal(body, &opts)
+		}
 	}
 	if err != nil {
 		s.record(r, body)
@@ -311,13 +327,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		pt, ct = 10, 5
 	}
 	if req.Stream {
-		var opts struct {
-			StreamOptions struct {
-				IncludeUsage    bool `json:"include_usage"`
-				ContinuousUsage bool `json:"continuous_usage_stats"`
-			} `json:"stream_options"`
-		}
-		_ = json.Unmarshal(body, &opts)
 		usage := usageAtEnd
 		switch {
 		case opts.StreamOptions.IncludeUsage && opts.StreamOptions.ContinuousUsage:
