@@ -151,9 +151,9 @@ func (m *Manager) renewLeases(ctx context.Context) {
 
 // customPlan, first in a batch (one transaction), has the batch's
 // statements planned for their arguments each time, not by a plan the
-// connection cached: one made while the table of calls was small scans
-// every call ever made, and keeps doing so as the table grows until the
-// next ANALYZE.
+// connection cached: for a statement on a set of keys, one made while the
+// table was small scans the whole table, and keeps doing so as the table
+// grows (every call or run ever made) until the next ANALYZE.
 const customPlan = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`
 
 // recoverLost closes the calls whose lease ran out, and finishes the saves

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/stackbone/box/costs"
 	"github.com/stackbone/box/postgres/pgtest"
 )
 
@@ -63,5 +66,52 @@ func TestCallStatementsFindTheirCallsByKey(t *testing.T) {
 	}
 	if n != 15 || renewed {
 		t.Fatalf("%d entries written (want 15); lease renewed past a minute: %v (want its TTL of 30 s)", n, renewed)
+	}
+}
+
+// TestRunTokensFindTheRunsByKey: the tokens of a call's failed turns, read
+// from their runs as the call ends, are found by key however many runs the
+// table came to hold since the connection first read them. It reads while
+// the table holds nine runs (a plan cached then would scan the table),
+// 20,000 runs are added, and the reads after read none of them.
+func TestRunTokensFindTheRunsByKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.OneConnection(t)
+	m := &Manager{cfg: Config{Pool: pool}}
+	ids := []uuid.UUID{uuid.New(), uuid.New()}
+	if _, err := pool.Exec(ctx, `INSERT INTO stackbone_platform.runs (id, kind, status, started_at, model, input_tokens, output_tokens)
+		SELECT unnest($1::uuid[]), 'agent_turn', 'failed', now(), 'openai/m', 30, 7`, ids); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO stackbone_platform.runs (id, kind, status, started_at, model, input_tokens)
+		SELECT gen_random_uuid(), 'agent_turn', 'succeeded', now(), 'openai/m', 1 FROM generate_series(1, 7)`); err != nil {
+		t.Fatal(err)
+	}
+	read := func() costs.Usage {
+		t.Helper()
+		var u costs.Usage
+		if err := m.runTokens(ctx, ids, &u); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	for range 10 {
+		read()
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO stackbone_platform.runs (id, kind, status, started_at, model, input_tokens)
+		SELECT gen_random_uuid(), 'agent_turn', 'succeeded', now(), 'openai/m', 1 FROM generate_series(1, 20000)`); err != nil {
+		t.Fatal(err)
+	}
+	before := pgtest.SeqRead(t, pool, "stackbone_platform.runs")
+	var u costs.Usage
+	for range 5 {
+		u = read()
+	}
+	if n := pgtest.SeqRead(t, pool, "stackbone_platform.runs") - before; n >= 20000 {
+		t.Fatalf("5 reads of two runs' tokens read %d runs in sequence: the table scanned", n)
+	}
+	if got := u.Model.ByModel["openai/m"]; got.InputTokens != 60 || got.OutputTokens != 14 {
+		t.Fatalf("tokens %+v, want 60 in and 14 out", u.Model.ByModel)
 	}
 }

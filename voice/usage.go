@@ -48,22 +48,42 @@ func (c *Call) finalUsage(ctx context.Context, ended time.Time) costs.Usage {
 	ids := c.usage.runs
 	c.usage.mu.Unlock()
 	if len(ids) > 0 {
-		rows, err := c.m.cfg.Pool.Query(ctx, `SELECT model, sum(input_tokens), sum(output_tokens) FROM stackbone_platform.runs
-			WHERE id = ANY($1) AND model IS NOT NULL GROUP BY model`, ids)
-		if err == nil {
-			var model string
-			var t costs.Tokens
-			_, err = pgx.ForEachRow(rows, []any{&model, &t.InputTokens, &t.OutputTokens}, func() error {
-				u.AddTokens(model, t)
-				return nil
-			})
-		}
-		if err != nil {
+		if err := c.m.runTokens(ctx, ids, &u); err != nil {
 			c.m.log.Warn("voice: the tokens of the call's failed turns", "call", c.info.ID, "error", err)
 		}
 	}
 	u.Telephony = lineUsage(c.info.Direction, c.info.Trunk, c.answered, ended)
 	return u
+}
+
+// runTokens adds the runs' tokens to u, by model. The runs are found by
+// key: the batch has the statement planned for these ids (customPlan),
+// as a plan the connection cached while the table of runs was small
+// scans every run ever made.
+func (m *Manager) runTokens(ctx context.Context, ids []uuid.UUID, u *costs.Usage) error {
+	var b pgx.Batch
+	b.Queue(customPlan)
+	b.Queue(`SELECT model, sum(input_tokens), sum(output_tokens) FROM stackbone_platform.runs
+		WHERE id = ANY($1) AND model IS NOT NULL GROUP BY model`, ids)
+	br := m.cfg.Pool.SendBatch(ctx, &b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	var model string
+	var t costs.Tokens
+	_, err = pgx.ForEachRow(rows, []any{&model, &t.InputTokens, &t.OutputTokens}, func() error {
+		u.AddTokens(model, t)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return br.Close()
 }
 
 // lineUsage is a phone call's answered time on its trunk: zero for a
