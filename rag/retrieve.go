@@ -244,17 +244,31 @@ func (s *Service) readHits(ctx context.Context, c Collection, top []rankedChunk)
 	for i, t := range top {
 		ids[i] = t.id
 	}
-	rows, err := s.cfg.Pool.Query(ctx, `SELECT id, document_id, chunk_index, content, metadata FROM stackbone_platform.rag_chunks WHERE id = ANY($1)`, ids)
-	if err != nil {
-		return nil, fmt.Errorf("%w: read chunks: %v", ErrUnavailable, err)
-	}
+	// Planned for these ids each time (the batch is one transaction), not
+	// by a plan the connection cached: one made while the collections
+	// were small scans every chunk of every collection, and keeps doing so
+	// as they grow until the next ANALYZE.
+	var b pgx.Batch
+	b.Queue(`SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`)
+	b.Queue(`SELECT id, document_id, chunk_index, content, metadata FROM stackbone_platform.rag_chunks WHERE id = ANY($1)`, ids)
+	br := s.cfg.Pool.SendBatch(ctx, &b)
+	defer br.Close()
 	byID := map[int64]Hit{}
-	_, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
-		var h Hit
-		err := r.Scan(&h.ChunkID, &h.DocumentID, &h.ChunkIndex, &h.Content, &h.Metadata)
-		byID[h.ChunkID] = h
-		return struct{}{}, err
-	})
+	_, err := br.Exec()
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			_, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
+				var h Hit
+				err := r.Scan(&h.ChunkID, &h.DocumentID, &h.ChunkIndex, &h.Content, &h.Metadata)
+				byID[h.ChunkID] = h
+				return struct{}{}, err
+			})
+		}
+	}
+	if err == nil {
+		err = br.Close()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: read chunks: %v", ErrUnavailable, err)
 	}
