@@ -386,10 +386,10 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 			var model0, model1 time.Duration
 			var opened, closed time.Time
 			burst, burstStarted := make(chan burstResult, 1), false
-			stopTimeline := func() {}
+			stopWatches := func() {} // the held window's timeline and flight recorder, once started
 			snapshot := func(end bool) {
 				if end {
-					stopTimeline()
+					stopWatches()
 					w1, cpu1, rss1, heap1 = srv.Stats(), readCPU(ctx, pool), residentBytes(), heapInUse()
 					if remote != nil {
 						model1, closed = remote.cpu(), time.Now()
@@ -403,7 +403,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 					if cfg.FlightTrace != "" {
 						stops = append(stops, traceLateRound(ctx, cfg.Logger, cfg.FlightTrace, n, srv.Stats))
 					}
-					stopTimeline = func() {
+					stopWatches = func() {
 						for _, stop := range stops {
 							stop()
 						}
@@ -428,7 +428,7 @@ func Calls(ctx context.Context, cfg CallsConfig) (CallsReport, error) {
 				step, callerCPU, err = remoteStep(ctx, srv.Addr(), n, &number, cfg.Rate, cfg.Hold, c.Media.Realtime(), snapshot)
 			}
 			stopHog()
-			stopTimeline()
+			stopWatches()
 			if err != nil {
 				return rep, err
 			}
