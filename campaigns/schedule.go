@@ -82,6 +82,14 @@ const scanBatch = 200
 func (s *Service) schedule(ctx context.Context, id string) (int, error) {
 	queued := 0
 	err := pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
+		// The pass's updates of the contacts it queues or moves (joined
+		// to their keys with unnest) are planned for those keys: a plan
+		// the connection cached while the campaign held a few contacts
+		// reads all of them, 20,000 at each statement once it holds
+		// 20,000.
+		if _, err := tx.Exec(ctx, `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`); err != nil {
+			return err
+		}
 		// Waiting for the lock (not skipping): a pass never loses its turn
 		// to the ends of calls that hold it a moment.
 		c, err := scanCampaign(tx.QueryRow(ctx, `SELECT `+campaignColumns+` FROM stackbone_platform.campaigns

@@ -31,16 +31,30 @@ func OneConnection(t testing.TB) *pgxpool.Pool {
 // the test's): a statement that finds its rows by key adds none.
 func SeqRead(t testing.TB, pool *pgxpool.Pool, table string) int64 {
 	t.Helper()
+	seq, _ := reads(t, pool, table)
+	return seq
+}
+
+// RowsRead is SeqRead and the rows of table fetched through its indexes:
+// a statement that scans an index over more rows than it needs (all of a
+// campaign's contacts to update a few) adds them too.
+func RowsRead(t testing.TB, pool *pgxpool.Pool, table string) int64 {
+	t.Helper()
+	seq, fetched := reads(t, pool, table)
+	return seq + fetched
+}
+
+func reads(t testing.TB, pool *pgxpool.Pool, table string) (seq, fetched int64) {
+	t.Helper()
 	ctx := context.Background()
 	// The connection's counts reach the shared view once it is idle
 	// after this.
 	if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
 		t.Fatalf("pgtest: flush statistics: %v", err)
 	}
-	var n int64
-	if err := pool.QueryRow(ctx, `SELECT coalesce(seq_tup_read, 0) FROM pg_stat_user_tables
-		WHERE relid = $1::regclass`, table).Scan(&n); err != nil {
-		t.Fatalf("pgtest: sequential reads of %s: %v", table, err)
+	if err := pool.QueryRow(ctx, `SELECT coalesce(seq_tup_read, 0), coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables
+		WHERE relid = $1::regclass`, table).Scan(&seq, &fetched); err != nil {
+		t.Fatalf("pgtest: reads of %s: %v", table, err)
 	}
-	return n
+	return seq, fetched
 }
