@@ -279,9 +279,14 @@ func TestCallRecordingLinesUpAndSurvivesTheBox(t *testing.T) {
 		t.Errorf("%d marks for %d heard entries", len(in.Marks), len(rec.Transcript))
 	}
 	// The caller's ear: from its words' start to the answer's first sound.
+	// Within 60 ms: the recording's onsets are found 20 ms at a time on
+	// each channel, and on a loaded machine the caller's own packet times
+	// were seen 20 ms off (41 ms in all once); a turn placed a frame or
+	// two wrong in the recording is still caught, one misplaced by its
+	// answer's lead (hundreds of ms) at once.
 	ear := answered.Sub(spoke).Milliseconds()
 	t.Logf("the answer after the caller's words: %d ms in the recording, %d ms at the caller's ear", answer-user, ear)
-	if user < 0 || answer < 0 || math.Abs(float64((answer-user)-ear)) > 40 {
+	if user < 0 || answer < 0 || math.Abs(float64((answer-user)-ear)) > 60 {
 		t.Errorf("in the recording the answer starts %d ms after the caller's words; the caller heard it %d ms after", answer-user, ear)
 	}
 
