@@ -62,7 +62,7 @@ func TestSchedulingFindsItsContactsByKey(t *testing.T) {
 		return c.ID
 	}
 	open := start("open", campaigns.Window{Start: "00:00", End: "24:00"})     // its due contacts are queued
-	closed := start("closed", campaigns.Window{Start: "01:00", End: "02:00"}) // moved to 01:00 tomorrow
+	closed := start("closed", campaigns.Window{Start: "01:00", End: "02:00"}) // moved to its next 01:00
 	// insert gives each campaign n more contacts in state, next due at.
 	insert := func(n int, state string, at time.Time) {
 		t.Helper()
