@@ -531,7 +531,7 @@ func (c *Call) leaveMessage(ctx context.Context, message <-chan fixedPhrase) {
 	if beep := c.scr.beepEnded(); !beep.IsZero() && !t.firstAudio.IsZero() {
 		m["messageAfterBeepMs"] = t.firstAudio.Sub(beep).Milliseconds()
 	}
-	c.metrics = append(c.metrics, m)
+	c.keepMetrics(m)
 	c.mu.Unlock()
 	c.End(OutcomeCompleted, "left a voicemail message")
 }

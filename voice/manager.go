@@ -415,9 +415,12 @@ type Call struct {
 	// answering is set while converse answers a turn (no preemptive
 	// generation meanwhile).
 	answering bool
-	metrics   []map[string]any
-	turns     sync.WaitGroup // turns still recording their metrics
-	usage     callUsage
+	// metrics are each turn's figures for the call's record, kept as
+	// their JSON: a map of them took three times the memory, for every
+	// turn of every call until its end.
+	metrics []json.RawMessage
+	turns   sync.WaitGroup // turns still recording their metrics
+	usage   callUsage
 
 	committedTurn chan struct{} // wakes the persister
 	stopPersist   chan struct{}

@@ -248,7 +248,7 @@ func (c *Call) brief(ctx context.Context, leg Leg, reason string) bool {
 func (c *Call) recordTransfer(res *transferResult) {
 	m := map[string]any{"transfer": map[string]any{"target": res.Target, "mode": "warm", "result": res.Result, "ringMs": res.RingMs}}
 	c.mu.Lock()
-	c.metrics = append(c.metrics, m)
+	c.keepMetrics(m)
 	c.mu.Unlock()
 	entry, _ := json.Marshal([]any{m})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

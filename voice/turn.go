@@ -328,7 +328,7 @@ func (t *turn) record(res agent.Result) {
 		t.metrics["interruptions"] = t.interruptions
 	}
 	t.engines(partTTS, t.voices)
-	c.metrics = append(c.metrics, t.metrics)
+	c.keepMetrics(t.metrics)
 	c.mu.Unlock()
 	for key, stage := range map[string]string{"endOfUtteranceMs": "end_of_speech", "speechToTextMs": "speech_to_text",
 		"timeToFirstTokenMs": "first_token", "textToSpeechFirstByteMs": "first_audio", "wireToWireMs": "wire_to_wire"} {
@@ -339,6 +339,19 @@ func (t *turn) record(res agent.Result) {
 	if err := c.m.cfg.Runs.MergeMetadata(context.Background(), res.RunID, map[string]any{"voice": t.metrics}); err != nil {
 		c.m.log.Warn("voice: record metrics", "call", c.info.ID, "error", err)
 	}
+}
+
+// keepMetrics (under mu) keeps one turn's figures for the call's record.
+// They are plain values (numbers, strings, the engines' and tools'
+// reports), so encoding them cannot fail; one that did would be logged and
+// left out.
+func (c *Call) keepMetrics(m map[string]any) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		c.m.log.Warn("voice: turn metrics not kept", "call", c.info.ID, "error", err)
+		return
+	}
+	c.metrics = append(c.metrics, b)
 }
 
 // messages is the conversation as the caller heard it: the model never
