@@ -334,6 +334,10 @@ func (c *Call) speculate(ctx context.Context, pcm []int16, wake func()) *specula
 	s := &speculation{report: report, cancel: cancel, done: make(chan struct{}), started: c.clk.Now()}
 	go func() {
 		s.text, s.err = c.stt.Transcribe(ctx, pcm, c.info.SampleRate)
+		// Its request is over: the call's context lets go of this one (a
+		// context never cancelled stays among its parent's children, with
+		// the request's, for as long as the call lasts).
+		cancel()
 		// Answered before the wake: a listener woken by it finds the
 		// answer (it may get no other wake before the endpoint).
 		close(s.done)

@@ -3,6 +3,7 @@ package voice
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,4 +100,94 @@ func TestPreemptiveAnswerIsHeldAndAbandonedWhenTheCallerGoesOn(t *testing.T) {
 	if n := e.ends.count(r.call.ID()); n != 1 {
 		t.Fatalf("%d completions", n)
 	}
+}
+
+// A turn lets go of the contexts of its requests once they are over: the
+// speculation the turn was answered on and the generation that spoke the
+// answer are done while the call goes on. A context never cancelled stays
+// among the call's for the whole call, with everything its requests
+// left in it (thousands of turns' worth on a loaded box).
+func TestATurnLetsGoOfItsRequestsContexts(t *testing.T) {
+	t.Parallel()
+	rec := &requestContexts{}
+	e := newEnv(t, func(c *Config) {
+		inner := c.Speech
+		c.Speech = func(name string, ag config.Agent, rate int) (Transcriber, Synthesizer, error) {
+			stt, tts, err := inner(name, ag, rate)
+			return contextsSTT{stt, rec}, contextsTTS{tts, rec}, err
+		}
+	})
+	e.model.RespondTranscripts(func([]byte) string { return "What time do you open tomorrow?" })
+	e.model.Script(providertest.Reply{Content: "At nine."})
+	r := e.start(CallInfo{Agent: "talker", PhoneNumber: "+1555"})
+	r.say(800)
+	r.stepUntil("the answer to play through", 1000, func() bool { return len(r.call.Entries()) == 2 })
+	stts, ttss := rec.counts()
+	if stts == 0 || ttss == 0 {
+		t.Fatalf("%d transcriptions and %d syntheses seen", stts, ttss)
+	}
+	poll.Until(t, "every request's context to be done while the call goes on", 10*time.Second, func() bool {
+		return rec.open() == 0
+	})
+	r.call.End(OutcomeCompleted, "")
+	if how := r.end().Metrics[0]["transcription"]; how != "speculative" {
+		t.Fatalf("the turn's transcription was %v, not the speculation's", how)
+	}
+}
+
+// requestContexts keeps the contexts the call's engines were asked under.
+type requestContexts struct {
+	mu         sync.Mutex
+	ctxs       []context.Context
+	stts, ttss int
+}
+
+func (r *requestContexts) keep(ctx context.Context, stt bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ctxs = append(r.ctxs, ctx)
+	if stt {
+		r.stts++
+	} else {
+		r.ttss++
+	}
+}
+
+func (r *requestContexts) counts() (stts, ttss int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stts, r.ttss
+}
+
+// open counts the contexts not done.
+func (r *requestContexts) open() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ctx := range r.ctxs {
+		if ctx.Err() == nil {
+			n++
+		}
+	}
+	return n
+}
+
+type contextsSTT struct {
+	Transcriber
+	r *requestContexts
+}
+
+func (s contextsSTT) Transcribe(ctx context.Context, pcm []int16, rate int) (string, error) {
+	s.r.keep(ctx, true)
+	return s.Transcriber.Transcribe(ctx, pcm, rate)
+}
+
+type contextsTTS struct {
+	Synthesizer
+	r *requestContexts
+}
+
+func (s contextsTTS) Synthesize(ctx context.Context, text string, rate int) (Segment, error) {
+	s.r.keep(ctx, false)
+	return s.Synthesizer.Synthesize(ctx, text, rate)
 }

@@ -150,6 +150,9 @@ func (t *turn) run(ctx context.Context) {
 	c.startSpeaking(t)
 	g.confirm(t)
 	<-g.done
+	// The generation's work is over (its audio is on the playout): its
+	// context goes, so the call's keeps no child of each turn.
+	defer g.cancel()
 	res, err := g.res, g.err
 	for k, v := range g.metrics {
 		if at, ok := v.(time.Time); ok {
