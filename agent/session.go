@@ -294,14 +294,17 @@ func (r *Runtime) persist(ctx context.Context, t turnRecord) error {
 
 func queueRun(b *pgx.Batch, r runs.Run) { runs.QueueInsert(b, r) }
 
-// previewOf is the first user message of a conversation, clipped.
-func previewOf(msgs []Message) string {
-	for _, m := range msgs {
-		if m.Role == RoleUser && m.Content != "" {
-			if utf8.RuneCountInString(m.Content) > 200 {
-				return string([]rune(m.Content)[:200]) + "…"
+// previewOf is the first user message of a conversation (its parts in
+// order), clipped.
+func previewOf(parts ...[]Message) string {
+	for _, msgs := range parts {
+		for _, m := range msgs {
+			if m.Role == RoleUser && m.Content != "" {
+				if utf8.RuneCountInString(m.Content) > 200 {
+					return string([]rune(m.Content)[:200]) + "…"
+				}
+				return m.Content
 			}
-			return m.Content
 		}
 	}
 	return ""

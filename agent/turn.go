@@ -786,7 +786,7 @@ func (t *turn) appendToolResult(call ToolCall, out string) {
 
 // providerMessages is the agent's instructions followed by the conversation.
 func (t *turn) providerMessages() []openai.ChatCompletionMessage {
-	var out []openai.ChatCompletionMessage
+	out := make([]openai.ChatCompletionMessage, 0, 2+len(t.history)+len(t.appended))
 	if t.agent.Instructions != "" {
 		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: t.agent.Instructions})
 	}
@@ -853,7 +853,7 @@ func (t *turn) finish(ctx context.Context, res Result) error {
 	t.run.Metadata["addedTokens"] = addedTokens(t.added)
 	rec := turnRecord{sessionID: t.sessionID, kind: t.kind, turn: t.turnNo, step: t.step, history: t.history, appended: t.appended,
 		status: StatusCompleted, userText: t.userText, replyText: res.Text, run: t.run, durationMS: ms,
-		preview: previewOf(append(slices.Clone(t.history), t.appended...))}
+		preview: previewOf(t.history, t.appended)}
 	if res.Held != nil {
 		rec.status = StatusHeld
 		rec.held = &pending{Call: *res.Held, MessageID: res.MessageID, IdentityKey: t.sel.Key, IdentityValue: t.sel.Value,
@@ -895,7 +895,7 @@ func (t *turn) fail(ctx context.Context, cause error) (Result, error) {
 		appended := t.cutMessages()
 		rec := turnRecord{sessionID: t.sessionID, kind: t.kind, turn: t.turnNo, step: t.step, history: t.history, appended: appended,
 			status: StatusCompleted, userText: t.userText, replyText: strings.Join(append(slices.Clone(t.texts), t.partial.String()), StepSeparator),
-			run: t.run, durationMS: ms, preview: previewOf(append(slices.Clone(t.history), appended...))}
+			run: t.run, durationMS: ms, preview: previewOf(t.history, appended)}
 		if err := t.rt.persist(context.WithoutCancel(ctx), rec); err != nil {
 			t.rt.release(context.WithoutCancel(ctx), t.sessionID, StatusFailed)
 			t.rt.log.Warn("agent: keep a stopped turn", "run", t.run.ID, "error", err)

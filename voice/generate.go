@@ -41,13 +41,13 @@ type generation struct {
 }
 
 // generate starts the answer to text after messages (the heard
-// conversation before it).
+// conversation before it, Call.messages: the generation takes it over).
 func (c *Call) generate(ctx context.Context, text string, messages []agent.Message) *generation {
 	gctx, cancel := context.WithCancel(ctx)
 	gctx, voices := withReport(gctx, partTTS)
-	g := &generation{c: c, text: text, history: len(c.transcript.Entries()), ctx: gctx, cancel: cancel, voices: voices,
+	g := &generation{c: c, text: text, history: c.transcript.Len(), ctx: gctx, cancel: cancel, voices: voices,
 		gate: make(chan struct{}), started: c.clk.Now(), done: make(chan struct{}), metrics: map[string]any{}}
-	msgs := append(append([]agent.Message(nil), messages...), agent.Message{Role: RoleUser, Content: text})
+	msgs := append(messages, agent.Message{Role: RoleUser, Content: text})
 	go g.run(msgs)
 	return g
 }
@@ -87,7 +87,7 @@ func (g *generation) current() bool {
 	c.mu.Lock()
 	idle := c.speaking == nil
 	c.mu.Unlock()
-	return idle && len(c.transcript.Entries()) == g.history
+	return idle && c.transcript.Len() == g.history
 }
 
 // abandon cancels an unconfirmed generation; its run row is marked

@@ -39,12 +39,12 @@ func (c *Call) persist() {
 		case <-c.stopPersist:
 			return
 		}
-		entries := c.transcript.Entries()
-		if len(entries) == written {
+		entries := c.transcript.Since(written)
+		if len(entries) == 0 {
 			continue
 		}
 		w := heardWrite{call: c.info.ID, seq: written, usage: string(c.usageJSON())}
-		for _, e := range entries[written:] {
+		for _, e := range entries {
 			b, _ := json.Marshal(e)
 			w.entries = append(w.entries, string(b))
 		}
@@ -55,7 +55,7 @@ func (c *Call) persist() {
 			c.m.log.Warn("voice: persist heard transcript", "call", c.info.ID, "error", err)
 			continue
 		}
-		written = len(entries)
+		written += len(entries)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stackbone/box/agent"
 )
 
 // Roles of transcript entries.
@@ -75,7 +77,32 @@ func (t *transcript) commit(e Entry) bool {
 
 // Entries returns a copy of the committed entries in commit order.
 func (t *transcript) Entries() []Entry {
+	return t.Since(0)
+}
+
+// Since returns a copy of the entries committed after the first n.
+func (t *transcript) Since(n int) []Entry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append([]Entry(nil), t.entries...)
+	return append([]Entry(nil), t.entries[min(n, len(t.entries)):]...)
+}
+
+// Len is the number of entries committed (without copying them: a call
+// asks at every turn, and its transcript only grows).
+func (t *transcript) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.entries)
+}
+
+// Messages is the transcript as the conversation of a model request, with
+// room for one more message (the turn's).
+func (t *transcript) Messages() []agent.Message {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]agent.Message, len(t.entries), len(t.entries)+1)
+	for i, e := range t.entries {
+		out[i] = agent.Message{Role: e.Role, Content: e.Text}
+	}
+	return out
 }

@@ -359,13 +359,7 @@ func (c *Call) keepMetrics(m map[string]any) {
 
 // messages is the conversation as the caller heard it: the model never
 // sees generated text that did not play.
-func (c *Call) messages() []agent.Message {
-	var out []agent.Message
-	for _, e := range c.transcript.Entries() {
-		out = append(out, agent.Message{Role: e.Role, Content: e.Text})
-	}
-	return out
-}
+func (c *Call) messages() []agent.Message { return c.transcript.Messages() }
 
 // Entries is the heard transcript so far (the live transcript of a call page).
 func (c *Call) Entries() []Entry { return c.transcript.Entries() }
