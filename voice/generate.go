@@ -230,14 +230,16 @@ func (g *generation) synthesize(sentences <-chan spoken, metric func(string, any
 			// synthesised while this one plays. This engine has no word
 			// timings: a sentence is heard only once all of it played.
 			var seg *Segment
-			var held []int16
+			// The pieces arrived before confirm, as the engine handed
+			// them over (each its own: not copied again to be held).
+			var held [][]int16
 			open := func() bool {
 				if seg == nil && g.confirmed() {
 					seg = c.playout.Stream(g.t.id, Segment{Text: s.text})
 					if len(held) > 0 {
 						ready()
 					}
-					c.playout.Append(seg, held)
+					c.playout.Append(seg, held...)
 					held = nil
 				}
 				return seg != nil
@@ -248,7 +250,7 @@ func (g *generation) synthesize(sentences <-chan spoken, metric func(string, any
 					ready()
 					c.playout.Append(seg, pcm)
 				} else {
-					held = append(held, pcm...)
+					held = append(held, pcm)
 				}
 			})
 			if err != nil && g.ctx.Err() == nil {

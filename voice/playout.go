@@ -1,6 +1,7 @@
 package voice
 
 import (
+	"slices"
 	"strings"
 	"sync"
 )
@@ -29,7 +30,8 @@ type Segment struct {
 	open bool
 }
 
-// FrameWriter sends one frame of agent audio to the caller.
+// FrameWriter sends one frame of agent audio to the caller. The frame is
+// the writer's only during the call: it copies what it keeps.
 type FrameWriter interface {
 	WriteFrame(pcm []int16) error
 }
@@ -61,11 +63,12 @@ type playout struct {
 	paused  bool       // the caller is talking over the turn: hold its place
 	keying  int        // keypad tones are sounding in place of the frames
 	silence []int16
+	speech  []int16 // the frame Tick writes of a segment (Tick's alone)
 }
 
 // NewPlayout plays frames of frameSamples samples (160 for 20 ms at 8 kHz).
 func newPlayout(frameSamples int) *playout {
-	return &playout{frame: frameSamples, silence: make([]int16, frameSamples)}
+	return &playout{frame: frameSamples, silence: make([]int16, frameSamples), speech: make([]int16, frameSamples)}
 }
 
 // starved reports (under p.mu) whether nothing is playable right now: the
@@ -169,14 +172,21 @@ func (p *playout) Stream(id int, s Segment) *Segment {
 }
 
 // Append adds audio to a streamed segment.
-func (p *playout) Append(s *Segment, pcm []int16) {
-	if s == nil || len(pcm) == 0 {
+func (p *playout) Append(s *Segment, pieces ...[]int16) {
+	n := 0
+	for _, pcm := range pieces {
+		n += len(pcm)
+	}
+	if s == nil || n == 0 {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	was := p.starved()
-	s.PCM = append(s.PCM, pcm...)
+	s.PCM = slices.Grow(s.PCM, n)
+	for _, pcm := range pieces {
+		s.PCM = append(s.PCM, pcm...)
+	}
 	p.signal(was)
 }
 
@@ -205,7 +215,8 @@ func (p *playout) Close(id int) {
 }
 
 // Tick writes one frame and reports whether it carried speech, and whether
-// the current turn has now completely played (closed and drained).
+// the current turn has now completely played (closed and drained). One
+// goroutine at a time ticks (the call's pacer).
 func (p *playout) Tick(w FrameWriter) (speech, finished bool, err error) {
 	p.mu.Lock()
 	out := p.silence
@@ -229,8 +240,8 @@ func (p *playout) Tick(w FrameWriter) (speech, finished bool, err error) {
 	if p.cur != nil && p.pos < len(p.cur.PCM) {
 		speech = true
 		end := min(p.pos+p.frame, len(p.cur.PCM))
-		out = make([]int16, p.frame)
-		copy(out, p.cur.PCM[p.pos:end])
+		out = p.speech
+		clear(out[copy(out, p.cur.PCM[p.pos:end]):])
 		p.pos = end
 		if p.pos >= len(p.cur.PCM) && !p.cur.open {
 			p.played = append(p.played, *p.cur)

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -102,6 +104,7 @@ type StreamingSynthesizer interface {
 	// SynthesizeStream speaks text at rate, calling emit with each piece of
 	// audio in order as it arrives; it returns once all of it arrived. An
 	// error after some audio was emitted means the sentence stopped short.
+	// Each piece is emit's to keep: the engine does not touch it again.
 	SynthesizeStream(ctx context.Context, text string, rate int, emit func(pcm []int16)) error
 }
 
@@ -113,10 +116,17 @@ type ProviderSTT struct {
 
 // Transcribe implements Transcriber.
 func (p ProviderSTT) Transcribe(ctx context.Context, pcm []int16, rate int) (string, error) {
+	wav, _ := wavBuffers.Get().(*[]byte)
+	if wav == nil {
+		wav = new([]byte)
+	}
+	*wav = appendWAV((*wav)[:0], pcm, rate)
 	resp, err := p.Model.Client.CreateTranscription(ctx, openai.AudioRequest{
-		Model: p.Model.Name, FilePath: "utterance.wav", Reader: bytes.NewReader(encodeWAV(pcm, rate)),
+		Model: p.Model.Name, FilePath: "utterance.wav", Reader: bytes.NewReader(*wav),
 		Format: openai.AudioResponseFormatJSON,
 	})
+	// The request is over, its body read: the encoding serves the next.
+	wavBuffers.Put(wav)
 	if err != nil {
 		return "", fmt.Errorf("voice: speech-to-text: %s", provider.Describe(err))
 	}
@@ -395,13 +405,21 @@ func Resample(in []int16, from, to int) []int16 {
 }
 
 // encodeWAV wraps 16-bit mono PCM in a WAV container.
-func encodeWAV(pcm []int16, rate int) []byte {
-	// One allocation of the exact size, the header and samples put in
-	// place (binary.Write would copy the samples through reflection into
-	// a buffer that grows by doubling: three times the bytes, per
-	// utterance).
+func encodeWAV(pcm []int16, rate int) []byte { return appendWAV(nil, pcm, rate) }
+
+// wavBuffers holds utterances' WAV encodings for reuse (*[]byte): a
+// transcription request encodes every utterance, and speculations
+// several times each.
+var wavBuffers sync.Pool
+
+// appendWAV is encodeWAV into dst's memory when it has room.
+func appendWAV(dst []byte, pcm []int16, rate int) []byte {
+	// One allocation at most, of the exact size, the header and samples
+	// put in place (binary.Write would copy the samples through
+	// reflection into a buffer that grows by doubling: three times the
+	// bytes, per utterance).
 	data := len(pcm) * 2
-	b := make([]byte, 44+data)
+	b := slices.Grow(dst[:0], 44+data)[:44+data]
 	le := binary.LittleEndian
 	copy(b[0:], "RIFF")
 	le.PutUint32(b[4:], uint32(36+data))

@@ -29,6 +29,12 @@ func TestEncodeWAV(t *testing.T) {
 		if got := encodeWAV(pcm, rate); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("rate %d: %d bytes, want %d; header % x, want % x", rate, len(got), want.Len(), got[:min(44, len(got))], want.Bytes()[:44])
 		}
+		// Into a reused buffer that held a longer utterance: the same
+		// bytes, in its memory.
+		used := bytes.Repeat([]byte{0xa5}, 2*want.Len())
+		if got := appendWAV(used[:7], pcm, rate); !bytes.Equal(got, want.Bytes()) || &got[0] != &used[0] {
+			t.Fatalf("rate %d, reused buffer: %d bytes, want %d, same memory %v", rate, len(got), want.Len(), &got[0] == &used[0])
+		}
 	}
 	if got := encodeWAV(nil, 8000); len(got) != 44 || binary.LittleEndian.Uint32(got[40:]) != 0 {
 		t.Fatalf("empty: % x", got)
